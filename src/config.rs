@@ -1,0 +1,1 @@
+//! accounts.toml: the daemon's configuration types, defaults and validation.

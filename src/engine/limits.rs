@@ -1,0 +1,41 @@
+//! Search limits given as data, and the observer through which the caller stops a search.
+
+/// Limits the search checks itself. Time is not here: the caller's [`SearchObserver`] owns the
+/// clock, so the engine never reads one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Limits {
+    /// Exact node limit: the search stops when it has visited this many nodes (but never before
+    /// depth 1 is complete).
+    pub nodes: Option<u64>,
+    /// Maximum iterative-deepening depth.
+    pub depth: Option<u32>,
+}
+
+impl Limits {
+    pub fn nodes(n: u64) -> Self {
+        Limits {
+            nodes: Some(n),
+            depth: None,
+        }
+    }
+    pub fn depth(d: u32) -> Self {
+        Limits {
+            nodes: None,
+            depth: Some(d),
+        }
+    }
+}
+
+/// The caller's side of a search.
+pub trait SearchObserver {
+    /// Polled every 1024 nodes once depth 1 is complete; `true` stops the search now.
+    fn should_stop(&mut self, _nodes: u64) -> bool {
+        false
+    }
+    /// Called after every completed iteration (and when the search ends early with a result).
+    fn on_iteration(&mut self, _info: &crate::engine::SearchInfo) {}
+}
+
+/// An observer that never stops a search and ignores progress.
+pub struct NoStop;
+impl SearchObserver for NoStop {}

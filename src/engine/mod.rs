@@ -1,0 +1,33 @@
+//! The chess engine as a library: no I/O, no async, no clock it was not handed.
+//!
+//! A [`Game`] (initial position + moves, with repetition history) goes in together with
+//! [`SearchParams`] (node/depth limits and evaluation noise) and a [`SearchObserver`] that may
+//! stop the search (time, `stop`) and hears about every completed iteration. Same inputs, same
+//! output, bit for bit.
+
+pub mod limits;
+pub mod noise;
+pub mod position;
+pub mod search;
+
+pub use limits::{Limits, NoStop, SearchObserver};
+pub use noise::Noise;
+pub use position::{Game, GameError};
+pub use search::{Engine, Score, SearchInfo, SearchResult};
+
+/// Everything that decides how one search plays, apart from the position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchParams {
+    pub limits: Limits,
+    pub noise: Noise,
+}
+
+impl SearchParams {
+    /// Full strength, bounded only by the given limits.
+    pub fn full_strength(limits: Limits) -> Self {
+        SearchParams {
+            limits,
+            noise: Noise::NONE,
+        }
+    }
+}

@@ -1,0 +1,438 @@
+//! The level model: calibrated coefficients -> per-game engine parameters.
+//!
+//! For level L with calibration offset o(L), x = L + o(L); nodes = n0·b^x, noise = s0·d^x,
+//! hash fixed per level. With r = non-pawn material / its starting value (floored at r_min),
+//! endgame scaling multiplies nodes by b^(-log2 r) and noise by d^(-log2 r): one level more per
+//! halving of material. See LEVELS.md and calibration/coefficients.toml.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::{Game, Limits, Noise, SearchParams};
+
+/// The living coefficients, as stored in calibration/coefficients.toml.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Coefficients {
+    /// Incremented by every `ladder calibrate --apply`; every logged game records it.
+    pub version: u32,
+    /// Nodes at x = 0.
+    pub n0: f64,
+    /// Node growth per level (> 1).
+    pub b: f64,
+    /// Noise scale (centipawns, logistic law) at x = 0.
+    pub s0: f64,
+    /// Noise decay per level (0 < d < 1).
+    pub d: f64,
+    /// Floor of the material ratio in the endgame scaling.
+    pub r_min: f64,
+    /// Scale nodes up as material comes off.
+    pub endgame_nodes: bool,
+    /// Scale noise down as material comes off.
+    pub endgame_noise: bool,
+    /// Hard cap on nodes per move, whatever the level and material.
+    #[serde(default = "default_max_nodes")]
+    pub max_nodes: u64,
+    /// Hash size by level: each step applies from its `from_level` upwards.
+    pub hash: Vec<HashStep>,
+    /// Per-level offsets o(L) added to the level, keyed by level ("3", "3.5").
+    #[serde(default)]
+    pub offsets: BTreeMap<String, f64>,
+    /// The rating of each level on the target perf (nominal until calibration measures it),
+    /// keyed by level. `UCI_Elo` maps through this table.
+    #[serde(default)]
+    pub ratings: BTreeMap<String, f64>,
+    /// Where the ratings come from ("nominal", "calibrated 2026-11-22 from 1830 games", …).
+    #[serde(default)]
+    pub ratings_source: String,
+}
+
+fn default_max_nodes() -> u64 {
+    50_000_000
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HashStep {
+    pub from_level: f64,
+    pub mb: usize,
+}
+
+/// A problem with a coefficients file.
+#[derive(Debug, thiserror::Error)]
+pub enum CoefficientsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("{path}: `{key}` {problem}")]
+    Invalid {
+        path: String,
+        key: String,
+        problem: String,
+    },
+}
+
+impl Coefficients {
+    /// The file that ships with the crate: the starting point of calibration.
+    pub const DEFAULT_TOML: &'static str = include_str!("../calibration/coefficients.toml");
+
+    pub fn builtin() -> Coefficients {
+        Coefficients::parse(Self::DEFAULT_TOML, "built-in coefficients")
+            .expect("the shipped coefficients file is valid")
+    }
+
+    pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| CoefficientsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Coefficients::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates; `origin` names the file in error messages (toml's own messages
+    /// carry the line and column).
+    pub fn parse(text: &str, origin: &str) -> Result<Coefficients, CoefficientsError> {
+        let coefficients: Coefficients =
+            toml::from_str(text).map_err(|e| CoefficientsError::Parse {
+                path: origin.to_string(),
+                message: e.to_string(),
+            })?;
+        coefficients.validate(origin)?;
+        Ok(coefficients)
+    }
+
+    pub fn to_toml(&self) -> String {
+        toml::to_string_pretty(self).expect("coefficients serialize")
+    }
+
+    fn validate(&self, origin: &str) -> Result<(), CoefficientsError> {
+        let invalid = |key: &str, problem: &str| {
+            Err(CoefficientsError::Invalid {
+                path: origin.to_string(),
+                key: key.to_string(),
+                problem: problem.to_string(),
+            })
+        };
+        if !(self.n0.is_finite() && self.n0 > 0.0) {
+            return invalid("n0", "must be a positive number");
+        }
+        if !(self.b.is_finite() && self.b > 1.0) {
+            return invalid("b", "must be greater than 1 (nodes grow with the level)");
+        }
+        if !(self.s0.is_finite() && self.s0 >= 0.0) {
+            return invalid("s0", "must be zero or positive");
+        }
+        if !(self.d.is_finite() && self.d > 0.0 && self.d <= 1.0) {
+            return invalid("d", "must be in (0, 1] (noise decays with the level)");
+        }
+        if !(self.r_min > 0.0 && self.r_min <= 1.0) {
+            return invalid("r_min", "must be in (0, 1]");
+        }
+        if self.max_nodes == 0 {
+            return invalid("max_nodes", "must be positive");
+        }
+        if self.hash.is_empty() || self.hash.iter().any(|h| h.mb == 0) {
+            return invalid("hash", "needs at least one step, each with mb >= 1");
+        }
+        for key in self.offsets.keys().chain(self.ratings.keys()) {
+            if key.parse::<f64>().is_err() {
+                return invalid(key, "is not a level number");
+            }
+        }
+        if self.offsets.values().any(|o| !o.is_finite()) {
+            return invalid("offsets", "must be finite numbers");
+        }
+        Ok(())
+    }
+
+    /// The calibration offset of a level (0 when none is recorded).
+    pub fn offset(&self, level: f64) -> f64 {
+        self.offsets.get(&level_key(level)).copied().unwrap_or(0.0)
+    }
+
+    /// Hash size for a level.
+    pub fn hash_mb(&self, level: f64) -> usize {
+        let mut mb = self.hash[0].mb;
+        for step in &self.hash {
+            if level >= step.from_level {
+                mb = step.mb;
+            }
+        }
+        mb
+    }
+
+    /// Levels with a recorded rating, sorted by level.
+    pub fn rated_levels(&self) -> Vec<(f64, f64)> {
+        let mut levels: Vec<(f64, f64)> = self
+            .ratings
+            .iter()
+            .filter_map(|(k, r)| Some((k.parse().ok()?, *r)))
+            .collect();
+        levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+        levels
+    }
+
+    /// The (fractional) level whose recorded rating is `elo`, interpolating linearly between
+    /// rated levels and clamping at the ends. `None` when no ratings are recorded.
+    pub fn level_for_rating(&self, elo: f64) -> Option<f64> {
+        let levels = self.rated_levels();
+        let (first, last) = (levels.first()?, levels.last()?);
+        if elo <= first.1 {
+            return Some(first.0);
+        }
+        if elo >= last.1 {
+            return Some(last.0);
+        }
+        levels.windows(2).find_map(|w| {
+            let ((l0, r0), (l1, r1)) = (w[0], w[1]);
+            (elo >= r0 && elo <= r1 && r1 > r0).then(|| l0 + (l1 - l0) * (elo - r0) / (r1 - r0))
+        })
+    }
+}
+
+/// The canonical key of a level in the coefficients tables: "3", "3.5".
+pub fn level_key(level: f64) -> String {
+    format!("{level}")
+}
+
+/// A level's engine parameters before the endgame scaling of one position.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelParams {
+    pub level: f64,
+    pub offset: f64,
+    /// x = level + offset.
+    pub exponent: f64,
+    /// Nodes per move at full material.
+    pub nodes: u64,
+    /// Noise scale (cp) at full material.
+    pub noise_cp: f64,
+    pub hash_mb: usize,
+    pub coefficients_version: u32,
+    b: f64,
+    d: f64,
+    r_min: f64,
+    endgame_nodes: bool,
+    endgame_noise: bool,
+    max_nodes: u64,
+}
+
+impl LevelParams {
+    /// The parameters of `level` (may be fractional, must be positive) under `coefficients`.
+    pub fn new(coefficients: &Coefficients, level: f64) -> LevelParams {
+        let offset = coefficients.offset(level);
+        let exponent = level + offset;
+        let max_nodes = coefficients.max_nodes;
+        let nodes = (coefficients.n0 * coefficients.b.powf(exponent))
+            .round()
+            .clamp(1.0, max_nodes as f64) as u64;
+        LevelParams {
+            level,
+            offset,
+            exponent,
+            nodes,
+            noise_cp: coefficients.s0 * coefficients.d.powf(exponent),
+            hash_mb: coefficients.hash_mb(level),
+            coefficients_version: coefficients.version,
+            b: coefficients.b,
+            d: coefficients.d,
+            r_min: coefficients.r_min,
+            endgame_nodes: coefficients.endgame_nodes,
+            endgame_noise: coefficients.endgame_noise,
+            max_nodes,
+        }
+    }
+
+    /// Halvings of material: -log2(max(r, r_min)), 0 at full material.
+    fn halvings(&self, material_ratio: f64) -> f64 {
+        -material_ratio.clamp(self.r_min, 1.0).log2()
+    }
+
+    /// Multiplier applied to the node budget at material ratio `r`.
+    pub fn node_multiplier(&self, material_ratio: f64) -> f64 {
+        if self.endgame_nodes {
+            self.b.powf(self.halvings(material_ratio))
+        } else {
+            1.0
+        }
+    }
+
+    /// Multiplier applied to the noise scale at material ratio `r`.
+    pub fn noise_multiplier(&self, material_ratio: f64) -> f64 {
+        if self.endgame_noise {
+            self.d.powf(self.halvings(material_ratio))
+        } else {
+            1.0
+        }
+    }
+
+    pub fn nodes_at(&self, material_ratio: f64) -> u64 {
+        ((self.nodes as f64) * self.node_multiplier(material_ratio))
+            .round()
+            .clamp(1.0, self.max_nodes as f64) as u64
+    }
+
+    pub fn noise_at(&self, material_ratio: f64) -> f64 {
+        self.noise_cp * self.noise_multiplier(material_ratio)
+    }
+
+    /// The search parameters for one move of a game played at this level with `seed`.
+    pub fn search_params(&self, game: &Game, seed: u64) -> SearchParams {
+        let r = game.material_ratio();
+        SearchParams {
+            limits: Limits::nodes(self.nodes_at(r)),
+            noise: Noise {
+                scale_cp: self.noise_at(r),
+                seed,
+            },
+        }
+    }
+}
+
+/// `ladder levels` options.
+#[derive(Debug, clap::Args)]
+pub struct LevelsArgs {
+    /// Coefficients file (default: the built-in calibration/coefficients.toml).
+    #[arg(long)]
+    pub coefficients: Option<std::path::PathBuf>,
+    /// First level of the table.
+    #[arg(long, default_value_t = 1.0)]
+    pub from: f64,
+    /// Last level of the table.
+    #[arg(long, default_value_t = 10.0)]
+    pub to: f64,
+    /// Step between levels.
+    #[arg(long, default_value_t = 1.0)]
+    pub step: f64,
+}
+
+/// The table `ladder levels` prints: per level, nodes, noise and hash, and the endgame
+/// multipliers at r = 1, 0.5 and 0.25.
+pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> String {
+    use std::fmt::Write;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "coefficients version {}: n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={}",
+        coefficients.version,
+        coefficients.n0,
+        coefficients.b,
+        coefficients.s0,
+        coefficients.d,
+        coefficients.r_min,
+        coefficients.endgame_nodes,
+        coefficients.endgame_noise
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>7} {:>10} {:>9} {:>5} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
+        "level",
+        "offset",
+        "nodes",
+        "noise_cp",
+        "hash",
+        "rating",
+        "nodes@1",
+        "nodes@0.5",
+        "nodes@0.25",
+        "noise@1",
+        "@0.5",
+        "@0.25"
+    );
+    let mut level = from;
+    while level <= to + 1e-9 {
+        let p = LevelParams::new(coefficients, level);
+        let rating = coefficients
+            .ratings
+            .get(&level_key(level))
+            .map_or("-".to_string(), |r| format!("{r:.0}"));
+        let _ = writeln!(
+            out,
+            "{:>6} {:>7.2} {:>10} {:>9.1} {:>4}M {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
+            level_key(level),
+            p.offset,
+            p.nodes,
+            p.noise_cp,
+            p.hash_mb,
+            rating,
+            p.nodes_at(1.0),
+            p.nodes_at(0.5),
+            p.nodes_at(0.25),
+            p.noise_at(1.0),
+            p.noise_at(0.5),
+            p.noise_at(0.25),
+        );
+        level += step.max(0.01);
+    }
+    out
+}
+
+pub fn run_table(args: LevelsArgs) -> anyhow::Result<()> {
+    let coefficients = match &args.coefficients {
+        Some(path) => Coefficients::load(path)?,
+        None => Coefficients::builtin(),
+    };
+    print!("{}", table(&coefficients, args.from, args.to, args.step));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_coefficients_are_valid_and_grow_with_level() {
+        let c = Coefficients::builtin();
+        let p1 = LevelParams::new(&c, 1.0);
+        let p2 = LevelParams::new(&c, 2.0);
+        assert!(p2.nodes > p1.nodes);
+        assert!(p2.noise_cp < p1.noise_cp);
+        assert!((p2.nodes as f64 / p1.nodes as f64 - c.b).abs() < 0.1 * c.b);
+    }
+
+    #[test]
+    fn endgame_scaling_adds_one_level_per_halving() {
+        let c = Coefficients::builtin();
+        let p = LevelParams::new(&c, 3.0);
+        assert_eq!(p.node_multiplier(1.0), 1.0);
+        assert!((p.node_multiplier(0.5) - c.b).abs() < 1e-9);
+        // floored at r_min
+        assert_eq!(p.node_multiplier(0.0), p.node_multiplier(c.r_min));
+        let mut off = c.clone();
+        off.endgame_nodes = false;
+        off.endgame_noise = false;
+        let p = LevelParams::new(&off, 3.0);
+        assert_eq!(p.node_multiplier(0.25), 1.0);
+        assert_eq!(p.noise_multiplier(0.25), 1.0);
+    }
+
+    #[test]
+    fn bad_coefficients_name_the_key() {
+        let text = Coefficients::DEFAULT_TOML.replace("\nb = ", "\nb = 0.5 #");
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`b`"), "{err}");
+        let err = Coefficients::parse("version = \"x\"", "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("line 1"), "{err}");
+    }
+
+    #[test]
+    fn rating_maps_to_interpolated_level() {
+        let mut c = Coefficients::builtin();
+        c.ratings = [("1", 600.0), ("2", 800.0), ("3", 1000.0)]
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+        assert_eq!(c.level_for_rating(700.0), Some(1.5));
+        assert_eq!(c.level_for_rating(100.0), Some(1.0));
+        assert_eq!(c.level_for_rating(5000.0), Some(3.0));
+    }
+}

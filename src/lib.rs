@@ -1,0 +1,22 @@
+//! ladder: a ladder of leveled Lichess bots.
+//!
+//! One crate, one binary. The engine (`engine`) is a library with no I/O; `levels` turns the
+//! calibrated coefficients into per-game search parameters; the daemon, the UCI front end, the
+//! arena and the calibration loop are all built on those two.
+#![deny(unsafe_code)]
+
+pub mod arena;
+pub mod bench;
+pub mod calibration;
+pub mod check;
+pub mod config;
+pub mod daemon;
+pub mod engine;
+pub mod levels;
+pub mod lichess;
+pub mod logging;
+pub mod perft;
+pub mod results;
+pub mod sandbox;
+pub mod search_control;
+pub mod uci;

@@ -1,0 +1,1 @@
+//! A local Lichess emulator (the bot API subset) with simulated challengers and fault injection.
