@@ -481,7 +481,7 @@ async fn export_user_games(
             })
         })
         .collect();
-    games.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    games.sort_by_key(|g| std::cmp::Reverse(g.created_at));
     if let Some(max) = max {
         games.truncate(max.max(0) as usize);
     }

@@ -674,22 +674,20 @@ impl World {
     /// Cancels a challenge (by its challenger, or by expiry when `account` is `None`).
     pub fn cancel_challenge(&mut self, account: Option<&str>, id: &str) -> Result<(), ApiError> {
         let entry = self.challenges.get(id).ok_or_else(not_found)?;
-        if let Some(account) = account {
-            if entry.json.challenger.id != account {
-                return Err(not_found());
-            }
+        if account.is_some_and(|a| entry.json.challenger.id != a) {
+            return Err(not_found());
         }
         let mut json = self.challenges.remove(id).expect("checked above").json;
         json.status = ChallengeStatus::Canceled;
-        if let Some(dest) = json.dest_user.as_ref().map(|u| u.id.clone()) {
-            if let Some(slot) = self.event_streams.get(&dest) {
-                send_json(
-                    slot,
-                    &Event::ChallengeCanceled {
-                        challenge: Box::new(json.clone()),
-                    },
-                );
-            }
+        if let Some(dest) = json.dest_user.as_ref()
+            && let Some(slot) = self.event_streams.get(&dest.id)
+        {
+            send_json(
+                slot,
+                &Event::ChallengeCanceled {
+                    challenge: Box::new(json.clone()),
+                },
+            );
         }
         Ok(())
     }
@@ -893,15 +891,16 @@ impl World {
             }
         }
         for (id, entry) in &self.games {
-            if !entry.game.is_over() && entry.game.color_of(account).is_some() {
-                if let Some(info) = self.game_event_info(account, id) {
-                    send_json(
-                        slot,
-                        &Event::GameStart {
-                            game: Box::new(info),
-                        },
-                    );
-                }
+            if !entry.game.is_over()
+                && entry.game.color_of(account).is_some()
+                && let Some(info) = self.game_event_info(account, id)
+            {
+                send_json(
+                    slot,
+                    &Event::GameStart {
+                        game: Box::new(info),
+                    },
+                );
             }
         }
     }
