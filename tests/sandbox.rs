@@ -252,7 +252,7 @@ async fn event_stream_resends_state_and_a_second_stream_closes_the_first() {
         }
     };
     assert_eq!(end, StreamEnd::Closed);
-    let again = vec![next(&mut second).await, next(&mut second).await];
+    let again = [next(&mut second).await, next(&mut second).await];
     for events in [&seen[..2], &again[..]] {
         assert!(
             events.iter().any(

@@ -253,13 +253,15 @@ impl SandboxGame {
         if color != self.turn() {
             return Err(ActionError::NotYourTurn);
         }
+        // Read the mover's clock before the move flips the side to move.
+        let left = self.remaining(color, now);
+        let running = self.clock_running();
         let m = self
             .board
             .play_uci(uci)
             .map_err(|_| ActionError::IllegalMove(uci.to_string()))?;
         let canonical = self.board.to_uci(m);
-        if self.clock_running() {
-            let left = self.remaining(color, now);
+        if running {
             let increment = self.clock.map_or(0, |c| c.1);
             self.set_stored(color, left + increment);
         }
