@@ -333,3 +333,122 @@ async fn accounts_tokens_and_challenges_over_http() {
     assert!(matches!(err, LichessError::TokenRejected { .. }));
     assert!(!format!("{err} {err:?}").contains("wrongSecret42"));
 }
+
+/// Plays the bot's side with the first legal move until `plies` moves are on the board.
+async fn play_first_moves(
+    client: &Client,
+    stream: &mut NdjsonStream<GameEvent>,
+    id: &str,
+    color: Color,
+    plies: usize,
+) -> ladder::lichess::GameState {
+    let GameEvent::GameFull(full) = next(stream).await else {
+        panic!("gameFull first");
+    };
+    let mut state = full.state;
+    loop {
+        let moves = state.move_list();
+        if moves.len() >= plies || !state.status.is_ongoing() {
+            return state;
+        }
+        let game = ladder::engine::Game::from_uci_moves(None, &moves, false).unwrap();
+        if Color::from(game.turn()) == color {
+            let m = game.legal_moves()[0];
+            client.make_move(id, &game.to_uci(m), false).await.unwrap();
+        }
+        loop {
+            if let GameEvent::GameState(s) = next(stream).await {
+                state = s;
+                break;
+            }
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn engine_challenger_challenges_on_its_own_and_plays() {
+    let mut config = config();
+    let mut eve = ChallengerConfig::new("Eve");
+    eve.interval = Some(Duration::from_millis(50));
+    eve.targets = vec![BOT.to_string()];
+    eve.time_controls = vec![(300, 3)];
+    eve.player = PlayerKind::Engine { level: 1.0 };
+    eve.think_time = Duration::from_millis(1);
+    eve.rated = true;
+    config.challengers.push(eve);
+    let sandbox = Sandbox::start(config).await.unwrap();
+    let client = sandbox.client(BOT).unwrap();
+    let mut events = client.stream_events().await.unwrap();
+    let Event::Challenge { challenge, .. } = next(&mut events).await else {
+        panic!("Eve challenges by herself");
+    };
+    assert_eq!(challenge.challenger.name, "Eve");
+    assert!(challenge.rated);
+    assert_eq!(challenge.speed, "blitz");
+    client.accept_challenge(&challenge.id).await.unwrap();
+    let Event::GameStart { game } =
+        next_matching(&mut events, |e| matches!(e, Event::GameStart { .. })).await
+    else {
+        unreachable!()
+    };
+    let color = game.color.unwrap();
+    let mut stream = client.stream_game(&game.game_id).await.unwrap();
+    let state = play_first_moves(&client, &mut stream, &game.game_id, color, 12).await;
+    assert!(
+        state.move_list().len() >= 12,
+        "Eve's engine answered every move"
+    );
+    client.resign(&game.game_id).await.unwrap();
+    let summary = sandbox.game(&game.game_id).unwrap();
+    assert_eq!(summary.status, GameStatus::Resign);
+    assert_eq!(summary.winner, Some(color.other()));
+    // A rated result moves both ratings.
+    let bot = client.user(BOT).await.unwrap();
+    assert!(bot.perf("blitz").unwrap().rating.unwrap() < 1500);
+    // The client never had two ordinary requests in flight.
+    let stats = sandbox.request_stats(BOT);
+    assert_eq!(stats.max_in_flight, 1, "{stats:?}");
+    assert!(stats.total >= 8);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draw_offers_and_an_opponent_who_leaves() {
+    let mut config = config();
+    config.challengers[0].draw_offer_chance = 1.0;
+    let sandbox = Sandbox::start(config).await.unwrap();
+    let client = sandbox.client(BOT).unwrap();
+
+    // Rita offers a draw with every move; the bot accepts.
+    let id = rita_challenge(&sandbox, 300, 0);
+    client.accept_challenge(&id).await.unwrap();
+    let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
+    let mut stream = client.stream_game(&id).await.unwrap();
+    // Stop right after one of Rita's moves (our own move would decline her offer).
+    let plies = if color == Color::White { 2 } else { 1 };
+    let state = play_first_moves(&client, &mut stream, &id, color, plies).await;
+    assert!(state.draw_offer_of(color.other()), "{state:?}");
+    client.draw(&id, true).await.unwrap();
+    let game = sandbox.game(&id).unwrap();
+    assert_eq!((game.status, game.winner), (GameStatus::Draw, None));
+
+    // Rita leaves: the bot hears opponentGone and claims the win once allowed.
+    let id = rita_challenge(&sandbox, 300, 0);
+    client.accept_challenge(&id).await.unwrap();
+    let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
+    let mut stream = client.stream_game(&id).await.unwrap();
+    play_first_moves(&client, &mut stream, &id, color, 2).await;
+    let err = client.claim_victory(&id).await.unwrap_err();
+    assert!(matches!(err, LichessError::BadRequest { .. }), "{err}");
+    sandbox
+        .set_gone(&id, RITA, true, Duration::from_millis(100))
+        .unwrap();
+    let gone = next_matching(&mut stream, |e| matches!(e, GameEvent::OpponentGone(_))).await;
+    assert!(matches!(gone, GameEvent::OpponentGone(g) if g.gone));
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    client.claim_victory(&id).await.unwrap();
+    let game = sandbox.game(&id).unwrap();
+    assert_eq!(
+        (game.status, game.winner),
+        (GameStatus::Timeout, Some(color))
+    );
+}

@@ -304,6 +304,29 @@ impl SandboxGame {
         Ok(())
     }
 
+    /// `claim-victory` after the opponent left: the claimer wins by `timeout`.
+    pub fn claim_victory(
+        &mut self,
+        color: Color,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        self.finish(GameStatus::Timeout, Some(color), now, now_ms);
+        Ok(())
+    }
+
+    /// `claim-draw` after the opponent left.
+    pub fn claim_draw(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        self.finish(GameStatus::Timeout, None, now, now_ms);
+        Ok(())
+    }
+
     /// `draw/yes` offers (or accepts the opponent's offer); `draw/no` declines it.
     pub fn draw(
         &mut self,
