@@ -211,6 +211,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn overlong_line_is_dropped_and_the_next_one_parses() {
+        let long = format!("{{\"junk\":\"{}\"}}", "x".repeat(MAX_LINE_BYTES + 10));
+        let parts: Vec<Result<Bytes, String>> = long
+            .as_bytes()
+            .chunks(64 * 1024)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .chain([Ok(Bytes::from("\n{\"ok\":1}\n"))])
+            .collect();
+        let mut s: NdjsonStream<serde_json::Value> =
+            NdjsonStream::new(stream::iter(parts), Duration::from_secs(5), "test");
+        assert_eq!(s.next().await.unwrap()["ok"], 1);
+        assert_eq!(s.next().await, Err(StreamEnd::Closed));
+    }
+
+    #[tokio::test]
+    async fn random_garbage_never_panics_and_valid_lines_survive() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for _ in 0..200 {
+            let mut bytes: Vec<u8> = (0..rng.gen_range(0..300)).map(|_| rng.r#gen()).collect();
+            bytes.extend_from_slice(b"\n{\"ok\":true}\n");
+            let parts: Vec<Result<Bytes, String>> = bytes
+                .chunks(rng.gen_range(1..50))
+                .map(|c| Ok(Bytes::copy_from_slice(c)))
+                .collect();
+            let mut s: NdjsonStream<crate::lichess::Event> =
+                NdjsonStream::new(stream::iter(parts), Duration::from_secs(5), "fuzz");
+            let mut unknown = 0;
+            while let Ok(event) = s.next().await {
+                assert!(matches!(event, crate::lichess::Event::Unknown { .. }));
+                unknown += 1;
+            }
+            assert!(unknown >= 1, "the valid last line is read");
+        }
+    }
+
+    #[tokio::test]
     async fn error_mid_stream_is_reported() {
         let parts: Vec<Result<Bytes, String>> =
             vec![Ok(Bytes::from("{\"a\":1}\n")), Err("reset".to_string())];
