@@ -452,3 +452,28 @@ async fn draw_offers_and_an_opponent_who_leaves() {
         (GameStatus::Timeout, Some(color))
     );
 }
+
+/// Throughput of the sandbox + client over loopback HTTP (a benchmark, not a test: run with
+/// `cargo test --release --test sandbox sandbox_throughput -- --ignored --nocapture`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "benchmark: prints numbers, asserts nothing about speed"]
+async fn sandbox_throughput() {
+    let (sandbox, client) = start().await;
+    let games = 20;
+    let started = std::time::Instant::now();
+    let mut plies = 0;
+    for _ in 0..games {
+        let id = rita_challenge(&sandbox, 600, 0);
+        client.accept_challenge(&id).await.unwrap();
+        let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
+        let mut stream = client.stream_game(&id).await.unwrap();
+        let state = play_first_moves(&client, &mut stream, &id, color, usize::MAX).await;
+        plies += state.move_list().len();
+    }
+    let elapsed = started.elapsed();
+    println!(
+        "{games} games, {plies} plies in {elapsed:?}: {:.0} plies/s ({:.2} ms per ply, both sides)",
+        plies as f64 / elapsed.as_secs_f64(),
+        elapsed.as_secs_f64() * 1000.0 / plies as f64
+    );
+}

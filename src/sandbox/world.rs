@@ -463,12 +463,14 @@ impl World {
         self.accounts.get(&id_or_name.to_ascii_lowercase())
     }
 
-    /// Refuses the wrong kind of account on an API, as Lichess does.
+    /// Refuses the wrong kind of account on an API with a 400, as lila's `WithPovAsBot` does.
     pub fn check_api(&self, id: &str, api: Api) -> Result<(), ApiError> {
         let account = self.account(id).ok_or(ApiError::Unauthorized)?;
         match (api, account.bot) {
             (Api::Bot, false) => Err(ApiError::BadRequest(
-                "This endpoint can only be used with a Bot account.".to_string(),
+                "This endpoint can only be used with a Bot account. \
+                 See https://lichess.org/api#operation/botAccountUpgrade"
+                    .to_string(),
             )),
             (Api::Board, true) => Err(ApiError::BadRequest(
                 "This endpoint cannot be used with a Bot account.".to_string(),
