@@ -8,12 +8,14 @@
 //! - [`config`]: accounts, challengers, timings, `SandboxConfig::demo`,
 //! - [`game`]: one game's rules and clocks,
 //! - [`world`]: all state and the operations on it,
+//! - [`export`]: game summaries and `GameJson` export,
 //! - [`server`]: the axum routes and the HTTP fault layer,
 //! - [`streams`]: NDJSON bodies with keep-alives,
 //! - [`challengers`]: the simulated opponents.
 
 pub mod challengers;
 pub mod config;
+pub mod export;
 pub mod game;
 pub mod server;
 pub mod streams;
@@ -26,7 +28,8 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use config::{AccountConfig, ChallengerConfig, PlayerKind, SandboxConfig, sandbox_token};
-pub use world::{Action, ApiError, ChallengeSpec, GameSummary, RequestStats, World};
+pub use export::GameSummary;
+pub use world::{Action, ApiError, ChallengeSpec, RequestStats, World};
 
 use crate::lichess::types::{ChallengeJson, GameStatus};
 use crate::lichess::{Client, ClientConfig, Token};

@@ -9,18 +9,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use shakmaty::san::SanPlus;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
 use super::config::{AccountConfig, SandboxConfig};
+// Re-exported where it lived first, for code that imported it from here.
+pub use super::export::GameSummary;
 use super::game::{ActionError, SandboxGame, Seat};
 use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
-    ChatRoom, Color, Compat, DeclineReason, Event, ExportClock, GameClock, GameEvent,
-    GameEventInfo, GameEventOpponent, GameEventPlayer, GameFull, GameJson, GamePerf, GamePlayer,
-    GamePlayers, GameState, GameStatus, GameStatusObj, LightUser, OpponentGone, Perf, TimeControl,
-    UserExtended, Variant,
+    ChatRoom, Color, Compat, DeclineReason, Event, GameClock, GameEvent, GameEventInfo,
+    GameEventOpponent, GameEventPlayer, GameFull, GamePerf, GameState, GameStatus, GameStatusObj,
+    OpponentGone, Perf, TimeControl, UserExtended, Variant,
 };
 
 /// Perfs every sandbox account has a rating in.
@@ -324,42 +324,6 @@ fn show_minutes(limit_s: u32) -> String {
         45 => "¾".to_string(),
         90 => "1.5".to_string(),
         s => (s / 60).to_string(),
-    }
-}
-
-/// A finished or running game as the control API reports it.
-#[derive(Clone, Debug, PartialEq)]
-pub struct GameSummary {
-    pub id: String,
-    pub white: String,
-    pub black: String,
-    pub rated: bool,
-    pub variant: String,
-    pub speed: String,
-    /// (initial ms, increment ms).
-    pub clock: Option<(u64, u64)>,
-    pub moves: Vec<String>,
-    pub status: GameStatus,
-    pub winner: Option<Color>,
-    pub wtime: u64,
-    pub btime: u64,
-    pub chat: Vec<ChatLine>,
-}
-
-impl GameSummary {
-    pub fn is_over(&self) -> bool {
-        !self.status.is_ongoing()
-    }
-
-    /// The color `username` played here, if any.
-    pub fn color_of(&self, username: &str) -> Option<Color> {
-        if self.white.eq_ignore_ascii_case(username) {
-            Some(Color::White)
-        } else if self.black.eq_ignore_ascii_case(username) {
-            Some(Color::Black)
-        } else {
-            None
-        }
     }
 }
 
@@ -1130,80 +1094,6 @@ impl World {
             .map(|c| c.created + self.config.challenge_timeout);
         games.chain(challenges).min()
     }
-
-    // -------------------------------------------------------------- reports
-
-    pub fn summary(&self, game_id: &str) -> Option<GameSummary> {
-        let entry = self.games.get(game_id)?;
-        let g = &entry.game;
-        let now = Instant::now();
-        Some(GameSummary {
-            id: g.id.clone(),
-            white: g.white.name.clone(),
-            black: g.black.name.clone(),
-            rated: g.rated,
-            variant: g.variant.clone(),
-            speed: g.speed.clone(),
-            clock: g.clock,
-            moves: g.moves.clone(),
-            status: g.status,
-            winner: g.winner,
-            wtime: g.remaining(Color::White, now),
-            btime: g.remaining(Color::Black, now),
-            chat: entry.chat.clone(),
-        })
-    }
-
-    /// `GameJson` of a game (finished or not).
-    pub fn game_json(&self, game_id: &str) -> Option<GameJson> {
-        let entry = self.games.get(game_id)?;
-        let g = &entry.game;
-        let player = |s: &Seat| GamePlayer {
-            user: Some(LightUser {
-                id: s.id.clone(),
-                name: s.name.clone(),
-                title: s.title.clone(),
-            }),
-            rating: Some(s.rating),
-            rating_diff: None,
-            provisional: s.provisional,
-            ai_level: None,
-        };
-        Some(GameJson {
-            id: g.id.clone(),
-            rated: g.rated,
-            variant: g.variant.clone(),
-            speed: g.speed.clone(),
-            perf: g.perf.clone(),
-            created_at: g.created_at_ms,
-            last_move_at: g.last_move_at_ms,
-            status: g.status,
-            source: Some("friend".to_string()),
-            players: GamePlayers {
-                white: player(&g.white),
-                black: player(&g.black),
-            },
-            initial_fen: (g.initial_fen != "startpos").then(|| g.initial_fen.clone()),
-            winner: g.winner,
-            moves: Some(san_moves(&g.board)),
-            clock: g.clock.map(|(initial, increment)| ExportClock {
-                initial: initial / 1000,
-                increment: increment / 1000,
-                total_time: (initial + 40 * increment) / 1000,
-            }),
-            days_per_turn: g.days_per_turn,
-        })
-    }
-}
-
-/// The moves of a game in SAN, as the export API writes them.
-fn san_moves(game: &crate::engine::Game) -> String {
-    let mut position = game.initial_position().clone();
-    let mut out = Vec::with_capacity(game.moves().len());
-    for &m in game.moves() {
-        out.push(SanPlus::from_move_and_play_unchecked(&mut position, m).to_string());
-    }
-    out.join(" ")
 }
 
 /// The translated perf name Lichess shows (`Blitz`, `Chess960`).
