@@ -477,3 +477,30 @@ async fn sandbox_throughput() {
         elapsed.as_secs_f64() * 1000.0 / plies as f64
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn demo_config_starts_with_bots_and_varied_challengers() {
+    let config = SandboxConfig::demo(&["Ladder1", "Ladder2"]);
+    assert!(config.challengers.len() >= 3);
+    assert!(
+        config
+            .challengers
+            .iter()
+            .any(|c| matches!(c.player, PlayerKind::Engine { .. }))
+    );
+    assert!(
+        config
+            .challengers
+            .iter()
+            .any(|c| c.title.as_deref() == Some("BOT"))
+    );
+    assert!(config.challengers.iter().all(|c| c.interval.is_some()));
+    let sandbox = Sandbox::start(config).await.unwrap();
+    for bot in ["Ladder1", "Ladder2"] {
+        let token = ladder::sandbox::sandbox_token(bot);
+        let client = Client::new(ClientConfig::new(sandbox.base_url(), token)).unwrap();
+        let me = client.account().await.unwrap();
+        assert_eq!(me.username, bot);
+        assert!(me.is_bot());
+    }
+}

@@ -139,6 +139,16 @@ mod tests {
         ));
     }
 
+    #[test]
+    fn missing_env_var_is_named_in_the_error() {
+        let err = Token::from_env("LADDER_TEST_SURELY_UNSET_TOKEN_VAR").unwrap_err();
+        assert!(matches!(err, TokenError::MissingEnv { .. }));
+        assert!(
+            err.to_string()
+                .contains("LADDER_TEST_SURELY_UNSET_TOKEN_VAR")
+        );
+    }
+
     #[cfg(unix)]
     #[test]
     fn open_token_file_is_flagged() {
