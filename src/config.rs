@@ -426,8 +426,13 @@ impl Validator<'_> {
                     TokenSource::Env(env.get_ref().clone())
                 }
                 (None, Some(file)) => {
-                    let p = PathBuf::from(file.get_ref());
-                    TokenSource::File(if p.is_absolute() { p } else { base_dir.join(p) })
+                    // `credential:NAME` is a systemd credential (src/credentials.rs).
+                    match crate::credentials::resolve_token_file(file.get_ref(), base_dir) {
+                        Ok(p) => TokenSource::File(p),
+                        Err(problem) => {
+                            return self.invalid(file.span(), &key("token_file"), &problem);
+                        }
+                    }
                 }
                 (Some(env), Some(_)) => {
                     return self.invalid(
