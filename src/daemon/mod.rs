@@ -1,5 +1,9 @@
 //! The daemon (`ladder run`): account actors, game actors, the search pool, shutdown and reload.
 
+pub mod clock;
+pub mod policy;
+pub mod pool;
+
 /// `ladder run` options.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {}
