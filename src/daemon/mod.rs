@@ -3,6 +3,7 @@
 pub mod clock;
 pub mod policy;
 pub mod pool;
+pub mod tracker;
 
 /// `ladder run` options.
 #[derive(Debug, clap::Args)]
