@@ -182,7 +182,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     }
                     Vec::new()
                 }
-                _ = run_state.wait_for(|s| *s == RunState::Stopped) => {
+                _ = stopped(&mut run_state) => {
                     return GameExit::Stopped;
                 }
             };
@@ -303,6 +303,13 @@ pub(crate) fn reconnect_policy() -> BackoffPolicy {
     }
 }
 
+/// Resolves once the daemon is stopped (or its supervisor is gone).
+pub(crate) async fn stopped(run_state: &mut watch::Receiver<RunState>) {
+    if run_state.wait_for(|s| *s == RunState::Stopped).await.is_err() {
+        // The supervisor is gone: nothing will ever stop us more clearly than that.
+    }
+}
+
 /// Sleeps; `true` when the daemon was stopped meanwhile.
 pub(crate) async fn sleep_or_stop(
     delay: Duration,
@@ -310,7 +317,7 @@ pub(crate) async fn sleep_or_stop(
 ) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(delay) => {}
-        _ = run_state.wait_for(|s| *s == RunState::Stopped) => return true,
+        _ = stopped(run_state) => return true,
     }
     *run_state.borrow() == RunState::Stopped
 }

@@ -1,5 +1,6 @@
 //! The daemon (`ladder run`): account actors, game actors, the search pool, shutdown and reload.
 
+pub mod account;
 pub mod clock;
 pub mod game;
 pub mod policy;
