@@ -1,1 +1,356 @@
 //! A local Lichess emulator (the bot API subset) with simulated challengers and fault injection.
+//!
+//! [`Sandbox::start`] binds real HTTP on 127.0.0.1 (port chosen by the OS) and returns the
+//! in-process control handle the daemon's tests drive: create challenges, list games, wait for
+//! results, and inject faults (dropped or silent streams, 429/5xx answers, delays, raw lines,
+//! duplicate events).
+//!
+//! - [`config`]: accounts, challengers, timings, `SandboxConfig::demo`,
+//! - [`game`]: one game's rules and clocks,
+//! - [`world`]: all state and the operations on it,
+//! - [`server`]: the axum routes and the HTTP fault layer,
+//! - [`streams`]: NDJSON bodies with keep-alives,
+//! - [`challengers`]: the simulated opponents.
+
+pub mod challengers;
+pub mod config;
+pub mod game;
+pub mod server;
+pub mod streams;
+pub mod world;
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+
+pub use config::{AccountConfig, ChallengerConfig, PlayerKind, SandboxConfig, sandbox_token};
+pub use world::{Action, ApiError, ChallengeSpec, GameSummary, World};
+
+use crate::lichess::types::{ChallengeJson, GameStatus};
+use crate::lichess::{Client, ClientConfig, Token};
+
+/// How often the clock ticker looks for flags, `noStart` and expired challenges.
+const TICK: Duration = Duration::from_millis(20);
+
+/// A running sandbox. Dropping it stops the server and every task.
+pub struct Sandbox {
+    world: server::Shared,
+    base_url: String,
+    finished: watch::Receiver<usize>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+/// `wait_*` gave up.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("sandbox: {what} not reached within {timeout:?}")]
+pub struct WaitTimeout {
+    pub what: String,
+    pub timeout: Duration,
+}
+
+impl Sandbox {
+    /// Starts the sandbox on 127.0.0.1 with an OS-chosen port.
+    pub async fn start(config: SandboxConfig) -> std::io::Result<Sandbox> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        let base_url = format!("http://{}", listener.local_addr()?);
+        let (notice_tx, notice_rx) = mpsc::unbounded_channel();
+        let (finished_tx, finished) = watch::channel(0usize);
+        let seed = config.seed.unwrap_or_else(rand::random);
+        let challengers = config.challengers.len();
+        let world = Arc::new(Mutex::new(World::new(
+            config,
+            base_url.clone(),
+            notice_tx,
+            finished_tx,
+        )));
+        let app = server::router(world.clone());
+        let mut tasks = vec![tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!("sandbox server stopped: {e}");
+            }
+        })];
+        let ticker = world.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut interval = tokio::time::interval(TICK);
+            interval.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                interval.tick().await;
+                ticker.lock().expect("sandbox world lock").tick();
+            }
+        }));
+        tasks.push(tokio::spawn(challengers::supervise(
+            world.clone(),
+            notice_rx,
+            seed,
+        )));
+        for index in 0..challengers {
+            tasks.push(tokio::spawn(challengers::challenge_loop(
+                world.clone(),
+                index,
+                seed.wrapping_add(index as u64 + 1),
+            )));
+        }
+        tracing::info!(%base_url, "sandbox listening");
+        Ok(Sandbox {
+            world,
+            base_url,
+            finished,
+            tasks,
+        })
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, World> {
+        self.world.lock().expect("sandbox world lock")
+    }
+
+    /// Runs `f` on the world (for checks the other methods do not cover).
+    pub fn with_world<T>(&self, f: impl FnOnce(&mut World) -> T) -> T {
+        f(&mut self.lock())
+    }
+
+    /// The token of an account.
+    pub fn token(&self, username: &str) -> Option<Token> {
+        let world = self.lock();
+        let account = world.account(username)?;
+        Token::new(&account.token, "sandbox").ok()
+    }
+
+    /// A client configuration for an account, pointed at this sandbox.
+    pub fn client_config(&self, username: &str) -> Option<ClientConfig> {
+        Some(ClientConfig::new(
+            self.base_url.clone(),
+            self.token(username)?,
+        ))
+    }
+
+    /// A client for an account (default policies).
+    pub fn client(&self, username: &str) -> Option<Client> {
+        Client::new(self.client_config(username)?).ok()
+    }
+
+    // ------------------------------------------------------------ control
+
+    /// Creates a challenge from `from` (a challenger or any account) to `to`.
+    pub fn challenge(
+        &self,
+        from: &str,
+        to: &str,
+        spec: &ChallengeSpec,
+    ) -> Result<ChallengeJson, ApiError> {
+        let from = from.to_ascii_lowercase();
+        self.lock().create_challenge(&from, to, spec)
+    }
+
+    /// Challenges waiting for an answer.
+    pub fn pending_challenges(&self) -> Vec<ChallengeJson> {
+        self.lock()
+            .challenges
+            .values()
+            .map(|c| c.json.clone())
+            .collect()
+    }
+
+    /// Challenges declined so far (with `declineReasonKey`).
+    pub fn declined(&self) -> Vec<ChallengeJson> {
+        self.lock().declined.clone()
+    }
+
+    /// Every game, running or finished, oldest id first.
+    pub fn games(&self) -> Vec<GameSummary> {
+        let world = self.lock();
+        world
+            .games
+            .keys()
+            .filter_map(|id| world.summary(id))
+            .collect()
+    }
+
+    pub fn game(&self, id: &str) -> Option<GameSummary> {
+        self.lock().summary(id)
+    }
+
+    /// Plays an action as a player (e.g. a test scripting a human side).
+    pub fn act(&self, player: &str, game_id: &str, action: Action) -> Result<(), ApiError> {
+        let player = player.to_ascii_lowercase();
+        self.lock().game_action(&player, game_id, action)
+    }
+
+    /// Waits until at least `n` games have finished (ended in any way, aborts included).
+    pub async fn wait_finished(
+        &self,
+        n: usize,
+        timeout: Duration,
+    ) -> Result<Vec<GameSummary>, WaitTimeout> {
+        let mut finished = self.finished.clone();
+        let reached = tokio::time::timeout(timeout, finished.wait_for(|&count| count >= n)).await;
+        match reached {
+            Ok(Ok(_)) => Ok(self.games().into_iter().filter(|g| g.is_over()).collect()),
+            _ => Err(WaitTimeout {
+                what: format!("{n} finished games"),
+                timeout,
+            }),
+        }
+    }
+
+    /// Polls `f` on the world every 20 ms until it returns `Some`.
+    pub async fn wait_until<T>(
+        &self,
+        what: &str,
+        timeout: Duration,
+        mut f: impl FnMut(&World) -> Option<T>,
+    ) -> Result<T, WaitTimeout> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            if let Some(value) = f(&self.lock()) {
+                return Ok(value);
+            }
+            if tokio::time::Instant::now() >= deadline {
+                return Err(WaitTimeout {
+                    what: what.to_string(),
+                    timeout,
+                });
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Waits for a running game of `username` and returns its id.
+    pub async fn wait_game_started(
+        &self,
+        username: &str,
+        timeout: Duration,
+    ) -> Result<String, WaitTimeout> {
+        let id = username.to_ascii_lowercase();
+        self.wait_until(&format!("a game of {username}"), timeout, |w| {
+            w.games
+                .values()
+                .find(|e| e.game.status == GameStatus::Started && e.game.color_of(&id).is_some())
+                .map(|e| e.game.id.clone())
+        })
+        .await
+    }
+
+    // ------------------------------------------------------------ faults
+
+    /// Closes the account's event stream now (the client sees a clean end).
+    pub fn drop_event_stream(&self, username: &str) -> bool {
+        self.lock()
+            .event_streams
+            .remove(&username.to_ascii_lowercase())
+            .is_some()
+    }
+
+    /// Closes every open stream of a game now.
+    pub fn drop_game_streams(&self, game_id: &str) -> usize {
+        let mut world = self.lock();
+        world
+            .games
+            .get_mut(game_id)
+            .map_or(0, |e| e.streams.drain().count())
+    }
+
+    /// The account's open streams (event stream and game streams) send nothing, not even
+    /// keep-alives, for `duration`; what they should have sent is lost, like on a stuck
+    /// connection. Streams opened afterwards are healthy.
+    pub fn silence(&self, username: &str, duration: Duration) {
+        let id = username.to_ascii_lowercase();
+        let world = self.lock();
+        if let Some(slot) = world.event_streams.get(&id) {
+            slot.control.silence(duration);
+        }
+        for entry in world.games.values() {
+            if let Some(slot) = entry.streams.get(&id) {
+                slot.control.silence(duration);
+            }
+        }
+    }
+
+    /// Answers the account's next `n` requests with `status` (429, 500, 502, ...).
+    pub fn fail_next(&self, username: &str, n: u32, status: u16) {
+        let mut world = self.lock();
+        let faults = world
+            .faults
+            .entry(username.to_ascii_lowercase())
+            .or_default();
+        faults.fail_next = n;
+        faults.fail_status = status;
+    }
+
+    /// Answers every request of the account with `status` for `duration`.
+    pub fn fail_for(&self, username: &str, duration: Duration, status: u16) {
+        let mut world = self.lock();
+        let faults = world
+            .faults
+            .entry(username.to_ascii_lowercase())
+            .or_default();
+        faults.fail_until = Some(tokio::time::Instant::now() + duration);
+        faults.fail_status = status;
+    }
+
+    /// Delays every response to the account by `delay`, for `duration` (`None`: until
+    /// cleared).
+    pub fn delay_responses(&self, username: &str, delay: Duration, duration: Option<Duration>) {
+        let mut world = self.lock();
+        let faults = world
+            .faults
+            .entry(username.to_ascii_lowercase())
+            .or_default();
+        faults.delay = delay;
+        faults.delay_until = duration.map(|d| tokio::time::Instant::now() + d);
+    }
+
+    /// Disarms every HTTP fault of the account.
+    pub fn clear_faults(&self, username: &str) {
+        self.lock().faults.remove(&username.to_ascii_lowercase());
+    }
+
+    /// Writes a raw line (malformed JSON, an unknown type, extra fields) into the account's
+    /// event stream. Returns whether a stream was open.
+    pub fn inject_event_line(&self, username: &str, raw: &str) -> bool {
+        let world = self.lock();
+        world
+            .event_streams
+            .get(&username.to_ascii_lowercase())
+            .is_some_and(|slot| slot.tx.send(raw.to_string()).is_ok())
+    }
+
+    /// Writes a raw line into every open stream of a game. Returns how many got it.
+    pub fn inject_game_line(&self, game_id: &str, raw: &str) -> usize {
+        let world = self.lock();
+        world.games.get(game_id).map_or(0, |e| {
+            e.streams
+                .values()
+                .filter(|slot| slot.tx.send(raw.to_string()).is_ok())
+                .count()
+        })
+    }
+
+    /// Sends the account's current challenges and games again (duplicate `challenge` and
+    /// `gameStart` events).
+    pub fn resend_events(&self, username: &str) {
+        self.lock().resend_events(&username.to_ascii_lowercase());
+    }
+
+    /// Stops the server and every task.
+    pub async fn stop(mut self) {
+        for task in self.tasks.drain(..) {
+            task.abort();
+            let _cancelled = task.await;
+        }
+    }
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        for task in &self.tasks {
+            task.abort();
+        }
+    }
+}

@@ -1,0 +1,516 @@
+//! One sandbox game as a state machine: the position (through `ladder::engine::Game`), the
+//! running clocks, draw and takeback offers, and every way a game ends. No I/O: callers pass
+//! the current instant, so the rules are testable without waiting.
+
+use std::time::Duration;
+
+use shakmaty::Position;
+use tokio::time::Instant;
+
+use crate::engine::Game;
+use crate::engine::position::GameEnd;
+use crate::lichess::types::{Color, Expiration, GameState, GameStatus};
+
+/// A side as the sandbox knows it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Seat {
+    pub id: String,
+    pub name: String,
+    pub title: Option<String>,
+    pub rating: i32,
+    pub provisional: bool,
+}
+
+/// Why a game action was refused (the 400 body's `error` text).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ActionError {
+    #[error("Not your turn, or game already over")]
+    NotYourTurn,
+    #[error("This game is already over")]
+    GameOver,
+    #[error("Illegal move {0}")]
+    IllegalMove(String),
+    #[error("This game can no longer be aborted")]
+    CannotAbort,
+    #[error("There is nothing to take back")]
+    NoTakeback,
+}
+
+/// A game being played (or finished) in the sandbox.
+#[derive(Clone, Debug)]
+pub struct SandboxGame {
+    pub id: String,
+    pub white: Seat,
+    pub black: Seat,
+    pub variant: String,
+    pub rated: bool,
+    pub speed: String,
+    pub perf: String,
+    /// Initial time and increment, in ms; `None` for correspondence/unlimited.
+    pub clock: Option<(u64, u64)>,
+    pub days_per_turn: Option<u32>,
+    pub initial_fen: String,
+    pub created_at_ms: i64,
+    pub last_move_at_ms: i64,
+    pub board: Game,
+    pub moves: Vec<String>,
+    /// Clocks as of `turn_started` (ms).
+    wtime: u64,
+    btime: u64,
+    /// When the side to move started thinking.
+    turn_started: Instant,
+    /// How long a side may take over its first move before the game is aborted (`noStart`).
+    no_start: Duration,
+    pub status: GameStatus,
+    pub winner: Option<Color>,
+    pub draw_offer: Option<Color>,
+    pub takeback_offer: Option<Color>,
+}
+
+/// Games without a clock report this time, as Lichess does (`Int.MaxValue`).
+const NO_CLOCK_MS: u64 = i32::MAX as u64;
+
+#[allow(clippy::too_many_arguments)]
+impl SandboxGame {
+    pub fn new(
+        id: String,
+        white: Seat,
+        black: Seat,
+        variant: String,
+        rated: bool,
+        clock: Option<(u64, u64)>,
+        days_per_turn: Option<u32>,
+        initial_fen: Option<String>,
+        no_start: Duration,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<SandboxGame, String> {
+        let chess960 = variant == "chess960";
+        let board = Game::new(initial_fen.as_deref(), chess960).map_err(|e| e.to_string())?;
+        let initial_fen = match initial_fen {
+            Some(fen) if !fen.trim().is_empty() && fen.trim() != "startpos" => fen,
+            _ => "startpos".to_string(),
+        };
+        let speed = speed_of(clock, days_per_turn);
+        let perf = match variant.as_str() {
+            "standard" | "fromPosition" => speed.clone(),
+            other => other.to_string(),
+        };
+        let initial = clock.map_or(NO_CLOCK_MS, |c| c.0);
+        Ok(SandboxGame {
+            id,
+            white,
+            black,
+            variant,
+            rated,
+            speed,
+            perf,
+            clock,
+            days_per_turn,
+            initial_fen,
+            created_at_ms: now_ms,
+            last_move_at_ms: now_ms,
+            board,
+            moves: Vec::new(),
+            wtime: initial,
+            btime: initial,
+            turn_started: now,
+            no_start,
+            status: GameStatus::Started,
+            winner: None,
+            draw_offer: None,
+            takeback_offer: None,
+        })
+    }
+
+    pub fn seat(&self, color: Color) -> &Seat {
+        match color {
+            Color::White => &self.white,
+            Color::Black => &self.black,
+        }
+    }
+
+    /// The color of a player id, if they play here.
+    pub fn color_of(&self, id: &str) -> Option<Color> {
+        if self.white.id == id {
+            Some(Color::White)
+        } else if self.black.id == id {
+            Some(Color::Black)
+        } else {
+            None
+        }
+    }
+
+    pub fn turn(&self) -> Color {
+        self.board.turn().into()
+    }
+
+    pub fn is_over(&self) -> bool {
+        !self.status.is_ongoing()
+    }
+
+    /// Clocks run once both sides have made a move, as on Lichess; before that the
+    /// `noStart` timer applies.
+    fn clock_running(&self) -> bool {
+        self.clock.is_some() && self.moves.len() >= 2
+    }
+
+    fn stored(&self, color: Color) -> u64 {
+        match color {
+            Color::White => self.wtime,
+            Color::Black => self.btime,
+        }
+    }
+
+    fn set_stored(&mut self, color: Color, ms: u64) {
+        match color {
+            Color::White => self.wtime = ms,
+            Color::Black => self.btime = ms,
+        }
+    }
+
+    /// A side's remaining time at `now` (the side to move's clock runs).
+    pub fn remaining(&self, color: Color, now: Instant) -> u64 {
+        let stored = self.stored(color);
+        if self.is_over() || !self.clock_running() || color != self.turn() {
+            return stored;
+        }
+        let spent = now.saturating_duration_since(self.turn_started).as_millis() as u64;
+        stored.saturating_sub(spent)
+    }
+
+    /// The wire `gameState` at `now`.
+    pub fn state(&self, now: Instant) -> GameState {
+        let (winc, binc) = self.clock.map_or((0, 0), |c| (c.1, c.1));
+        let expiration = (!self.is_over() && self.moves.len() < 2).then(|| Expiration {
+            idle_millis: now.saturating_duration_since(self.turn_started).as_millis() as u64,
+            millis_to_move: self.no_start.as_millis() as u64,
+        });
+        GameState {
+            moves: self.moves.join(" "),
+            wtime: self.remaining(Color::White, now),
+            btime: self.remaining(Color::Black, now),
+            winc,
+            binc,
+            status: self.status,
+            winner: self.winner,
+            wdraw: self.draw_offer == Some(Color::White),
+            bdraw: self.draw_offer == Some(Color::Black),
+            wtakeback: self.takeback_offer == Some(Color::White),
+            btakeback: self.takeback_offer == Some(Color::Black),
+            expiration,
+            rematch: None,
+        }
+    }
+
+    /// When the game would end by itself (a flag or `noStart`), if nothing happens first.
+    pub fn deadline(&self) -> Option<Instant> {
+        if self.is_over() {
+            return None;
+        }
+        if self.moves.len() < 2 {
+            return Some(self.turn_started + self.no_start);
+        }
+        self.clock_running()
+            .then(|| self.turn_started + Duration::from_millis(self.stored(self.turn())))
+    }
+
+    /// Ends the game if the side to move flagged or never made its first move. Returns
+    /// whether the game ended now.
+    pub fn tick(&mut self, now: Instant, now_ms: i64) -> bool {
+        match self.deadline() {
+            Some(deadline) if now >= deadline => {}
+            _ => return false,
+        }
+        let loser = self.turn();
+        if self.moves.len() < 2 {
+            // Lichess aborts a game whose first moves never come; the status is `noStart`
+            // and the side that did not move is the loser of record (the game is unrated).
+            self.finish(GameStatus::NoStart, Some(loser.other()), now, now_ms);
+            return true;
+        }
+        let winner_can_mate = !self
+            .board
+            .position()
+            .has_insufficient_material(loser.other().into());
+        let winner = winner_can_mate.then_some(loser.other());
+        self.finish(GameStatus::Outoftime, winner, now, now_ms);
+        true
+    }
+
+    /// Plays a UCI move for `color`. `offering_draw` leaves a draw offer standing.
+    pub fn play(
+        &mut self,
+        color: Color,
+        uci: &str,
+        offering_draw: bool,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        if color != self.turn() {
+            return Err(ActionError::NotYourTurn);
+        }
+        let m = self
+            .board
+            .play_uci(uci)
+            .map_err(|_| ActionError::IllegalMove(uci.to_string()))?;
+        let canonical = self.board.to_uci(m);
+        if self.clock_running() {
+            let left = self.remaining(color, now);
+            let increment = self.clock.map_or(0, |c| c.1);
+            self.set_stored(color, left + increment);
+        }
+        self.moves.push(canonical);
+        self.turn_started = now;
+        self.last_move_at_ms = now_ms;
+        // Moving declines whatever the opponent offered.
+        self.takeback_offer = None;
+        self.draw_offer = offering_draw.then_some(color);
+        if let Some(end) = self.board.outcome() {
+            let (status, winner) = match end {
+                GameEnd::Checkmate { winner } => (GameStatus::Mate, Some(winner.into())),
+                GameEnd::Stalemate => (GameStatus::Stalemate, None),
+                GameEnd::InsufficientMaterial | GameEnd::Repetition | GameEnd::FiftyMoves => {
+                    (GameStatus::Draw, None)
+                }
+            };
+            self.finish(status, winner, now, now_ms);
+        }
+        Ok(())
+    }
+
+    pub fn resign(&mut self, color: Color, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        self.finish(GameStatus::Resign, Some(color.other()), now, now_ms);
+        Ok(())
+    }
+
+    /// Aborting is allowed until both sides have moved.
+    pub fn abort(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        if self.moves.len() >= 2 {
+            return Err(ActionError::CannotAbort);
+        }
+        self.finish(GameStatus::Aborted, None, now, now_ms);
+        Ok(())
+    }
+
+    /// `draw/yes` offers (or accepts the opponent's offer); `draw/no` declines it.
+    pub fn draw(
+        &mut self,
+        color: Color,
+        yes: bool,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        if !yes {
+            if self.draw_offer == Some(color.other()) {
+                self.draw_offer = None;
+            }
+            return Ok(());
+        }
+        if self.draw_offer == Some(color.other()) {
+            self.finish(GameStatus::Draw, None, now, now_ms);
+        } else {
+            self.draw_offer = Some(color);
+        }
+        Ok(())
+    }
+
+    /// `takeback/yes` proposes (or accepts the opponent's proposal); `takeback/no` declines.
+    /// An accepted takeback gives the proposer the move again.
+    pub fn takeback(
+        &mut self,
+        color: Color,
+        yes: bool,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        if !yes {
+            if self.takeback_offer == Some(color.other()) {
+                self.takeback_offer = None;
+            }
+            return Ok(());
+        }
+        let Some(proposer) = self.takeback_offer.filter(|&p| p == color.other()) else {
+            if self.moves.is_empty() {
+                return Err(ActionError::NoTakeback);
+            }
+            self.takeback_offer = Some(color);
+            return Ok(());
+        };
+        // Undo until it is the proposer's turn, having undone at least one of their moves.
+        let undo = if self.turn() == proposer { 2 } else { 1 };
+        if self.moves.len() < undo {
+            self.takeback_offer = None;
+            return Err(ActionError::NoTakeback);
+        }
+        let keep = self.moves.len() - undo;
+        self.moves.truncate(keep);
+        let chess960 = self.variant == "chess960";
+        self.board = Game::from_uci_moves(Some(&self.initial_fen), &self.moves, chess960)
+            .expect("replaying moves already played");
+        self.takeback_offer = None;
+        self.draw_offer = None;
+        self.turn_started = now;
+        Ok(())
+    }
+
+    fn finish(&mut self, status: GameStatus, winner: Option<Color>, now: Instant, now_ms: i64) {
+        if self.clock_running() {
+            let mover = self.turn();
+            let left = self.remaining(mover, now);
+            self.set_stored(mover, left);
+        }
+        self.status = status;
+        self.winner = winner;
+        self.draw_offer = None;
+        self.takeback_offer = None;
+        self.last_move_at_ms = now_ms;
+    }
+}
+
+/// Lichess's speed from the estimated duration `limit + 40 × increment`.
+pub fn speed_of(clock: Option<(u64, u64)>, days_per_turn: Option<u32>) -> String {
+    let Some((initial_ms, inc_ms)) = clock else {
+        let _ = days_per_turn;
+        return "correspondence".to_string();
+    };
+    let estimate = initial_ms / 1000 + 40 * inc_ms / 1000;
+    match estimate {
+        0..30 => "ultraBullet",
+        30..180 => "bullet",
+        180..480 => "blitz",
+        480..1500 => "rapid",
+        _ => "classical",
+    }
+    .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn seat(id: &str) -> Seat {
+        Seat {
+            id: id.to_string(),
+            name: id.to_string(),
+            title: None,
+            rating: 1500,
+            provisional: false,
+        }
+    }
+
+    fn game(clock: Option<(u64, u64)>, now: Instant) -> SandboxGame {
+        SandboxGame::new(
+            "g".into(),
+            seat("w"),
+            seat("b"),
+            "standard".into(),
+            false,
+            clock,
+            None,
+            None,
+            Duration::from_secs(30),
+            now,
+            0,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn fools_mate_ends_by_mate() {
+        let t = Instant::now();
+        let mut g = game(Some((60_000, 0)), t);
+        for (i, m) in ["f2f3", "e7e5", "g2g4", "d8h4"].iter().enumerate() {
+            let color = if i % 2 == 0 {
+                Color::White
+            } else {
+                Color::Black
+            };
+            g.play(color, m, false, t, 0).unwrap();
+        }
+        assert_eq!(g.status, GameStatus::Mate);
+        assert_eq!(g.winner, Some(Color::Black));
+        assert_eq!(
+            g.play(Color::White, "a2a3", false, t, 0),
+            Err(ActionError::GameOver)
+        );
+    }
+
+    #[test]
+    fn clock_runs_after_two_moves_adds_increment_and_flags() {
+        let t = Instant::now();
+        let mut g = game(Some((1_000, 500)), t);
+        g.play(Color::White, "e2e4", false, t + Duration::from_secs(5), 0)
+            .unwrap();
+        g.play(Color::Black, "e7e5", false, t + Duration::from_secs(6), 0)
+            .unwrap();
+        // The first moves did not cost clock time.
+        assert_eq!(g.remaining(Color::White, t + Duration::from_secs(6)), 1_000);
+        let t2 = t + Duration::from_secs(6);
+        g.play(
+            Color::White,
+            "g1f3",
+            false,
+            t2 + Duration::from_millis(300),
+            0,
+        )
+        .unwrap();
+        assert_eq!(
+            g.remaining(Color::White, t2 + Duration::from_secs(9)),
+            1_200
+        );
+        assert!(!g.tick(t2 + Duration::from_millis(1200), 0));
+        assert!(g.tick(t2 + Duration::from_millis(1400), 0));
+        assert_eq!(g.status, GameStatus::Outoftime);
+        assert_eq!(g.winner, Some(Color::White));
+    }
+
+    #[test]
+    fn no_first_move_is_no_start_and_abort_only_early() {
+        let t = Instant::now();
+        let mut g = game(Some((60_000, 0)), t);
+        assert!(g.tick(t + Duration::from_secs(31), 0));
+        assert_eq!(g.status, GameStatus::NoStart);
+        let mut g = game(Some((60_000, 0)), t);
+        g.play(Color::White, "e2e4", false, t, 0).unwrap();
+        g.abort(t, 0).unwrap();
+        assert_eq!(g.status, GameStatus::Aborted);
+        let mut g = game(Some((60_000, 0)), t);
+        g.play(Color::White, "e2e4", false, t, 0).unwrap();
+        g.play(Color::Black, "e7e5", false, t, 0).unwrap();
+        assert_eq!(g.abort(t, 0), Err(ActionError::CannotAbort));
+    }
+
+    #[test]
+    fn draw_offer_accepted_and_takeback_undoes() {
+        let t = Instant::now();
+        let mut g = game(None, t);
+        g.play(Color::White, "e2e4", true, t, 0).unwrap();
+        assert!(g.state(t).wdraw);
+        g.play(Color::Black, "e7e5", false, t, 0).unwrap();
+        assert!(!g.state(t).wdraw, "moving declines the offer");
+        g.takeback(Color::Black, true, t, 0).unwrap();
+        g.takeback(Color::White, true, t, 0).unwrap();
+        assert_eq!(g.moves, vec!["e2e4"]);
+        assert_eq!(g.turn(), Color::Black);
+        g.draw(Color::Black, true, t, 0).unwrap();
+        g.draw(Color::White, true, t, 0).unwrap();
+        assert_eq!(g.status, GameStatus::Draw);
+        assert_eq!(g.winner, None);
+    }
+}

@@ -1,0 +1,501 @@
+//! The sandbox's HTTP front: axum routes for the bot API subset (plus the board API for
+//! human accounts, so tests can script both sides), bearer-token authentication, and the
+//! HTTP fault layer (forced 429/5xx answers and delays).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use serde_json::json;
+
+use super::streams::ndjson_response;
+use super::world::{Action, Api, ApiError, ChallengeSpec, World};
+use crate::lichess::types::{ChallengeColor, ChatRoom, DeclineReason, OkBody};
+
+pub type Shared = Arc<Mutex<World>>;
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = match &self {
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden(_) => StatusCode::FORBIDDEN,
+            ApiError::NotFound(_) => StatusCode::NOT_FOUND,
+            ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
+        };
+        (status, axum::Json(json!({ "error": self.to_string() }))).into_response()
+    }
+}
+
+fn ok() -> Response {
+    axum::Json(OkBody { ok: true }).into_response()
+}
+
+fn bearer(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::trim)
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
+    shared.lock().expect("sandbox world lock")
+}
+
+/// The account id of the request's token.
+fn auth(shared: &Shared, headers: &HeaderMap) -> Result<String, ApiError> {
+    let token = bearer(headers).ok_or(ApiError::Unauthorized)?;
+    lock(shared).authenticate(token)
+}
+
+/// Parses an `application/x-www-form-urlencoded` body (empty is fine).
+fn parse_form(body: &[u8]) -> HashMap<String, String> {
+    let text = String::from_utf8_lossy(body);
+    let Ok(url) = reqwest::Url::parse(&format!("http://form.invalid/?{text}")) else {
+        return HashMap::new();
+    };
+    url.query_pairs()
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect()
+}
+
+fn yes(text: &str) -> Result<bool, ApiError> {
+    match text {
+        "yes" | "true" => Ok(true),
+        "no" | "false" => Ok(false),
+        other => Err(ApiError::BadRequest(format!("Invalid value {other}"))),
+    }
+}
+
+/// Builds the router over the shared world.
+pub fn router(shared: Shared) -> Router {
+    let mut router = Router::new()
+        .route("/api/account", get(account))
+        .route("/api/bot/account/upgrade", post(upgrade))
+        .route("/api/user/{username}", get(user))
+        .route("/api/stream/event", get(event_stream))
+        .route("/api/challenge", get(list_challenges))
+        .route("/api/challenge/{username}", post(create_challenge))
+        .route("/api/challenge/{id}/accept", post(accept))
+        .route("/api/challenge/{id}/decline", post(decline))
+        .route("/api/challenge/{id}/cancel", post(cancel))
+        .route("/api/games/user/{username}", get(export_user_games))
+        .route("/game/export/{id}", get(export_game));
+    for (prefix, api) in [("bot", Api::Bot), ("board", Api::Board)] {
+        let base = format!("/api/{prefix}/game");
+        router =
+            router
+                .route(
+                    &format!("{base}/stream/{{id}}"),
+                    get(move |s: State<Shared>, p: Path<String>, h: HeaderMap| {
+                        game_stream(api, s, p, h)
+                    }),
+                )
+                .route(
+                    &format!("{base}/{{id}}/move/{{uci}}"),
+                    post(
+                        move |s: State<Shared>,
+                              Path((id, uci)): Path<(String, String)>,
+                              q: Query<HashMap<String, String>>,
+                              h: HeaderMap| async move {
+                            let offering_draw = q.get("offeringDraw").is_some_and(|v| v == "true");
+                            act(api, s, id, h, Action::Move { uci, offering_draw })
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/chat"),
+                    post(
+                        move |s: State<Shared>,
+                              Path(id): Path<String>,
+                              h: HeaderMap,
+                              body: Bytes| async move {
+                            let form = parse_form(&body);
+                            let room = match form.get("room").map(String::as_str) {
+                                Some("player") => ChatRoom::Player,
+                                Some("spectator") => ChatRoom::Spectator,
+                                _ => {
+                                    return ApiError::BadRequest(
+                                        "room: required (player|spectator)".into(),
+                                    )
+                                    .into_response();
+                                }
+                            };
+                            let Some(text) = form.get("text").cloned() else {
+                                return ApiError::BadRequest("text: required".into())
+                                    .into_response();
+                            };
+                            act(api, s, id, h, Action::Chat { room, text })
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/abort"),
+                    post(
+                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                            act(api, s, id, h, Action::Abort)
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/resign"),
+                    post(
+                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                            act(api, s, id, h, Action::Resign)
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/claim-victory"),
+                    post(
+                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                            act(api, s, id, h, Action::ClaimVictory)
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/claim-draw"),
+                    post(
+                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                            act(api, s, id, h, Action::ClaimDraw)
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/draw/{{accept}}"),
+                    post(
+                        move |s: State<Shared>,
+                              Path((id, accept)): Path<(String, String)>,
+                              h: HeaderMap| async move {
+                            match yes(&accept) {
+                                Ok(y) => act(api, s, id, h, Action::Draw(y)),
+                                Err(e) => e.into_response(),
+                            }
+                        },
+                    ),
+                )
+                .route(
+                    &format!("{base}/{{id}}/takeback/{{accept}}"),
+                    post(
+                        move |s: State<Shared>,
+                              Path((id, accept)): Path<(String, String)>,
+                              h: HeaderMap| async move {
+                            match yes(&accept) {
+                                Ok(y) => act(api, s, id, h, Action::Takeback(y)),
+                                Err(e) => e.into_response(),
+                            }
+                        },
+                    ),
+                );
+    }
+    router
+        .layer(middleware::from_fn_with_state(shared.clone(), fault_layer))
+        .with_state(shared)
+}
+
+/// Forced failures and delays armed through the control API.
+async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next) -> Response {
+    let (fail, delay) = {
+        let mut world = lock(&shared);
+        let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
+        match account.and_then(|a| world.faults.get_mut(&a)) {
+            None => (None, Duration::ZERO),
+            Some(f) => {
+                let now = tokio::time::Instant::now();
+                let fail = if f.fail_next > 0 {
+                    f.fail_next -= 1;
+                    Some(f.fail_status)
+                } else if f.fail_until.is_some_and(|t| now < t) {
+                    Some(f.fail_status)
+                } else {
+                    None
+                };
+                let delay = match f.delay_until {
+                    Some(t) if now >= t => Duration::ZERO,
+                    _ => f.delay,
+                };
+                (fail, delay)
+            }
+        }
+    };
+    if !delay.is_zero() {
+        tokio::time::sleep(delay).await;
+    }
+    if let Some(status) = fail {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let text = if status == StatusCode::TOO_MANY_REQUESTS {
+            "Too many requests. Try again later."
+        } else {
+            "Injected failure"
+        };
+        return (status, axum::Json(json!({ "error": text }))).into_response();
+    }
+    next.run(request).await
+}
+
+fn act(
+    api: Api,
+    State(shared): State<Shared>,
+    id: String,
+    headers: HeaderMap,
+    action: Action,
+) -> Response {
+    let result = (|| {
+        let account = auth(&shared, &headers)?;
+        let mut world = lock(&shared);
+        world.check_api(&account, api)?;
+        world.game_action(&account, &id, action)
+    })();
+    match result {
+        Ok(()) => ok(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn account(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    let result = (|| {
+        let id = auth(&shared, &headers)?;
+        let world = lock(&shared);
+        let account = world.account(&id).ok_or(ApiError::Unauthorized)?;
+        Ok::<_, ApiError>(axum::Json(account.user_json(&world.base_url)))
+    })();
+    result.into_response()
+}
+
+async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    let result = (|| {
+        let id = auth(&shared, &headers)?;
+        lock(&shared).upgrade(&id)
+    })();
+    match result {
+        Ok(()) => ok(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn user(State(shared): State<Shared>, Path(username): Path<String>) -> Response {
+    let world = lock(&shared);
+    match world.account(&username) {
+        Some(account) => axum::Json(account.user_json(&world.base_url)).into_response(),
+        None => ApiError::NotFound("Not found.".into()).into_response(),
+    }
+}
+
+async fn event_stream(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    let result = (|| {
+        let id = auth(&shared, &headers)?;
+        let mut world = lock(&shared);
+        let keepalive = world.config.keepalive_interval;
+        Ok::<_, ApiError>((world.open_event_stream(&id), keepalive))
+    })();
+    match result {
+        Ok((reader, keepalive)) => ndjson_response(reader, keepalive),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn game_stream(
+    api: Api,
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let result = (|| {
+        let account = auth(&shared, &headers)?;
+        let mut world = lock(&shared);
+        world.check_api(&account, api)?;
+        let keepalive = world.config.keepalive_interval;
+        Ok::<_, ApiError>((world.open_game_stream(&account, &id)?, keepalive))
+    })();
+    match result {
+        Ok((reader, keepalive)) => ndjson_response(reader, keepalive),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn list_challenges(State(shared): State<Shared>, headers: HeaderMap) -> Response {
+    let result = (|| {
+        let id = auth(&shared, &headers)?;
+        let world = lock(&shared);
+        let mut incoming = Vec::new();
+        let mut outgoing = Vec::new();
+        for entry in world.challenges.values() {
+            let mut c = entry.json.clone();
+            if c.dest_user.as_ref().is_some_and(|u| u.id == id) {
+                c.direction = Some("in".into());
+                incoming.push(c);
+            } else if c.challenger.id == id {
+                c.direction = Some("out".into());
+                outgoing.push(c);
+            }
+        }
+        Ok::<_, ApiError>(axum::Json(json!({ "in": incoming, "out": outgoing })))
+    })();
+    result.into_response()
+}
+
+async fn create_challenge(
+    State(shared): State<Shared>,
+    Path(username): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let result = (|| {
+        let id = auth(&shared, &headers)?;
+        let spec = challenge_spec(&parse_form(&body))?;
+        lock(&shared).create_challenge(&id, &username, &spec)
+    })();
+    result.map(axum::Json).into_response()
+}
+
+fn challenge_spec(form: &HashMap<String, String>) -> Result<ChallengeSpec, ApiError> {
+    let number = |key: &str| -> Result<Option<u32>, ApiError> {
+        form.get(key)
+            .map(|v| {
+                v.parse()
+                    .map_err(|_| ApiError::BadRequest(format!("{key}: not a number")))
+            })
+            .transpose()
+    };
+    let clock = match (number("clock.limit")?, number("clock.increment")?) {
+        (Some(limit), Some(increment)) => Some((limit, increment)),
+        (None, None) => None,
+        _ => {
+            return Err(ApiError::BadRequest(
+                "clock.limit and clock.increment go together".into(),
+            ));
+        }
+    };
+    let color = match form.get("color").map(String::as_str) {
+        None | Some("random") => ChallengeColor::Random,
+        Some("white") => ChallengeColor::White,
+        Some("black") => ChallengeColor::Black,
+        Some(other) => return Err(ApiError::BadRequest(format!("color: invalid {other}"))),
+    };
+    Ok(ChallengeSpec {
+        rated: form.get("rated").is_some_and(|v| v == "true"),
+        clock,
+        days: number("days")?,
+        color,
+        variant: form
+            .get("variant")
+            .cloned()
+            .unwrap_or_else(|| "standard".into()),
+        fen: form.get("fen").cloned().filter(|f| !f.is_empty()),
+    })
+}
+
+async fn accept(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let result = (|| {
+        let account = auth(&shared, &headers)?;
+        lock(&shared).accept_challenge(&account, &id)
+    })();
+    match result {
+        Ok(_) => ok(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn decline(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let result = (|| {
+        let account = auth(&shared, &headers)?;
+        let reason = match parse_form(&body).get("reason") {
+            None => DeclineReason::Generic,
+            Some(r) => r
+                .parse()
+                .map_err(|e: crate::lichess::types::UnknownDeclineReason| {
+                    ApiError::BadRequest(e.to_string())
+                })?,
+        };
+        lock(&shared).decline_challenge(&account, &id, reason)
+    })();
+    match result {
+        Ok(()) => ok(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn cancel(
+    State(shared): State<Shared>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let result = (|| {
+        let account = auth(&shared, &headers)?;
+        lock(&shared).cancel_challenge(Some(&account), &id)
+    })();
+    match result {
+        Ok(()) => ok(),
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn export_user_games(
+    State(shared): State<Shared>,
+    Path(username): Path<String>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let world = lock(&shared);
+    let Some(account) = world.account(&username) else {
+        return ApiError::NotFound("Not found.".into()).into_response();
+    };
+    let number = |key: &str| query.get(key).and_then(|v| v.parse::<i64>().ok());
+    let (since, until, max) = (number("since"), number("until"), number("max"));
+    let perfs: Vec<&str> = query
+        .get("perfType")
+        .map(|p| p.split(',').collect())
+        .unwrap_or_default();
+    let rated = query.get("rated").map(|v| v == "true");
+    let vs = query.get("vs").map(|v| v.to_ascii_lowercase());
+    let mut games: Vec<_> = world
+        .games
+        .keys()
+        .filter_map(|id| world.game_json(id))
+        .filter(|g| !g.status.is_ongoing())
+        .filter(|g| g.color_of(&account.id).is_some())
+        .filter(|g| since.is_none_or(|s| g.created_at >= s))
+        .filter(|g| until.is_none_or(|u| g.created_at <= u))
+        .filter(|g| perfs.is_empty() || perfs.contains(&g.perf.as_str()))
+        .filter(|g| rated.is_none_or(|r| g.rated == r))
+        .filter(|g| {
+            vs.as_ref().is_none_or(|v| {
+                g.color_of(v)
+                    .is_some_and(|c| g.color_of(&account.id) == Some(c.other()))
+            })
+        })
+        .collect();
+    games.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    if let Some(max) = max {
+        games.truncate(max.max(0) as usize);
+    }
+    let mut body = String::new();
+    for g in &games {
+        body.push_str(&serde_json::to_string(g).expect("wire types serialize"));
+        body.push('\n');
+    }
+    ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
+}
+
+async fn export_game(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+    match lock(&shared).game_json(&id) {
+        Some(g) => axum::Json(g).into_response(),
+        None => ApiError::NotFound("Not found.".into()).into_response(),
+    }
+}

@@ -1,0 +1,1157 @@
+//! The sandbox's state: accounts, challenges, games and the open streams, behind one mutex.
+//! Every operation is synchronous and short (no await under the lock); HTTP handlers, the
+//! clock ticker, the challengers and the control API all go through these methods, so the
+//! rules live in one place.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shakmaty::san::SanPlus;
+use tokio::sync::{mpsc, watch};
+use tokio::time::Instant;
+
+use super::config::{AccountConfig, SandboxConfig};
+use super::game::{ActionError, SandboxGame, Seat};
+use crate::lichess::types::{
+    ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
+    ChatRoom, Color, Compat, DeclineReason, Event, ExportClock, GameClock, GameEvent,
+    GameEventInfo, GameEventOpponent, GameEventPlayer, GameFull, GameJson, GamePerf, GamePlayer,
+    GamePlayers, GameState, GameStatus, GameStatusObj, LightUser, Perf, TimeControl, UserExtended,
+    Variant,
+};
+
+/// Perfs every sandbox account has a rating in.
+const PERFS: [&str; 7] = [
+    "ultraBullet",
+    "bullet",
+    "blitz",
+    "rapid",
+    "classical",
+    "correspondence",
+    "chess960",
+];
+
+/// An API failure as Lichess words it; the server turns it into a status and `{"error"}`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiError {
+    #[error("No such token")]
+    Unauthorized,
+    #[error("{0}")]
+    Forbidden(String),
+    #[error("{0}")]
+    NotFound(String),
+    #[error("{0}")]
+    BadRequest(String),
+}
+
+impl From<ActionError> for ApiError {
+    fn from(e: ActionError) -> ApiError {
+        ApiError::BadRequest(e.to_string())
+    }
+}
+
+fn not_found() -> ApiError {
+    ApiError::NotFound("Not found.".to_string())
+}
+
+/// Wall-clock Unix milliseconds.
+pub fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+/// A sandbox account.
+#[derive(Clone, Debug)]
+pub struct Account {
+    pub id: String,
+    pub username: String,
+    pub token: String,
+    pub bot: bool,
+    pub title: Option<String>,
+    /// perf -> (rating, rated games in it).
+    pub ratings: BTreeMap<String, (i32, u32)>,
+    pub provisional: bool,
+    pub games_played: u32,
+    /// Index of the simulated challenger playing this account, if any.
+    pub challenger: Option<usize>,
+    pub created_at_ms: i64,
+}
+
+impl Account {
+    fn new(config: &AccountConfig, challenger: Option<usize>) -> Account {
+        let title = if config.bot {
+            Some("BOT".to_string())
+        } else {
+            config.title.clone()
+        };
+        Account {
+            id: config.username.to_ascii_lowercase(),
+            username: config.username.clone(),
+            token: config.token.clone(),
+            bot: config.bot,
+            title,
+            ratings: PERFS
+                .iter()
+                .map(|p| (p.to_string(), (config.rating, 0)))
+                .collect(),
+            provisional: config.provisional,
+            games_played: config.games_played,
+            challenger,
+            created_at_ms: unix_ms(),
+        }
+    }
+
+    pub fn rating(&self, perf: &str) -> i32 {
+        self.ratings.get(perf).map_or(1500, |r| r.0)
+    }
+
+    fn challenge_user(&self, perf: &str) -> ChallengeUser {
+        ChallengeUser {
+            id: self.id.clone(),
+            name: self.username.clone(),
+            rating: Some(self.rating(perf)),
+            title: self.title.clone(),
+            provisional: self.provisional,
+            online: Some(true),
+            lag: None,
+        }
+    }
+
+    fn seat(&self, perf: &str) -> Seat {
+        Seat {
+            id: self.id.clone(),
+            name: self.username.clone(),
+            title: self.title.clone(),
+            rating: self.rating(perf),
+            provisional: self.provisional,
+        }
+    }
+
+    /// `UserExtended` as `/api/user/{username}` and `/api/account` return it.
+    pub fn user_json(&self, base_url: &str) -> UserExtended {
+        UserExtended {
+            id: self.id.clone(),
+            username: self.username.clone(),
+            perfs: self
+                .ratings
+                .iter()
+                .map(|(perf, &(rating, games))| {
+                    let prov = self.provisional || games < 10;
+                    let perf_json = Perf {
+                        games: Some(games),
+                        rating: Some(rating),
+                        rd: Some(if prov { 150 } else { 60 }),
+                        prog: Some(0),
+                        prov,
+                    };
+                    (perf.clone(), perf_json)
+                })
+                .collect(),
+            title: self.title.clone(),
+            created_at: Some(self.created_at_ms),
+            seen_at: Some(unix_ms()),
+            disabled: false,
+            tos_violation: false,
+            url: Some(format!("{base_url}/@/{}", self.username)),
+            count: Some(serde_json::json!({ "all": self.games_played })),
+        }
+    }
+}
+
+/// Whether an open stream is currently muted by fault injection (a stuck connection).
+#[derive(Debug, Default)]
+pub struct StreamControl {
+    silent_until: Mutex<Option<Instant>>,
+}
+
+impl StreamControl {
+    pub fn silence(&self, duration: Duration) {
+        *self.silent_until.lock().expect("silence lock") = Some(Instant::now() + duration);
+    }
+
+    pub fn is_silent(&self) -> bool {
+        self.silent_until
+            .lock()
+            .expect("silence lock")
+            .is_some_and(|t| Instant::now() < t)
+    }
+}
+
+/// The server side of one open NDJSON stream: dropping it ends the stream (after the lines
+/// already queued).
+#[derive(Debug)]
+pub struct StreamSlot {
+    pub tx: mpsc::UnboundedSender<String>,
+    pub control: Arc<StreamControl>,
+}
+
+/// What a new stream reads from.
+pub struct StreamReader {
+    pub rx: mpsc::UnboundedReceiver<String>,
+    pub control: Arc<StreamControl>,
+}
+
+fn new_stream() -> (StreamSlot, StreamReader) {
+    let (tx, rx) = mpsc::unbounded_channel();
+    let control = Arc::new(StreamControl::default());
+    (
+        StreamSlot {
+            tx,
+            control: control.clone(),
+        },
+        StreamReader { rx, control },
+    )
+}
+
+fn send_json<T: serde::Serialize>(slot: &StreamSlot, value: &T) {
+    let line = serde_json::to_string(value).expect("wire types serialize");
+    // A closed receiver means the client went away; the next stream it opens resyncs.
+    let _gone = slot.tx.send(line);
+}
+
+/// A challenge waiting for an answer.
+#[derive(Clone, Debug)]
+pub struct ChallengeEntry {
+    pub json: ChallengeJson,
+    pub created: Instant,
+}
+
+/// A game with its streams and watchers.
+#[derive(Debug)]
+pub struct GameEntry {
+    pub game: SandboxGame,
+    pub full_id_suffix: String,
+    /// Open game streams by player id.
+    pub streams: HashMap<String, StreamSlot>,
+    /// In-process watchers (simulated challengers, tests) see every state.
+    pub watch: watch::Sender<GameState>,
+    pub chat: Vec<ChatLine>,
+}
+
+/// Things the sandbox's own tasks react to (simulated challengers answer and play).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Notice {
+    GameStarted {
+        game_id: String,
+    },
+    ChallengeReceived {
+        challenge_id: String,
+        dest: String,
+    },
+    ChallengeDeclined {
+        challenge: String,
+        challenger: String,
+        reason: String,
+    },
+}
+
+/// HTTP faults armed for an account.
+#[derive(Clone, Debug, Default)]
+pub struct AccountFaults {
+    /// Answer this many more requests with `fail_status`.
+    pub fail_next: u32,
+    /// ... or every request until then.
+    pub fail_until: Option<Instant>,
+    pub fail_status: u16,
+    /// Delay every response by this much until `delay_until` (`None`: for good).
+    pub delay: Duration,
+    pub delay_until: Option<Instant>,
+}
+
+/// A challenge to create through the control API or the HTTP endpoint.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChallengeSpec {
+    pub rated: bool,
+    /// Seconds: (initial, increment); `None` with `days: None` = unlimited.
+    pub clock: Option<(u32, u32)>,
+    pub days: Option<u32>,
+    pub color: ChallengeColor,
+    pub variant: String,
+    pub fen: Option<String>,
+}
+
+impl ChallengeSpec {
+    /// A casual standard game with this clock.
+    pub fn clock(limit_s: u32, increment_s: u32) -> ChallengeSpec {
+        ChallengeSpec {
+            rated: false,
+            clock: Some((limit_s, increment_s)),
+            days: None,
+            color: ChallengeColor::Random,
+            variant: "standard".to_string(),
+            fen: None,
+        }
+    }
+
+    fn time_control(&self) -> TimeControl {
+        match (self.clock, self.days) {
+            (Some((limit, increment)), _) => TimeControl::Clock {
+                limit,
+                increment,
+                show: Some(format!("{}+{increment}", show_minutes(limit))),
+            },
+            (None, Some(days)) => TimeControl::Correspondence {
+                days_per_turn: Some(days),
+            },
+            (None, None) => TimeControl::Unlimited,
+        }
+    }
+}
+
+fn show_minutes(limit_s: u32) -> String {
+    match limit_s {
+        15 => "¼".to_string(),
+        30 => "½".to_string(),
+        45 => "¾".to_string(),
+        90 => "1.5".to_string(),
+        s => (s / 60).to_string(),
+    }
+}
+
+/// A finished or running game as the control API reports it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GameSummary {
+    pub id: String,
+    pub white: String,
+    pub black: String,
+    pub rated: bool,
+    pub variant: String,
+    pub speed: String,
+    /// (initial ms, increment ms).
+    pub clock: Option<(u64, u64)>,
+    pub moves: Vec<String>,
+    pub status: GameStatus,
+    pub winner: Option<Color>,
+    pub wtime: u64,
+    pub btime: u64,
+    pub chat: Vec<ChatLine>,
+}
+
+impl GameSummary {
+    pub fn is_over(&self) -> bool {
+        !self.status.is_ongoing()
+    }
+
+    /// The color `username` played here, if any.
+    pub fn color_of(&self, username: &str) -> Option<Color> {
+        if self.white.eq_ignore_ascii_case(username) {
+            Some(Color::White)
+        } else if self.black.eq_ignore_ascii_case(username) {
+            Some(Color::Black)
+        } else {
+            None
+        }
+    }
+}
+
+/// Which API a caller uses: bot endpoints for bots, board endpoints for humans.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Api {
+    Bot,
+    Board,
+}
+
+/// A game action arriving over HTTP (or from a challenger).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    Move { uci: String, offering_draw: bool },
+    Resign,
+    Abort,
+    Draw(bool),
+    Takeback(bool),
+    Chat { room: ChatRoom, text: String },
+    ClaimVictory,
+    ClaimDraw,
+}
+
+/// The sandbox's state.
+pub struct World {
+    pub base_url: String,
+    pub config: SandboxConfig,
+    pub accounts: BTreeMap<String, Account>,
+    tokens: HashMap<String, String>,
+    pub challenges: BTreeMap<String, ChallengeEntry>,
+    pub games: BTreeMap<String, GameEntry>,
+    pub event_streams: HashMap<String, StreamSlot>,
+    /// Every challenge declined so far, with its reason.
+    pub declined: Vec<ChallengeJson>,
+    pub faults: HashMap<String, AccountFaults>,
+    rng: StdRng,
+    notices: mpsc::UnboundedSender<Notice>,
+    finished: watch::Sender<usize>,
+}
+
+impl World {
+    pub fn new(
+        config: SandboxConfig,
+        base_url: String,
+        notices: mpsc::UnboundedSender<Notice>,
+        finished: watch::Sender<usize>,
+    ) -> World {
+        let rng = match config.seed {
+            Some(seed) => StdRng::seed_from_u64(seed),
+            None => StdRng::from_entropy(),
+        };
+        let mut world = World {
+            base_url,
+            accounts: BTreeMap::new(),
+            tokens: HashMap::new(),
+            challenges: BTreeMap::new(),
+            games: BTreeMap::new(),
+            event_streams: HashMap::new(),
+            declined: Vec::new(),
+            faults: HashMap::new(),
+            rng,
+            notices,
+            finished,
+            config: config.clone(),
+        };
+        for account in &config.accounts {
+            world.add_account(Account::new(account, None));
+        }
+        for (i, c) in config.challengers.iter().enumerate() {
+            let account = AccountConfig {
+                username: c.name.clone(),
+                token: c.token().expose().to_string(),
+                bot: c.title.as_deref() == Some("BOT"),
+                title: c.title.clone(),
+                rating: c.rating,
+                provisional: c.provisional,
+                games_played: 0,
+            };
+            world.add_account(Account::new(&account, Some(i)));
+        }
+        world
+    }
+
+    fn add_account(&mut self, account: Account) {
+        self.tokens
+            .insert(account.token.clone(), account.id.clone());
+        self.accounts.insert(account.id.clone(), account);
+    }
+
+    /// The account id behind a bearer token.
+    pub fn authenticate(&self, token: &str) -> Result<String, ApiError> {
+        self.tokens
+            .get(token)
+            .cloned()
+            .ok_or(ApiError::Unauthorized)
+    }
+
+    pub fn account(&self, id_or_name: &str) -> Option<&Account> {
+        self.accounts.get(&id_or_name.to_ascii_lowercase())
+    }
+
+    /// Refuses the wrong kind of account on an API, as Lichess does.
+    pub fn check_api(&self, id: &str, api: Api) -> Result<(), ApiError> {
+        let account = self.account(id).ok_or(ApiError::Unauthorized)?;
+        match (api, account.bot) {
+            (Api::Bot, false) => Err(ApiError::BadRequest(
+                "This endpoint can only be used with a Bot account.".to_string(),
+            )),
+            (Api::Board, true) => Err(ApiError::BadRequest(
+                "This endpoint cannot be used with a Bot account.".to_string(),
+            )),
+            _ => Ok(()),
+        }
+    }
+
+    fn random_id(&mut self, len: usize) -> String {
+        const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+        (0..len)
+            .map(|_| ALPHABET[self.rng.gen_range(0..ALPHABET.len())] as char)
+            .collect()
+    }
+
+    pub fn rng(&mut self) -> &mut StdRng {
+        &mut self.rng
+    }
+
+    // -------------------------------------------------------------- accounts
+
+    pub fn upgrade(&mut self, id: &str) -> Result<(), ApiError> {
+        let account = self.accounts.get_mut(id).ok_or(ApiError::Unauthorized)?;
+        if account.bot {
+            return Err(ApiError::BadRequest(
+                "This account is already a bot account.".to_string(),
+            ));
+        }
+        if account.games_played > 0 {
+            return Err(ApiError::BadRequest(
+                "This account has already played games and cannot become a bot.".to_string(),
+            ));
+        }
+        account.bot = true;
+        account.title = Some("BOT".to_string());
+        Ok(())
+    }
+
+    // -------------------------------------------------------------- challenges
+
+    /// Creates a challenge from `from` to `to` and announces it on both event streams.
+    pub fn create_challenge(
+        &mut self,
+        from: &str,
+        to: &str,
+        spec: &ChallengeSpec,
+    ) -> Result<ChallengeJson, ApiError> {
+        let challenger = self.account(from).ok_or(ApiError::Unauthorized)?.clone();
+        let dest = self
+            .account(to)
+            .ok_or_else(|| ApiError::BadRequest(format!("User {to} not found")))?
+            .clone();
+        if challenger.id == dest.id {
+            return Err(ApiError::BadRequest("You cannot challenge yourself".into()));
+        }
+        if let Some((limit, increment)) = spec.clock {
+            let valid_limit =
+                matches!(limit, 0 | 15 | 30 | 45 | 60 | 90) || (limit % 60 == 0 && limit <= 10800);
+            if !valid_limit || increment > 60 || (limit == 0 && increment == 0) {
+                return Err(ApiError::BadRequest("Invalid clock".into()));
+            }
+            let ultra = super::game::speed_of(
+                Some((u64::from(limit) * 1000, u64::from(increment) * 1000)),
+                None,
+            ) == "ultraBullet";
+            if ultra && (challenger.bot || dest.bot) {
+                return Err(ApiError::BadRequest("Bots cannot play UltraBullet".into()));
+            }
+        }
+        if spec.fen.is_some() && spec.rated {
+            return Err(ApiError::BadRequest(
+                "Games from a position cannot be rated".into(),
+            ));
+        }
+        let variant_key = match (&spec.fen, spec.variant.as_str()) {
+            (Some(_), "standard") => "fromPosition".to_string(),
+            (_, v) => v.to_string(),
+        };
+        if !matches!(
+            variant_key.as_str(),
+            "standard" | "chess960" | "fromPosition"
+        ) {
+            return Err(ApiError::BadRequest(format!(
+                "The sandbox does not play the variant {variant_key}"
+            )));
+        }
+        if let Some(fen) = &spec.fen {
+            crate::engine::Game::new(Some(fen), variant_key == "chess960")
+                .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        }
+        let clock_ms = spec
+            .clock
+            .map(|(l, i)| (u64::from(l) * 1000, u64::from(i) * 1000));
+        let speed = super::game::speed_of(clock_ms, spec.days);
+        let perf_key = if variant_key == "chess960" {
+            "chess960".to_string()
+        } else {
+            speed.clone()
+        };
+        let id = self.random_id(8);
+        let final_color = match spec.color {
+            ChallengeColor::White => Color::White,
+            ChallengeColor::Black => Color::Black,
+            ChallengeColor::Random => {
+                if self.rng.r#gen::<bool>() {
+                    Color::White
+                } else {
+                    Color::Black
+                }
+            }
+        };
+        let json = ChallengeJson {
+            id: id.clone(),
+            url: format!("{}/{id}", self.base_url),
+            status: ChallengeStatus::Created,
+            challenger: challenger.challenge_user(&perf_key),
+            dest_user: Some(dest.challenge_user(&perf_key)),
+            variant: Variant::from_key(&variant_key),
+            rated: spec.rated,
+            speed,
+            time_control: spec.time_control(),
+            color: spec.color,
+            final_color: Some(final_color),
+            perf: ChallengePerf {
+                icon: "\u{e019}".to_string(),
+                name: perf_name(&perf_key),
+            },
+            direction: None,
+            initial_fen: spec.fen.clone(),
+            rematch_of: None,
+            decline_reason: None,
+            decline_reason_key: None,
+        };
+        self.challenges.insert(
+            id.clone(),
+            ChallengeEntry {
+                json: json.clone(),
+                created: Instant::now(),
+            },
+        );
+        self.announce_challenge(&json, &challenger.id, &dest.id);
+        if dest.challenger.is_some() {
+            let _ignored = self.notices.send(Notice::ChallengeReceived {
+                challenge_id: id,
+                dest: dest.id.clone(),
+            });
+        }
+        let mut out = json;
+        out.direction = Some("out".to_string());
+        Ok(out)
+    }
+
+    fn announce_challenge(&self, json: &ChallengeJson, challenger: &str, dest: &str) {
+        for (who, direction) in [(dest, "in"), (challenger, "out")] {
+            if let Some(slot) = self.event_streams.get(who) {
+                let mut challenge = json.clone();
+                challenge.direction = Some(direction.to_string());
+                send_json(
+                    slot,
+                    &Event::Challenge {
+                        challenge: Box::new(challenge),
+                        compat: Some(Compat {
+                            bot: true,
+                            board: true,
+                        }),
+                    },
+                );
+            }
+        }
+    }
+
+    pub fn accept_challenge(&mut self, account: &str, id: &str) -> Result<String, ApiError> {
+        let entry = self.challenges.get(id).ok_or_else(not_found)?;
+        let dest = entry.json.dest_user.as_ref().map(|u| u.id.as_str());
+        if dest != Some(account) {
+            return Err(not_found());
+        }
+        let entry = self.challenges.remove(id).expect("checked above");
+        self.start_game(entry.json)
+    }
+
+    pub fn decline_challenge(
+        &mut self,
+        account: &str,
+        id: &str,
+        reason: DeclineReason,
+    ) -> Result<(), ApiError> {
+        let entry = self.challenges.get(id).ok_or_else(not_found)?;
+        if entry.json.dest_user.as_ref().map(|u| u.id.as_str()) != Some(account) {
+            return Err(not_found());
+        }
+        let mut json = self.challenges.remove(id).expect("checked above").json;
+        json.status = ChallengeStatus::Declined;
+        json.decline_reason = Some(reason.message().to_string());
+        json.decline_reason_key = Some(reason.key());
+        let challenger = json.challenger.id.clone();
+        if let Some(slot) = self.event_streams.get(&challenger) {
+            send_json(
+                slot,
+                &Event::ChallengeDeclined {
+                    challenge: Box::new(json.clone()),
+                },
+            );
+        }
+        if self
+            .accounts
+            .get(&challenger)
+            .is_some_and(|a| a.challenger.is_some())
+        {
+            let _ignored = self.notices.send(Notice::ChallengeDeclined {
+                challenge: id.to_string(),
+                challenger,
+                reason: reason.key(),
+            });
+        }
+        self.declined.push(json);
+        Ok(())
+    }
+
+    /// Cancels a challenge (by its challenger, or by expiry when `account` is `None`).
+    pub fn cancel_challenge(&mut self, account: Option<&str>, id: &str) -> Result<(), ApiError> {
+        let entry = self.challenges.get(id).ok_or_else(not_found)?;
+        if let Some(account) = account {
+            if entry.json.challenger.id != account {
+                return Err(not_found());
+            }
+        }
+        let mut json = self.challenges.remove(id).expect("checked above").json;
+        json.status = ChallengeStatus::Canceled;
+        if let Some(dest) = json.dest_user.as_ref().map(|u| u.id.clone()) {
+            if let Some(slot) = self.event_streams.get(&dest) {
+                send_json(
+                    slot,
+                    &Event::ChallengeCanceled {
+                        challenge: Box::new(json.clone()),
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+
+    // -------------------------------------------------------------- games
+
+    fn start_game(&mut self, challenge: ChallengeJson) -> Result<String, ApiError> {
+        let challenger = self
+            .account(&challenge.challenger.id)
+            .ok_or_else(not_found)?
+            .clone();
+        let dest_id = challenge
+            .dest_user
+            .as_ref()
+            .ok_or_else(not_found)?
+            .id
+            .clone();
+        let dest = self.account(&dest_id).ok_or_else(not_found)?.clone();
+        let challenger_color = challenge.final_color.unwrap_or(Color::White);
+        let perf_key = if challenge.variant.key == "chess960" {
+            "chess960".to_string()
+        } else {
+            challenge.speed.clone()
+        };
+        let (white, black) = match challenger_color {
+            Color::White => (challenger.seat(&perf_key), dest.seat(&perf_key)),
+            Color::Black => (dest.seat(&perf_key), challenger.seat(&perf_key)),
+        };
+        let (clock, days) = match &challenge.time_control {
+            TimeControl::Clock {
+                limit, increment, ..
+            } => (
+                Some((u64::from(*limit) * 1000, u64::from(*increment) * 1000)),
+                None,
+            ),
+            TimeControl::Correspondence { days_per_turn } => (None, *days_per_turn),
+            TimeControl::Unlimited => (None, None),
+        };
+        let game = SandboxGame::new(
+            challenge.id.clone(),
+            white,
+            black,
+            challenge.variant.key.clone(),
+            challenge.rated,
+            clock,
+            days,
+            challenge.initial_fen.clone(),
+            self.config.no_start_timeout,
+            Instant::now(),
+            unix_ms(),
+        )
+        .map_err(ApiError::BadRequest)?;
+        let id = game.id.clone();
+        let suffix = self.random_id(4);
+        let (watch, _) = watch::channel(game.state(Instant::now()));
+        self.games.insert(
+            id.clone(),
+            GameEntry {
+                game,
+                full_id_suffix: suffix,
+                streams: HashMap::new(),
+                watch,
+                chat: Vec::new(),
+            },
+        );
+        for player in [&challenger.id, &dest.id] {
+            if let Some(account) = self.accounts.get_mut(player.as_str()) {
+                account.games_played += 1;
+            }
+            self.send_game_event(player, &id, true);
+        }
+        let _ignored = self.notices.send(Notice::GameStarted {
+            game_id: id.clone(),
+        });
+        Ok(id)
+    }
+
+    /// Sends `gameStart` (or `gameFinish`) of a game to a player's event stream.
+    fn send_game_event(&self, player: &str, game_id: &str, start: bool) {
+        let (Some(slot), Some(info)) = (
+            self.event_streams.get(player),
+            self.game_event_info(player, game_id),
+        ) else {
+            return;
+        };
+        let game = Box::new(info);
+        let event = if start {
+            Event::GameStart { game }
+        } else {
+            Event::GameFinish { game }
+        };
+        send_json(slot, &event);
+    }
+
+    /// `GameEventInfo` of a game from one player's point of view.
+    pub fn game_event_info(&self, player: &str, game_id: &str) -> Option<GameEventInfo> {
+        let entry = self.games.get(game_id)?;
+        let g = &entry.game;
+        let color = g.color_of(player)?;
+        let opponent = g.seat(color.other());
+        let now = Instant::now();
+        Some(GameEventInfo {
+            full_id: format!("{}{}", g.id, entry.full_id_suffix),
+            game_id: g.id.clone(),
+            fen: Some(g.board.fen()),
+            color: Some(color),
+            last_move: Some(g.moves.last().cloned().unwrap_or_default()),
+            source: Some("friend".to_string()),
+            status: Some(GameStatusObj::from(g.status)),
+            variant: Some(Variant::from_key(&g.variant)),
+            speed: Some(g.speed.clone()),
+            perf: Some(g.perf.clone()),
+            rated: Some(g.rated),
+            has_moved: Some(g.moves.len() > usize::from(color == Color::Black)),
+            opponent: Some(GameEventOpponent {
+                id: Some(opponent.id.clone()),
+                username: opponent.name.clone(),
+                rating: Some(opponent.rating),
+                rating_diff: None,
+                ai: None,
+            }),
+            is_my_turn: Some(!g.is_over() && g.turn() == color),
+            seconds_left: g.clock.map(|_| (g.remaining(color, now) / 1000) as i64),
+            winner: g.winner,
+            rating: Some(g.seat(color).rating),
+            rating_diff: None,
+            compat: Some(Compat {
+                bot: true,
+                board: true,
+            }),
+            id: Some(g.id.clone()),
+            tournament_id: None,
+        })
+    }
+
+    /// `gameFull` of a game.
+    pub fn game_full(&self, game_id: &str) -> Option<GameFull> {
+        let entry = self.games.get(game_id)?;
+        let g = &entry.game;
+        let player = |s: &Seat| GameEventPlayer {
+            id: s.id.clone(),
+            name: s.name.clone(),
+            title: s.title.clone(),
+            rating: Some(s.rating),
+            provisional: s.provisional,
+            ai_level: None,
+        };
+        Some(GameFull {
+            id: g.id.clone(),
+            variant: Variant::from_key(&g.variant),
+            clock: g
+                .clock
+                .map(|(initial, increment)| GameClock { initial, increment }),
+            speed: g.speed.clone(),
+            perf: GamePerf {
+                name: perf_name(&g.perf),
+            },
+            rated: g.rated,
+            created_at: g.created_at_ms,
+            white: player(&g.white),
+            black: player(&g.black),
+            initial_fen: g.initial_fen.clone(),
+            state: g.state(Instant::now()),
+            days_per_turn: g.days_per_turn,
+            tournament_id: None,
+        })
+    }
+
+    /// Opens the event stream of an account: closes the previous one, then sends every
+    /// current challenge and game, as Lichess does.
+    pub fn open_event_stream(&mut self, account: &str) -> StreamReader {
+        let (slot, reader) = new_stream();
+        // Replacing the slot drops the old sender: the old stream ends.
+        self.event_streams.insert(account.to_string(), slot);
+        self.resend_events(account);
+        reader
+    }
+
+    /// Sends every current challenge and game of an account again (also a fault: duplicates).
+    pub fn resend_events(&self, account: &str) {
+        let Some(slot) = self.event_streams.get(account) else {
+            return;
+        };
+        for entry in self.challenges.values() {
+            let json = &entry.json;
+            let incoming = json.dest_user.as_ref().is_some_and(|u| u.id == account);
+            let outgoing = json.challenger.id == account;
+            if incoming || outgoing {
+                let mut challenge = json.clone();
+                challenge.direction = Some(if incoming { "in" } else { "out" }.to_string());
+                send_json(
+                    slot,
+                    &Event::Challenge {
+                        challenge: Box::new(challenge),
+                        compat: Some(Compat {
+                            bot: true,
+                            board: true,
+                        }),
+                    },
+                );
+            }
+        }
+        for (id, entry) in &self.games {
+            if !entry.game.is_over() && entry.game.color_of(account).is_some() {
+                if let Some(info) = self.game_event_info(account, id) {
+                    send_json(
+                        slot,
+                        &Event::GameStart {
+                            game: Box::new(info),
+                        },
+                    );
+                }
+            }
+        }
+    }
+
+    /// Opens a player's game stream: `gameFull` first; closed at once if the game is over.
+    pub fn open_game_stream(
+        &mut self,
+        account: &str,
+        game_id: &str,
+    ) -> Result<StreamReader, ApiError> {
+        let full = self.game_full(game_id).ok_or_else(not_found)?;
+        let entry = self.games.get_mut(game_id).expect("game_full found it");
+        if entry.game.color_of(account).is_none() {
+            return Err(not_found());
+        }
+        let (slot, reader) = new_stream();
+        send_json(&slot, &GameEvent::GameFull(Box::new(full)));
+        if !entry.game.is_over() {
+            // A new stream for the same game and player closes the old one.
+            entry.streams.insert(account.to_string(), slot);
+        }
+        Ok(reader)
+    }
+
+    /// Applies a player's action to a game.
+    pub fn game_action(
+        &mut self,
+        account: &str,
+        game_id: &str,
+        action: Action,
+    ) -> Result<(), ApiError> {
+        let entry = self.games.get_mut(game_id).ok_or_else(not_found)?;
+        let color = entry.game.color_of(account).ok_or_else(not_found)?;
+        let now = Instant::now();
+        let now_ms = unix_ms();
+        let was_over = entry.game.is_over();
+        let result = match action {
+            Action::Move { uci, offering_draw } => {
+                entry.game.play(color, &uci, offering_draw, now, now_ms)
+            }
+            Action::Resign => entry.game.resign(color, now, now_ms),
+            Action::Abort => entry.game.abort(now, now_ms),
+            Action::Draw(yes) => entry.game.draw(color, yes, now, now_ms),
+            Action::Takeback(yes) => entry.game.takeback(color, yes, now, now_ms),
+            Action::Chat { room, text } => {
+                if text.chars().count() > 140 {
+                    return Err(ApiError::BadRequest("Chat message too long".into()));
+                }
+                let line = ChatLine {
+                    room,
+                    username: entry.game.seat(color).name.clone(),
+                    text,
+                };
+                entry.chat.push(line.clone());
+                for slot in entry.streams.values() {
+                    send_json(slot, &GameEvent::ChatLine(line.clone()));
+                }
+                return Ok(());
+            }
+            Action::ClaimVictory | Action::ClaimDraw => {
+                return Err(ApiError::BadRequest(
+                    "The opponent has not left the game".into(),
+                ));
+            }
+        };
+        let changed = result.is_ok() || (!was_over && entry.game.is_over());
+        if changed {
+            self.after_change(game_id);
+        }
+        result.map_err(ApiError::from)
+    }
+
+    /// Pushes the new state to streams and watchers; finishes the game's bookkeeping when
+    /// it just ended.
+    fn after_change(&mut self, game_id: &str) {
+        let Some(entry) = self.games.get_mut(game_id) else {
+            return;
+        };
+        let state = entry.game.state(Instant::now());
+        for slot in entry.streams.values() {
+            send_json(slot, &GameEvent::GameState(state.clone()));
+        }
+        entry.watch.send_replace(state);
+        if entry.game.is_over() {
+            // The final gameState is queued; dropping the senders ends the streams after it.
+            entry.streams.clear();
+            let players = [entry.game.white.id.clone(), entry.game.black.id.clone()];
+            self.update_ratings(game_id);
+            for player in &players {
+                self.send_game_event(player, game_id, false);
+            }
+            self.finished.send_modify(|n| *n += 1);
+        }
+    }
+
+    /// Elo update of both players' perf ratings after a rated game with a result.
+    fn update_ratings(&mut self, game_id: &str) {
+        let Some(entry) = self.games.get(game_id) else {
+            return;
+        };
+        let g = &entry.game;
+        if !g.rated || matches!(g.status, GameStatus::Aborted | GameStatus::NoStart) {
+            return;
+        }
+        let score_white = match g.winner {
+            Some(Color::White) => 1.0,
+            Some(Color::Black) => 0.0,
+            None => 0.5,
+        };
+        let (w, b) = (g.white.id.clone(), g.black.id.clone());
+        let perf = g.perf.clone();
+        let rw = f64::from(self.accounts.get(&w).map_or(1500, |a| a.rating(&perf)));
+        let rb = f64::from(self.accounts.get(&b).map_or(1500, |a| a.rating(&perf)));
+        let expected_white = 1.0 / (1.0 + 10f64.powf((rb - rw) / 400.0));
+        for (id, delta_score) in [
+            (w, score_white - expected_white),
+            (b, expected_white - score_white),
+        ] {
+            if let Some(account) = self.accounts.get_mut(&id) {
+                let entry = account.ratings.entry(perf.clone()).or_insert((1500, 0));
+                let k = if entry.1 < 10 { 40.0 } else { 20.0 };
+                entry.0 += (k * delta_score).round() as i32;
+                entry.1 += 1;
+            }
+        }
+    }
+
+    /// Flags, `noStart` and challenge expiry: called by the clock ticker.
+    pub fn tick(&mut self) {
+        let now = Instant::now();
+        let now_ms = unix_ms();
+        let ended: Vec<String> = self
+            .games
+            .iter_mut()
+            .filter_map(|(id, entry)| entry.game.tick(now, now_ms).then(|| id.clone()))
+            .collect();
+        for id in ended {
+            self.after_change(&id);
+        }
+        let timeout = self.config.challenge_timeout;
+        let expired: Vec<String> = self
+            .challenges
+            .iter()
+            .filter(|(_, c)| {
+                matches!(c.json.time_control, TimeControl::Clock { .. })
+                    && now.duration_since(c.created) >= timeout
+            })
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in expired {
+            let _gone = self.cancel_challenge(None, &id);
+        }
+    }
+
+    /// The earliest instant at which `tick` has something to do.
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let games = self.games.values().filter_map(|e| e.game.deadline());
+        let challenges = self
+            .challenges
+            .values()
+            .map(|c| c.created + self.config.challenge_timeout);
+        games.chain(challenges).min()
+    }
+
+    // -------------------------------------------------------------- reports
+
+    pub fn summary(&self, game_id: &str) -> Option<GameSummary> {
+        let entry = self.games.get(game_id)?;
+        let g = &entry.game;
+        let now = Instant::now();
+        Some(GameSummary {
+            id: g.id.clone(),
+            white: g.white.name.clone(),
+            black: g.black.name.clone(),
+            rated: g.rated,
+            variant: g.variant.clone(),
+            speed: g.speed.clone(),
+            clock: g.clock,
+            moves: g.moves.clone(),
+            status: g.status,
+            winner: g.winner,
+            wtime: g.remaining(Color::White, now),
+            btime: g.remaining(Color::Black, now),
+            chat: entry.chat.clone(),
+        })
+    }
+
+    /// `GameJson` of a game (finished or not).
+    pub fn game_json(&self, game_id: &str) -> Option<GameJson> {
+        let entry = self.games.get(game_id)?;
+        let g = &entry.game;
+        let player = |s: &Seat| GamePlayer {
+            user: Some(LightUser {
+                id: s.id.clone(),
+                name: s.name.clone(),
+                title: s.title.clone(),
+            }),
+            rating: Some(s.rating),
+            rating_diff: None,
+            provisional: s.provisional,
+            ai_level: None,
+        };
+        Some(GameJson {
+            id: g.id.clone(),
+            rated: g.rated,
+            variant: g.variant.clone(),
+            speed: g.speed.clone(),
+            perf: g.perf.clone(),
+            created_at: g.created_at_ms,
+            last_move_at: g.last_move_at_ms,
+            status: g.status,
+            source: Some("friend".to_string()),
+            players: GamePlayers {
+                white: player(&g.white),
+                black: player(&g.black),
+            },
+            initial_fen: (g.initial_fen != "startpos").then(|| g.initial_fen.clone()),
+            winner: g.winner,
+            moves: Some(san_moves(&g.board)),
+            clock: g.clock.map(|(initial, increment)| ExportClock {
+                initial: initial / 1000,
+                increment: increment / 1000,
+                total_time: (initial + 40 * increment) / 1000,
+            }),
+            days_per_turn: g.days_per_turn,
+        })
+    }
+}
+
+/// The moves of a game in SAN, as the export API writes them.
+fn san_moves(game: &crate::engine::Game) -> String {
+    let mut position = game.initial_position().clone();
+    let mut out = Vec::with_capacity(game.moves().len());
+    for &m in game.moves() {
+        out.push(SanPlus::from_move_and_play_unchecked(&mut position, m).to_string());
+    }
+    out.join(" ")
+}
+
+/// The translated perf name Lichess shows (`Blitz`, `Chess960`).
+fn perf_name(perf: &str) -> String {
+    match perf {
+        "ultraBullet" => "UltraBullet".to_string(),
+        "chess960" => "Chess960".to_string(),
+        other => {
+            let mut chars = other.chars();
+            chars
+                .next()
+                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
+                .unwrap_or_default()
+        }
+    }
+}
