@@ -17,6 +17,7 @@ use serde::Deserialize;
 
 use crate::config::{Account, Config, TokenSource};
 use crate::levels::{Coefficients, LevelParams};
+use crate::lichess::token_file_permission_problem;
 
 /// The OAuth scope a bot token needs.
 pub const BOT_SCOPE: &str = "bot:play";
@@ -467,27 +468,6 @@ async fn check_account(
         }
     }
     row
-}
-
-/// Mirrors what the token loader warns about: a token file readable by group or others.
-fn token_file_permission_problem(path: &Path) -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode();
-        (mode & 0o077 != 0).then(|| {
-            format!(
-                "token file {} can be read by other users (mode {:o})",
-                path.display(),
-                mode & 0o777
-            )
-        })
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
 }
 
 // ---- Talking to Lichess ----

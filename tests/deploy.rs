@@ -433,7 +433,7 @@ fn token_file_readable_by_others_is_a_warning() {
     assert!(
         out.contains("warning: account ladder-l2: token file")
             && out.contains("mode 644")
-            && out.contains("chmod 600"),
+            && out.contains("fix: chmod 600"),
         "{out}"
     );
     assert!(out.contains("ok, with 1 warning"), "{out}");
@@ -618,4 +618,71 @@ fn upgrade_refused_by_lichess_explains_why() {
         "{}",
         text(&out)
     );
+}
+
+// ---- against the project's Lichess sandbox ----
+
+/// Starts the sandbox with these accounts on its own thread; returns its base URL.
+fn sandbox(accounts: Vec<ladder::sandbox::AccountConfig>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let config = ladder::sandbox::SandboxConfig {
+                accounts,
+                ..ladder::sandbox::SandboxConfig::default()
+            };
+            let sandbox = ladder::sandbox::Sandbox::start(config).await.unwrap();
+            tx.send(sandbox.base_url().to_string()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// A deployment whose tokens are the sandbox's tokens for the two accounts.
+fn sandbox_deployment(url: &str) -> (Deployment, String) {
+    let d = deployment(url);
+    let l1 = ladder::sandbox::sandbox_token("Ladder-L1")
+        .expose()
+        .to_string();
+    let l2 = ladder::sandbox::sandbox_token("ladder-l2")
+        .expose()
+        .to_string();
+    std::fs::write(&d.token_file, format!("{l2}\n")).unwrap();
+    (d, l1)
+}
+
+#[test]
+fn check_and_upgrade_against_the_sandbox() {
+    use ladder::sandbox::AccountConfig;
+    let url = sandbox(vec![
+        AccountConfig::bot("Ladder-L1"),
+        AccountConfig::human("ladder-l2"),
+    ]);
+    let (d, l1) = sandbox_deployment(&url);
+    let config = d.config.to_str().unwrap();
+    let env = [("LADDER_TEST_TOKEN_L1", l1.as_str())];
+    let run = |args: &[&str], stdin: &str| {
+        let out = ladder(args, &env, stdin);
+        (out.status.success(), text(&out))
+    };
+
+    let (ok, out) = run(&["check", "--config", config], "");
+    assert!(!ok, "{out}");
+    assert!(out.contains("ladder-l2 is not a BOT account"), "{out}");
+    assert!(!out.contains("error: account Ladder-L1"), "{out}");
+
+    let (ok, out) = run(&["upgrade", "ladder-l2", "--config", config, "--yes"], "");
+    assert!(ok, "{out}");
+    assert!(out.contains("ladder-l2 is now a BOT account"), "{out}");
+
+    // Both are bots now. The sandbox does not send the token's scopes: a warning, not a
+    // failure.
+    let (ok, out) = run(&["check", "--config", config], "");
+    assert!(ok, "{out}");
+    assert!(out.contains("did not say which scopes"), "{out}");
 }
