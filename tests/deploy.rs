@@ -686,3 +686,41 @@ fn check_and_upgrade_against_the_sandbox() {
     assert!(ok, "{out}");
     assert!(out.contains("did not say which scopes"), "{out}");
 }
+
+// ---- the operator's guide ----
+
+/// The accounts.toml shown in docs/operating.md is a valid configuration whose credentials
+/// resolve under systemd.
+#[test]
+fn documented_configuration_is_valid() {
+    let guide = include_str!("../docs/operating.md");
+    let toml = guide
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml block in docs/operating.md");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("accounts.toml");
+    std::fs::write(&config, toml).unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    for name in ["ladder_l1", "ladder_l2"] {
+        std::fs::write(credentials.join(name), "lip_doc\n").unwrap();
+        set_mode(&credentials.join(name), 0o400);
+    }
+    let out = ladder(
+        &["check", "--offline", "--config", config.to_str().unwrap()],
+        &[("CREDENTIALS_DIRECTORY", credentials.to_str().unwrap())],
+        "",
+    );
+    let t = text(&out);
+    assert!(!t.contains("error: config"), "{t}");
+    assert!(!t.contains("error: account"), "{t}");
+    for account in ["ladder-l1", "ladder-l2"] {
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with(account) && l.contains("/ladder_l")),
+            "{t}"
+        );
+    }
+}
