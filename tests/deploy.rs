@@ -724,3 +724,71 @@ fn documented_configuration_is_valid() {
         );
     }
 }
+
+/// ladder-calibrate.service's ExecStartPre/ExecStartPost, run with a stand-in `systemctl`:
+/// the daemon is reloaded when the coefficients changed, and only then.
+#[test]
+fn calibration_reloads_the_daemon_only_when_coefficients_change() {
+    let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder-calibrate.service")).unwrap();
+    let command = |key: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key}"))
+            .to_string()
+    };
+    let (pre, post) = (command("ExecStartPre=-"), command("ExecStartPost=+"));
+    let dir = tempfile::tempdir().unwrap();
+    let (state, runtime, bin) = (
+        dir.path().join("state"),
+        dir.path().join("run"),
+        dir.path().join("bin"),
+    );
+    for d in [&state, &runtime.join("ladder-calibrate"), &bin] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let calls = dir.path().join("systemctl-calls");
+    let fake = bin.join("systemctl");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", calls.display()),
+    )
+    .unwrap();
+    set_mode(&fake, 0o755);
+    // The unit's paths and specifiers, pointed at the temporary directory.
+    let localize = |c: &str| {
+        c.replace("/var/lib/ladder", state.to_str().unwrap())
+            .replace("%t", runtime.to_str().unwrap())
+            .replace("/bin/sh -c ", "")
+    };
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let sh = |c: &str| {
+        // The unit's single quotes delimit the script for systemd; sh -c takes it the same way.
+        let script = localize(c);
+        let script = script.trim_matches('\'');
+        Command::new("/bin/sh")
+            .args(["-c", script])
+            .env("PATH", &path)
+            .status()
+            .unwrap()
+    };
+    let coefficients = state.join("coefficients.toml");
+    let reloads = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+
+    // A run that leaves the file alone: no reload.
+    std::fs::write(&coefficients, "version = 1\n").unwrap();
+    sh(&pre);
+    assert!(sh(&post).success());
+    assert!(reloads().is_empty(), "{:?}", reloads());
+
+    // A run that writes a new version: one reload of the daemon.
+    sh(&pre);
+    std::fs::write(&coefficients, "version = 2\n").unwrap();
+    assert!(sh(&post).success());
+    assert_eq!(reloads(), ["try-reload-or-restart ladder.service"]);
+}
