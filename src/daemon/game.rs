@@ -305,7 +305,11 @@ pub(crate) fn reconnect_policy() -> BackoffPolicy {
 
 /// Resolves once the daemon is stopped (or its supervisor is gone).
 pub(crate) async fn stopped(run_state: &mut watch::Receiver<RunState>) {
-    if run_state.wait_for(|s| *s == RunState::Stopped).await.is_err() {
+    if run_state
+        .wait_for(|s| *s == RunState::Stopped)
+        .await
+        .is_err()
+    {
         // The supervisor is gone: nothing will ever stop us more clearly than that.
     }
 }
