@@ -112,11 +112,11 @@ impl<T: DeserializeOwned> NdjsonStream<T> {
                     // A last line without its newline still counts.
                     let rest = std::mem::take(&mut self.buffer);
                     self.body = None;
-                    if !self.discarding {
-                        if let Some(event) = self.parse(&rest) {
-                            self.end = Some(StreamEnd::Closed);
-                            return Ok(event);
-                        }
+                    if !self.discarding
+                        && let Some(event) = self.parse(&rest)
+                    {
+                        self.end = Some(StreamEnd::Closed);
+                        return Ok(event);
                     }
                     return Err(self.finish(StreamEnd::Closed));
                 }
