@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::engine::{Engine, Game, SearchObserver, SearchParams, SearchResult};
+use crate::engine::{Engine, Game, SearchParams, SearchResult};
+use crate::search_control::SearchControl;
 
 /// One search to run.
 pub struct SearchJob {
@@ -225,10 +226,9 @@ fn worker(shared: &Shared) {
         let now = shared.running.fetch_add(1, AtomicOrdering::SeqCst) + 1;
         shared.peak.fetch_max(now, AtomicOrdering::SeqCst);
         let started = Instant::now();
-        let mut observer = Deadline {
-            deadline: submitted + job.time_limit,
-            cancel: &job.cancel,
-        };
+        let mut observer = SearchControl::new()
+            .with_deadline(submitted + job.time_limit)
+            .with_stop_flag(Arc::clone(&job.cancel));
         let result = job.engine.search(&job.game, &job.params, &mut observer);
         let searched = started.elapsed();
         shared.running.fetch_sub(1, AtomicOrdering::SeqCst);
@@ -242,18 +242,6 @@ fn worker(shared: &Shared) {
                 searched,
             })
             .ok();
-    }
-}
-
-/// Stops a search at its deadline or when the game ends.
-struct Deadline<'a> {
-    deadline: Instant,
-    cancel: &'a AtomicBool,
-}
-
-impl SearchObserver for Deadline<'_> {
-    fn should_stop(&mut self, _nodes: u64) -> bool {
-        self.cancel.load(AtomicOrdering::Relaxed) || Instant::now() >= self.deadline
     }
 }
 
