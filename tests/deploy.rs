@@ -792,3 +792,35 @@ fn calibration_reloads_the_daemon_only_when_coefficients_change() {
     assert!(sh(&post).success());
     assert_eq!(reloads(), ["try-reload-or-restart ladder.service"]);
 }
+
+/// The command line of ladder-calibrate.service is one `ladder calibrate` accepts: a renamed
+/// flag would otherwise only show up as a failed timer run on a host.
+#[test]
+fn calibration_unit_command_line_is_accepted() {
+    let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder-calibrate.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/ladder "))
+        .expect("ExecStart runs /usr/local/bin/ladder");
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let state = d.dir.path().join("state");
+    std::fs::write(state.join("results.jsonl"), "").unwrap();
+    let args: Vec<String> = exec
+        .split_whitespace()
+        .map(|a| {
+            a.replace("/etc/ladder/accounts.toml", d.config.to_str().unwrap())
+                .replace("/var/lib/ladder", state.to_str().unwrap())
+        })
+        .collect();
+    assert!(args.iter().any(|a| a == "--apply"), "{exec}");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ladder(&args, &[ENV_L1], "");
+    let t = text(&out);
+    // clap reports an unknown or malformed flag with exit code 2 and its usage line.
+    assert_ne!(out.status.code(), Some(2), "{t}");
+    assert!(
+        !t.contains("unexpected argument") && !t.contains("Usage:"),
+        "{t}"
+    );
+}
