@@ -10,6 +10,7 @@ pub mod bench;
 pub mod calibration;
 pub mod check;
 pub mod config;
+pub mod credentials;
 pub mod daemon;
 pub mod engine;
 pub mod levels;

@@ -1,9 +1,26 @@
 //! The daemon (`ladder run`): account actors, game actors, the search pool, shutdown and reload.
+//!
+//! - [`supervisor`]: start-up checks, the daemon's life (drain, stop, reload),
+//! - [`account`]: one actor per account (event stream, challenges, limits, game actors),
+//! - [`game`]: one actor per game (game stream, searches, moves, chat, the record),
+//! - [`tracker`]: the game actor's decisions as a pure state machine,
+//! - [`policy`]: accept or decline a challenge,
+//! - [`pool`]: the shared search threads (most urgent game first),
+//! - [`clock`]: time management,
+//! - [`results_writer`]: the thread that owns the results log,
+//! - [`shutdown`]: run states and OS signals,
+//! - [`run`]: `ladder run` and `--sandbox`.
 
-/// `ladder run` options.
-#[derive(Debug, clap::Args)]
-pub struct RunArgs {}
+pub mod account;
+pub mod clock;
+pub mod game;
+pub mod policy;
+pub mod pool;
+pub mod results_writer;
+pub mod run;
+pub mod shutdown;
+pub mod supervisor;
+pub mod tracker;
 
-pub fn run(_args: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("ladder run is not built yet")
-}
+pub use run::{RunArgs, run};
+pub use supervisor::{DaemonHandle, DaemonSpec, Summary, start};

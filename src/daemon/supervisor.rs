@@ -1,0 +1,416 @@
+//! The supervisor: checks every account, starts the shared search pool, the results writer and
+//! one account actor per account, and runs the daemon's life: drain on the first stop request,
+//! stop on the second or when the grace period is over, reload accounts and coefficients on
+//! request (new games get the new parameters; running games keep theirs).
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::config::{Account, Config};
+use crate::levels::Coefficients;
+use crate::lichess::{Client, ClientConfig, LichessError};
+use crate::results::Source;
+
+use super::account::{self, AccountContext, AccountSettings};
+use super::pool::{PoolHandle, PoolStats, SearchPool};
+use super::results_writer::{self, ResultsStub};
+use super::shutdown::{Control, RunState};
+
+/// Builds the client configuration of an account (its token from the environment or a file,
+/// or the sandbox's). Errors are shown to the user: they must never contain the token.
+pub type ClientFactory = Arc<dyn Fn(&Account, &str) -> Result<ClientConfig, String> + Send + Sync>;
+
+/// Everything the daemon needs to start.
+pub struct DaemonSpec {
+    pub config: Config,
+    pub coefficients: Coefficients,
+    /// Where the results go (the sandbox writes to its own file, never the real one).
+    pub results_path: PathBuf,
+    pub source: Source,
+    pub clients: ClientFactory,
+    /// Re-read the config file from `config.path` (and the coefficients it names) on reload.
+    pub reload_from_disk: bool,
+    /// Benchmarks: per-move latency of the game actors, search excluded.
+    pub latency: Option<mpsc::UnboundedSender<Duration>>,
+}
+
+/// A running daemon.
+pub struct DaemonHandle {
+    control: mpsc::Sender<Control>,
+    pool: PoolHandle,
+    task: tokio::task::JoinHandle<anyhow::Result<Summary>>,
+}
+
+/// What a run did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub accounts: usize,
+    pub pool: PoolStats,
+    /// Accounts that stopped with an error (token rejected mid-run, ...).
+    pub failed_accounts: Vec<String>,
+}
+
+/// One account as the supervisor tracks it.
+struct AccountSlot {
+    settings: watch::Sender<Arc<AccountSettings>>,
+    run_state: watch::Sender<RunState>,
+}
+
+/// Checks that the token of `account` works and belongs to a BOT account with that username.
+pub async fn verify_account(account: &Account, client: &Client) -> Result<String, String> {
+    let me = client.account().await.map_err(|e| match e {
+        LichessError::TokenRejected { .. } => format!(
+            "account {}: the token was rejected (HTTP 401): check that it is valid and not revoked",
+            account.username
+        ),
+        other => format!(
+            "account {}: cannot check the token: {other}",
+            account.username
+        ),
+    })?;
+    if !me.id.eq_ignore_ascii_case(&account.username) {
+        return Err(format!(
+            "account {}: the token belongs to {}, not to {}",
+            account.username, me.username, account.username
+        ));
+    }
+    if !me.is_bot() {
+        return Err(format!(
+            "account {}: not a BOT account (upgrade it with `ladder upgrade {}`; irreversible)",
+            account.username, account.username
+        ));
+    }
+    Ok(me.id)
+}
+
+fn settings_of(config: &Config, account: &Account) -> Arc<AccountSettings> {
+    Arc::new(AccountSettings {
+        account: account.clone(),
+        move_overhead_ms: config.daemon.move_overhead_ms,
+        abort_after: Duration::from_secs(config.daemon.abort_after_s),
+    })
+}
+
+/// Shared by the supervisor loop to start account actors (at start and on reload).
+struct Starter {
+    clients: ClientFactory,
+    base_url: String,
+    pool: PoolHandle,
+    results: ResultsStub,
+    global_slots: Arc<Semaphore>,
+    coefficients: watch::Receiver<Arc<Coefficients>>,
+    source: Source,
+    latency: Option<mpsc::UnboundedSender<Duration>>,
+}
+
+impl Starter {
+    async fn client_for(&self, account: &Account) -> Result<(Client, String), String> {
+        let config = (self.clients)(account, &self.base_url)?;
+        let client =
+            Client::new(config).map_err(|e| format!("account {}: {e}", account.username))?;
+        let id = verify_account(account, &client).await?;
+        Ok((client, id))
+    }
+
+    fn spawn(
+        &self,
+        set: &mut JoinSet<(String, Result<(), account::AccountError>)>,
+        client: Client,
+        user_id: String,
+        settings: Arc<AccountSettings>,
+        state: RunState,
+    ) -> AccountSlot {
+        let username = settings.account.username.clone();
+        let (settings_tx, settings_rx) = watch::channel(settings);
+        let (state_tx, state_rx) = watch::channel(state);
+        let ctx = AccountContext {
+            client,
+            user_id,
+            settings: settings_rx,
+            coefficients: self.coefficients.clone(),
+            pool: self.pool.clone(),
+            results: self.results.clone(),
+            global_slots: Arc::clone(&self.global_slots),
+            run_state: state_rx,
+            source: self.source,
+            latency: self.latency.clone(),
+        };
+        set.spawn(async move { (username, account::run(ctx).await) });
+        AccountSlot {
+            settings: settings_tx,
+            run_state: state_tx,
+        }
+    }
+}
+
+/// Verifies every account, then starts the daemon on the current runtime.
+pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
+    let DaemonSpec {
+        config,
+        coefficients,
+        results_path,
+        source,
+        clients,
+        reload_from_disk,
+        latency,
+    } = spec;
+    let (results, writer) = results_writer::start(&results_path)
+        .with_context(|| format!("cannot open the results log {}", results_path.display()))?;
+    let pool = SearchPool::new(config.daemon.search_threads);
+    let (coefficients_tx, coefficients_rx) = watch::channel(Arc::new(coefficients));
+    let starter = Starter {
+        clients,
+        base_url: config.lichess.base_url.clone(),
+        pool: pool.handle(),
+        results,
+        global_slots: Arc::new(Semaphore::new(config.daemon.max_games)),
+        coefficients: coefficients_rx,
+        source,
+        latency,
+    };
+
+    // Every account is checked before any plays: a bad token is a clear error at start.
+    let mut checked = Vec::new();
+    let mut errors = Vec::new();
+    for account in &config.accounts {
+        match starter.client_for(account).await {
+            Ok(pair) => checked.push((account, pair)),
+            Err(e) => errors.push(e),
+        }
+    }
+    if !errors.is_empty() {
+        anyhow::bail!("{}", errors.join("\n"));
+    }
+    let mut accounts = JoinSet::new();
+    let mut slots = HashMap::new();
+    for (account, (client, id)) in checked {
+        let slot = starter.spawn(
+            &mut accounts,
+            client,
+            id,
+            settings_of(&config, account),
+            RunState::Running,
+        );
+        slots.insert(account.username.to_lowercase(), slot);
+    }
+    tracing::info!(
+        accounts = slots.len(),
+        search_threads = config.daemon.search_threads,
+        max_games = config.daemon.max_games,
+        results = %results_path.display(),
+        "daemon started"
+    );
+    let (control, control_rx) = mpsc::channel(8);
+    let pool_handle = pool.handle();
+    let life = Life {
+        config,
+        reload_from_disk,
+        starter,
+        coefficients_tx,
+        accounts,
+        slots,
+        state: RunState::Running,
+        failed: Vec::new(),
+    };
+    let task = tokio::spawn(async move {
+        let summary = life.run(control_rx).await;
+        // Searches end (after depth 1 at most), queued records are written, then we exit.
+        let stats = pool.handle().stats();
+        tokio::task::spawn_blocking(move || {
+            pool.shutdown();
+            writer.close();
+        })
+        .await
+        .ok();
+        summary.map(|mut s| {
+            s.pool = stats;
+            s
+        })
+    });
+    Ok(DaemonHandle {
+        control,
+        pool: pool_handle,
+        task,
+    })
+}
+
+struct Life {
+    config: Config,
+    reload_from_disk: bool,
+    starter: Starter,
+    coefficients_tx: watch::Sender<Arc<Coefficients>>,
+    accounts: JoinSet<(String, Result<(), account::AccountError>)>,
+    slots: HashMap<String, AccountSlot>,
+    state: RunState,
+    failed: Vec<String>,
+}
+
+impl Life {
+    async fn run(mut self, mut control: mpsc::Receiver<Control>) -> anyhow::Result<Summary> {
+        let accounts = self.slots.len();
+        let mut grace_end: Option<tokio::time::Instant> = None;
+        let mut control_open = true;
+        loop {
+            tokio::select! {
+                message = control.recv(), if control_open => match message {
+                    Some(Control::Shutdown) | None => {
+                        // Every handle dropped: nobody can ask again, so stop.
+                        control_open = message.is_some();
+                        if !control_open {
+                            self.set_state(RunState::Stopped);
+                        }
+                        if self.state == RunState::Running {
+                            let grace = Duration::from_secs(self.config.daemon.shutdown_grace_s);
+                            tracing::info!("shutting down: no new games; running games may finish within {grace:?} (signal again to stop now)");
+                            self.set_state(RunState::Draining);
+                            grace_end = Some(tokio::time::Instant::now() + grace);
+                        } else {
+                            tracing::warn!("stopping now");
+                            self.set_state(RunState::Stopped);
+                        }
+                    }
+                    Some(Control::Reload) => self.reload().await,
+                },
+                _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Draining => {
+                    tracing::warn!("grace period over: stopping the games still running");
+                    self.set_state(RunState::Stopped);
+                }
+                joined = self.accounts.join_next() => match joined {
+                    None => break,
+                    Some(Ok((name, Ok(())))) => tracing::info!(account = %name, "account stopped"),
+                    Some(Ok((name, Err(e)))) => {
+                        tracing::error!(account = %name, "{e}");
+                        self.failed.push(name);
+                    }
+                    Some(Err(e)) => tracing::error!("account actor failed: {e}"),
+                },
+            }
+        }
+        tracing::info!("daemon stopped");
+        Ok(Summary {
+            accounts,
+            pool: PoolStats::default(),
+            failed_accounts: self.failed,
+        })
+    }
+
+    fn set_state(&mut self, state: RunState) {
+        self.state = state;
+        for slot in self.slots.values() {
+            slot.run_state.send_if_modified(|s| {
+                let changed = *s < state;
+                if changed {
+                    *s = state;
+                }
+                changed
+            });
+        }
+    }
+
+    /// Re-reads accounts.toml and the coefficients. A file that does not load changes nothing.
+    async fn reload(&mut self) {
+        if self.state != RunState::Running {
+            return;
+        }
+        let (config, coefficients) = if self.reload_from_disk {
+            let config = match Config::load(&self.config.path) {
+                Ok(c) => c,
+                Err(e) => {
+                    tracing::error!("reload: {e}; keeping the running configuration");
+                    return;
+                }
+            };
+            match Coefficients::load(&config.daemon.coefficients) {
+                Ok(k) => (config, Some(k)),
+                Err(e) => {
+                    tracing::error!("reload: {e}; keeping the running configuration");
+                    return;
+                }
+            }
+        } else {
+            (self.config.clone(), None)
+        };
+        if let Some(k) = coefficients {
+            tracing::info!(version = k.version, "reload: coefficients for new games");
+            self.coefficients_tx.send_replace(Arc::new(k));
+        }
+        if config.lichess.base_url != self.config.lichess.base_url
+            || config.daemon.search_threads != self.config.daemon.search_threads
+            || config.daemon.results != self.config.daemon.results
+        {
+            tracing::warn!("reload: base_url, search_threads and results apply after a restart");
+        }
+        let (old, new) = (self.config.daemon.max_games, config.daemon.max_games);
+        if new > old {
+            self.starter.global_slots.add_permits(new - old);
+        } else if new < old {
+            self.starter.global_slots.forget_permits(old - new);
+        }
+        for account in &config.accounts {
+            let key = account.username.to_lowercase();
+            let settings = settings_of(&config, account);
+            if let Some(slot) = self.slots.get(&key) {
+                slot.settings.send_if_modified(|s| {
+                    let changed = **s != *settings;
+                    if changed {
+                        *s = Arc::clone(&settings);
+                    }
+                    changed
+                });
+                continue;
+            }
+            match self.starter.client_for(account).await {
+                Ok((client, id)) => {
+                    tracing::info!(account = %account.username, "reload: new account started");
+                    let slot = self.starter.spawn(
+                        &mut self.accounts,
+                        client,
+                        id,
+                        settings,
+                        RunState::Running,
+                    );
+                    self.slots.insert(key, slot);
+                }
+                Err(e) => tracing::error!("reload: {e}"),
+            }
+        }
+        for (key, slot) in &self.slots {
+            if config.account(key).is_none() {
+                tracing::info!(account = %key, "reload: account removed; it finishes its games and stops");
+                slot.run_state.send_replace(RunState::Draining);
+            }
+        }
+        self.config = config;
+    }
+}
+
+impl DaemonHandle {
+    /// A sender for shutdown and reload requests (the signal listener uses one).
+    pub fn control(&self) -> mpsc::Sender<Control> {
+        self.control.clone()
+    }
+
+    /// First call drains, second stops.
+    pub async fn shutdown(&self) {
+        self.control.send(Control::Shutdown).await.ok();
+    }
+
+    pub async fn reload(&self) {
+        self.control.send(Control::Reload).await.ok();
+    }
+
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
+    /// Waits for the daemon to exit.
+    pub async fn join(self) -> anyhow::Result<Summary> {
+        self.task.await.context("the supervisor panicked")?
+    }
+}

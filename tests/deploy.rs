@@ -1,0 +1,826 @@
+//! Deployment: the systemd units pass `systemd-analyze verify` and the security bar, and
+//! `ladder check` / `ladder upgrade` (the real binary) judge deployments correctly against a
+//! local stand-in for Lichess's account endpoints.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+
+const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deploy");
+const UNITS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/systemd");
+
+// ---- systemd units ----
+
+fn systemd_analyze() -> Option<&'static str> {
+    let found = Command::new("systemd-analyze")
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !found {
+        eprintln!("SKIPPED: systemd-analyze is not installed; the unit files were not verified");
+    }
+    found.then_some("systemd-analyze")
+}
+
+/// The units with ExecStart pointing at the binary just built, in a temporary directory
+/// (verify checks that the executable exists).
+fn units_for_test() -> (tempfile::TempDir, Vec<PathBuf>) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut paths = Vec::new();
+    for name in [
+        "ladder.service",
+        "ladder-calibrate.service",
+        "ladder-calibrate.timer",
+    ] {
+        let text = std::fs::read_to_string(Path::new(UNITS).join(name)).unwrap();
+        assert!(
+            name.ends_with(".timer") || text.contains("/usr/local/bin/ladder "),
+            "{name} runs /usr/local/bin/ladder, as docs/operating.md installs it"
+        );
+        let path = dir.path().join(name);
+        std::fs::write(&path, text.replace("/usr/local/bin/ladder", LADDER)).unwrap();
+        paths.push(path);
+    }
+    (dir, paths)
+}
+
+#[test]
+fn systemd_accepts_every_unit() {
+    let Some(analyze) = systemd_analyze() else {
+        return;
+    };
+    let (_dir, units) = units_for_test();
+    let out = Command::new(analyze)
+        .arg("verify")
+        .args(&units)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "verify failed:\n{stderr}");
+    // verify only warns about unknown keys or misplaced settings; any word about our units is
+    // a mistake in them.
+    let about_ours: Vec<&str> = stderr.lines().filter(|l| l.contains("ladder")).collect();
+    assert!(about_ours.is_empty(), "verify complained:\n{stderr}");
+}
+
+#[test]
+fn services_are_hardened_to_exposure_2_or_less() {
+    let Some(analyze) = systemd_analyze() else {
+        return;
+    };
+    let (_dir, units) = units_for_test();
+    for unit in units.iter().filter(|u| u.extension().unwrap() == "service") {
+        let out = Command::new(analyze)
+            .args(["security", "--offline=true"])
+            .arg(unit)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        // "→ Overall exposure level for ladder.service: 1.1 OK 🙂"
+        let line = stdout
+            .lines()
+            .find(|l| l.contains("Overall exposure level"))
+            .unwrap_or_else(|| panic!("no exposure line for {unit:?}:\n{stdout}"));
+        let level: f64 = line
+            .rsplit_once(": ")
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or_else(|| panic!("cannot parse {line:?}"));
+        assert!(level <= 2.0, "{unit:?}: exposure {level} > 2.0\n{stdout}");
+    }
+}
+
+#[test]
+fn daemon_unit_matches_the_daemon() {
+    let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder.service")).unwrap();
+    for line in [
+        "ExecReload=/bin/kill -HUP $MAINPID",
+        "KillSignal=SIGTERM",
+        "Restart=on-failure",
+        "StateDirectory=ladder",
+        "LoadCredential=ladder:/etc/ladder/tokens",
+    ] {
+        assert!(unit.lines().any(|l| l == line), "missing {line}");
+    }
+    // systemd must wait longer than the grace period the daemon gives running games.
+    let stop = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("TimeoutStopSec="))
+        .unwrap();
+    let stop_s: u64 = stop.strip_suffix("min").unwrap().parse::<u64>().unwrap() * 60;
+    let grace = ladder::config::Config::parse(
+        include_str!("../accounts.toml"),
+        Path::new("/etc/ladder/accounts.toml"),
+    )
+    .unwrap()
+    .daemon
+    .shutdown_grace_s;
+    assert!(stop_s > grace, "TimeoutStopSec {stop_s}s <= grace {grace}s");
+}
+
+// ---- a stand-in for Lichess's account endpoints ----
+
+#[derive(Clone)]
+struct FakeUser {
+    username: String,
+    title: Option<String>,
+    scopes: Vec<String>,
+    played_games: bool,
+}
+
+type Users = Arc<Mutex<HashMap<String, FakeUser>>>;
+
+fn bearer(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?
+        .strip_prefix("Bearer ")
+        .map(str::to_string)
+}
+
+fn error(status: StatusCode, message: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
+}
+
+async fn account(State(users): State<Users>, headers: HeaderMap) -> Response {
+    let users = users.lock().unwrap();
+    let Some(user) = bearer(&headers).and_then(|t| users.get(&t).cloned()) else {
+        return error(StatusCode::UNAUTHORIZED, "No such token");
+    };
+    let mut body = serde_json::json!({
+        "id": user.username.to_lowercase(),
+        "username": user.username,
+    });
+    if let Some(title) = &user.title {
+        body["title"] = title.clone().into();
+    }
+    // Like Lichess: the token's scopes ride along as a header.
+    (
+        [("x-oauth-scopes", user.scopes.join(", "))],
+        axum::Json(body),
+    )
+        .into_response()
+}
+
+async fn upgrade(State(users): State<Users>, headers: HeaderMap) -> Response {
+    let mut users = users.lock().unwrap();
+    let Some(user) = bearer(&headers).and_then(|t| users.get_mut(&t)) else {
+        return error(StatusCode::UNAUTHORIZED, "No such token");
+    };
+    if !user.scopes.iter().any(|s| s == "bot:play") {
+        return error(StatusCode::FORBIDDEN, "Missing scope");
+    }
+    if user.played_games {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "This account has already played games",
+        );
+    }
+    user.title = Some("BOT".into());
+    axum::Json(serde_json::json!({ "ok": true })).into_response()
+}
+
+/// Serves the fake on 127.0.0.1 from its own thread; returns its base URL and its users.
+fn fake_lichess(users: Vec<(&str, FakeUser)>) -> (String, Users) {
+    let users: Users = Arc::new(Mutex::new(
+        users.into_iter().map(|(t, u)| (t.to_string(), u)).collect(),
+    ));
+    let app = axum::Router::new()
+        .route("/api/account", get(account))
+        .route("/api/bot/account/upgrade", post(upgrade))
+        .with_state(users.clone());
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    listener.set_nonblocking(true).unwrap();
+    let addr = listener.local_addr().unwrap();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{addr}"), users)
+}
+
+fn user(username: &str, bot: bool, scopes: &[&str]) -> FakeUser {
+    FakeUser {
+        username: username.into(),
+        title: bot.then(|| "BOT".into()),
+        scopes: scopes.iter().map(|s| s.to_string()).collect(),
+        played_games: false,
+    }
+}
+
+const TOKEN_L1: &str = "lip_TestTokenL1";
+const TOKEN_L2: &str = "lip_TestTokenL2";
+
+/// Both accounts are bots with bot:play tokens.
+fn good_lichess() -> (String, Users) {
+    fake_lichess(vec![
+        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
+        (
+            TOKEN_L2,
+            user("ladder-l2", true, &["challenge:read", "bot:play"]),
+        ),
+    ])
+}
+
+// ---- a deployment on disk ----
+
+struct Deployment {
+    dir: tempfile::TempDir,
+    config: PathBuf,
+    token_file: PathBuf,
+}
+
+fn set_mode(path: &Path, mode: u32) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+}
+
+/// accounts.toml (L1 from an environment variable, L2 from a 0600 file), the coefficients and
+/// the state directory, all readable by other users except the token file.
+fn deployment(base_url: &str) -> Deployment {
+    let dir = tempfile::tempdir().unwrap();
+    set_mode(dir.path(), 0o755);
+    let state = dir.path().join("state");
+    std::fs::create_dir(&state).unwrap();
+    set_mode(&state, 0o755);
+    let coefficients = state.join("coefficients.toml");
+    std::fs::copy(Path::new(FIXTURES).join("coefficients.toml"), &coefficients).unwrap();
+    set_mode(&coefficients, 0o644);
+    let token_file = dir.path().join("token-l2");
+    std::fs::write(&token_file, format!("{TOKEN_L2}\n")).unwrap();
+    set_mode(&token_file, 0o600);
+    let config = dir.path().join("accounts.toml");
+    write_config(
+        &config,
+        base_url,
+        dir.path(),
+        &token_file.display().to_string(),
+    );
+    Deployment {
+        dir,
+        config,
+        token_file,
+    }
+}
+
+fn write_config(config: &Path, base_url: &str, dir: &Path, token_file: &str) {
+    let text = std::fs::read_to_string(Path::new(FIXTURES).join("accounts.toml"))
+        .unwrap()
+        .replace("@BASE_URL@", base_url)
+        .replace("@DIR@", &dir.display().to_string())
+        .replace("@TOKEN_FILE_L2@", token_file);
+    std::fs::write(config, text).unwrap();
+    set_mode(config, 0o644);
+}
+
+/// Runs the binary with a clean environment: only `env` on top of PATH.
+fn ladder(args: &[&str], env: &[(&str, &str)], stdin: &str) -> Output {
+    ladder_as(None, args, env, stdin)
+}
+
+fn ladder_as(prefix: Option<&[&str]>, args: &[&str], env: &[(&str, &str)], stdin: &str) -> Output {
+    let mut command = match prefix {
+        Some(prefix) => {
+            let mut c = Command::new(prefix[0]);
+            c.args(&prefix[1..]).arg(LADDER);
+            c
+        }
+        None => Command::new(LADDER),
+    };
+    command
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LADDER_LOG_STYLE", "plain")
+        .envs(env.iter().copied())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().unwrap();
+    use std::io::Write;
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).ok();
+    child.wait_with_output().unwrap()
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn check(d: &Deployment, env: &[(&str, &str)]) -> (bool, String) {
+    let out = ladder(&["check", "--config", d.config.to_str().unwrap()], env, "");
+    let all = text(&out);
+    assert!(
+        !all.contains(TOKEN_L1) && !all.contains(TOKEN_L2),
+        "a token was printed:\n{all}"
+    );
+    (out.status.success(), all)
+}
+
+const ENV_L1: (&str, &str) = ("LADDER_TEST_TOKEN_L1", TOKEN_L1);
+
+// ---- ladder check ----
+
+#[test]
+fn good_setup_passes_and_shows_the_ladder() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(ok, "{out}");
+    assert!(out.contains("ok: no problems found"), "{out}");
+    // The ladder as it would run: level 1 and 2 with their node budgets, noise and hash
+    // from the coefficients (n0 = 16, b = 2, s0 = 133, d = 0.75, 1 MB).
+    let row = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_else(|| panic!("no row for {name}:\n{out}"))
+            .split_whitespace()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let l1 = row("Ladder-L1");
+    assert_eq!(
+        &l1[1..7],
+        ["1", "600", "blitz", "32", "99.8", "1M"],
+        "{out}"
+    );
+    assert!(out.contains("env LADDER_TEST_TOKEN_L1"), "{out}");
+    let l2 = row("ladder-l2");
+    assert_eq!(
+        &l2[1..7],
+        ["2", "800", "blitz", "64", "74.8", "1M"],
+        "{out}"
+    );
+    assert!(l2.join(" ").contains("BOT, bot:play"), "{out}");
+    assert!(out.contains("(version 1)"), "{out}");
+}
+
+#[test]
+fn missing_token_fails_and_says_how_to_provide_it() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let (ok, out) = check(&d, &[]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("error: account Ladder-L1: ") && out.contains("LADDER_TEST_TOKEN_L1"),
+        "{out}"
+    );
+    assert!(out.contains("fix: export LADDER_TEST_TOKEN_L1="), "{out}");
+    assert!(out.contains("1 problem"), "{out}");
+    // The other account is still checked.
+    assert!(out.contains("BOT, bot:play"), "{out}");
+}
+
+#[test]
+fn unreadable_token_file_fails() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    set_mode(&d.token_file, 0o000);
+    // Root reads any file: run as nobody then, which is what a service user meets.
+    let is_root = Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| o.stdout.starts_with(b"0\n"));
+    let prefix: Option<&[&str]> = is_root.then_some(&[
+        "setpriv",
+        "--reuid=65534",
+        "--regid=65534",
+        "--clear-groups",
+    ]);
+    let out = ladder_as(
+        prefix,
+        &["check", "--config", d.config.to_str().unwrap()],
+        &[ENV_L1],
+        "",
+    );
+    let out_text = text(&out);
+    assert!(!out.status.success(), "{out_text}");
+    assert!(
+        out_text.contains("error: account ladder-l2: ")
+            && out_text.contains("cannot read token_file")
+            && out_text.contains("Permission denied"),
+        "{out_text}"
+    );
+    assert!(out_text.contains("mode 600"), "{out_text}");
+}
+
+#[test]
+fn token_file_readable_by_others_is_a_warning() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    set_mode(&d.token_file, 0o644);
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(ok, "a warning alone does not fail:\n{out}");
+    assert!(
+        out.contains("warning: account ladder-l2: token file")
+            && out.contains("mode 644")
+            && out.contains("fix: chmod 600"),
+        "{out}"
+    );
+    assert!(out.contains("ok, with 1 warning"), "{out}");
+}
+
+#[test]
+fn non_bot_account_fails_and_points_to_upgrade() {
+    let (url, _) = fake_lichess(vec![
+        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
+        (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
+    ]);
+    let d = deployment(&url);
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("error: account ladder-l2: ladder-l2 is not a BOT account"),
+        "{out}"
+    );
+    assert!(
+        out.contains("fix: upgrade it with `ladder upgrade ladder-l2"),
+        "{out}"
+    );
+}
+
+#[test]
+fn wrong_owner_missing_scope_and_rejected_token_fail() {
+    let (url, _) = fake_lichess(vec![
+        // L1's variable holds another user's token, which also lacks bot:play.
+        (TOKEN_L1, user("someone-else", true, &["challenge:read"])),
+        // L2's token is unknown to Lichess (revoked).
+    ]);
+    let d = deployment(&url);
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("the token belongs to someone-else, not Ladder-L1"),
+        "{out}"
+    );
+    assert!(
+        out.contains("lacks the bot:play scope (it has: challenge:read)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("error: account ladder-l2: Lichess rejected the token (HTTP 401)"),
+        "{out}"
+    );
+    assert!(out.contains("3 problems"), "{out}");
+}
+
+#[test]
+fn malformed_config_fails_with_its_line() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let broken = std::fs::read_to_string(&d.config)
+        .unwrap()
+        .replace("level = 2", "level = \"two\"");
+    std::fs::write(&d.config, broken).unwrap();
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("error: config: accounts.toml:"), "{out}");
+    assert!(out.contains("fix: correct that line"), "{out}");
+
+    let missing = d.dir.path().join("nope.toml");
+    let out = ladder(&["check", "--config", missing.to_str().unwrap()], &[], "");
+    assert!(!out.status.success());
+    assert!(text(&out).contains("fix: give the right path with --config"));
+}
+
+#[test]
+fn missing_coefficients_and_state_directory_fail() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    std::fs::remove_dir_all(d.dir.path().join("state")).unwrap();
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(out.contains("copy calibration/coefficients.toml"), "{out}");
+    assert!(out.contains("error: results: directory"), "{out}");
+}
+
+#[test]
+fn systemd_credential_token_is_read_from_the_credentials_directory() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let credentials = d.dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    std::fs::rename(&d.token_file, credentials.join("ladder_l2")).unwrap();
+    write_config(&d.config, &url, d.dir.path(), "credential:ladder_l2");
+    let dir = credentials.to_str().unwrap();
+    let (ok, out) = check(&d, &[ENV_L1, ("CREDENTIALS_DIRECTORY", dir)]);
+    assert!(ok, "{out}");
+    assert!(out.contains(&format!("file {dir}/ladder_l2")), "{out}");
+
+    // Outside systemd the credential cannot be found: the message says where it is looked for.
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("$CREDENTIALS_DIRECTORY is not set") && out.contains("systemd-run"),
+        "{out}"
+    );
+}
+
+#[test]
+fn offline_check_does_not_ask_lichess() {
+    // Nothing listens on this port: an online check would fail.
+    let d = deployment("http://127.0.0.1:9");
+    let out = ladder(
+        &["check", "--offline", "--config", d.config.to_str().unwrap()],
+        &[ENV_L1],
+        "",
+    );
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("not asked"));
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok);
+    assert!(out.contains("cannot reach Lichess"), "{out}");
+}
+
+// ---- ladder upgrade ----
+
+#[test]
+fn upgrade_asks_first_and_then_makes_a_bot() {
+    let (url, users) = fake_lichess(vec![
+        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
+        (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
+    ]);
+    let d = deployment(&url);
+    let config = d.config.to_str().unwrap();
+    let is_bot = || users.lock().unwrap()[TOKEN_L2].title.as_deref() == Some("BOT");
+
+    let out = ladder(&["upgrade", "ladder-l2", "--config", config], &[], "no\n");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("irreversible"), "{}", text(&out));
+    assert!(text(&out).contains("Not upgraded."));
+    assert!(!is_bot(), "upgraded without a yes");
+
+    // No answer at all (stdin closed) is a no too.
+    let out = ladder(&["upgrade", "ladder-l2", "--config", config], &[], "");
+    assert!(text(&out).contains("pass --yes"), "{}", text(&out));
+    assert!(!is_bot());
+
+    let out = ladder(&["upgrade", "ladder-l2", "--config", config], &[], "yes\n");
+    assert!(out.status.success(), "{}", text(&out));
+    assert!(text(&out).contains("ladder-l2 is now a BOT account"));
+    assert!(is_bot());
+
+    // Idempotent from the operator's side, and check now passes.
+    let out = ladder(
+        &["upgrade", "ladder-l2", "--config", config, "--yes"],
+        &[],
+        "",
+    );
+    assert!(
+        text(&out).contains("already a BOT account"),
+        "{}",
+        text(&out)
+    );
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(ok, "{out}");
+}
+
+#[test]
+fn upgrade_refused_by_lichess_explains_why() {
+    let mut played = user("ladder-l2", false, &["bot:play"]);
+    played.played_games = true;
+    let (url, _) = fake_lichess(vec![(TOKEN_L2, played)]);
+    let d = deployment(&url);
+    let config = d.config.to_str().unwrap();
+    let out = ladder(
+        &["upgrade", "ladder-l2", "--config", config, "--yes"],
+        &[],
+        "",
+    );
+    assert!(!out.status.success());
+    let t = text(&out);
+    assert!(t.contains("This account has already played games"), "{t}");
+    assert!(t.contains("never played a game"), "{t}");
+
+    let out = ladder(&["upgrade", "nobody", "--config", config, "--yes"], &[], "");
+    assert!(!out.status.success());
+    assert!(
+        text(&out).contains("has no account nobody (it has: Ladder-L1, ladder-l2)"),
+        "{}",
+        text(&out)
+    );
+}
+
+// ---- against the project's Lichess sandbox ----
+
+/// Starts the sandbox with these accounts on its own thread; returns its base URL.
+fn sandbox(accounts: Vec<ladder::sandbox::AccountConfig>) -> String {
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let config = ladder::sandbox::SandboxConfig {
+                accounts,
+                ..ladder::sandbox::SandboxConfig::default()
+            };
+            let sandbox = ladder::sandbox::Sandbox::start(config).await.unwrap();
+            tx.send(sandbox.base_url().to_string()).unwrap();
+            std::future::pending::<()>().await;
+        });
+    });
+    rx.recv().unwrap()
+}
+
+/// A deployment whose tokens are the sandbox's tokens for the two accounts.
+fn sandbox_deployment(url: &str) -> (Deployment, String) {
+    let d = deployment(url);
+    let l1 = ladder::sandbox::sandbox_token("Ladder-L1")
+        .expose()
+        .to_string();
+    let l2 = ladder::sandbox::sandbox_token("ladder-l2")
+        .expose()
+        .to_string();
+    std::fs::write(&d.token_file, format!("{l2}\n")).unwrap();
+    (d, l1)
+}
+
+#[test]
+fn check_and_upgrade_against_the_sandbox() {
+    use ladder::sandbox::AccountConfig;
+    let url = sandbox(vec![
+        AccountConfig::bot("Ladder-L1"),
+        AccountConfig::human("ladder-l2"),
+    ]);
+    let (d, l1) = sandbox_deployment(&url);
+    let config = d.config.to_str().unwrap();
+    let env = [("LADDER_TEST_TOKEN_L1", l1.as_str())];
+    let run = |args: &[&str], stdin: &str| {
+        let out = ladder(args, &env, stdin);
+        (out.status.success(), text(&out))
+    };
+
+    let (ok, out) = run(&["check", "--config", config], "");
+    assert!(!ok, "{out}");
+    assert!(out.contains("ladder-l2 is not a BOT account"), "{out}");
+    assert!(!out.contains("error: account Ladder-L1"), "{out}");
+
+    let (ok, out) = run(&["upgrade", "ladder-l2", "--config", config, "--yes"], "");
+    assert!(ok, "{out}");
+    assert!(out.contains("ladder-l2 is now a BOT account"), "{out}");
+
+    // Both are bots now. The sandbox does not send the token's scopes: a warning, not a
+    // failure.
+    let (ok, out) = run(&["check", "--config", config], "");
+    assert!(ok, "{out}");
+    assert!(out.contains("did not say which scopes"), "{out}");
+}
+
+// ---- the operator's guide ----
+
+/// The accounts.toml shown in docs/operating.md is a valid configuration whose credentials
+/// resolve under systemd.
+#[test]
+fn documented_configuration_is_valid() {
+    let guide = include_str!("../docs/operating.md");
+    let toml = guide
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("a toml block in docs/operating.md");
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("accounts.toml");
+    std::fs::write(&config, toml).unwrap();
+    let credentials = dir.path().join("credentials");
+    std::fs::create_dir(&credentials).unwrap();
+    for name in ["ladder_l1", "ladder_l2"] {
+        std::fs::write(credentials.join(name), "lip_doc\n").unwrap();
+        set_mode(&credentials.join(name), 0o400);
+    }
+    let out = ladder(
+        &["check", "--offline", "--config", config.to_str().unwrap()],
+        &[("CREDENTIALS_DIRECTORY", credentials.to_str().unwrap())],
+        "",
+    );
+    let t = text(&out);
+    assert!(!t.contains("error: config"), "{t}");
+    assert!(!t.contains("error: account"), "{t}");
+    for account in ["ladder-l1", "ladder-l2"] {
+        assert!(
+            t.lines()
+                .any(|l| l.starts_with(account) && l.contains("/ladder_l")),
+            "{t}"
+        );
+    }
+}
+
+/// ladder-calibrate.service's ExecStartPre/ExecStartPost, run with a stand-in `systemctl`:
+/// the daemon is reloaded when the coefficients changed, and only then.
+#[test]
+fn calibration_reloads_the_daemon_only_when_coefficients_change() {
+    let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder-calibrate.service")).unwrap();
+    let command = |key: &str| {
+        unit.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key}"))
+            .to_string()
+    };
+    let (pre, post) = (command("ExecStartPre=-"), command("ExecStartPost=+"));
+    let dir = tempfile::tempdir().unwrap();
+    let (state, runtime, bin) = (
+        dir.path().join("state"),
+        dir.path().join("run"),
+        dir.path().join("bin"),
+    );
+    for d in [&state, &runtime.join("ladder-calibrate"), &bin] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let calls = dir.path().join("systemctl-calls");
+    let fake = bin.join("systemctl");
+    std::fs::write(
+        &fake,
+        format!("#!/bin/sh\necho \"$@\" >> {}\n", calls.display()),
+    )
+    .unwrap();
+    set_mode(&fake, 0o755);
+    // The unit's paths and specifiers, pointed at the temporary directory.
+    let localize = |c: &str| {
+        c.replace("/var/lib/ladder", state.to_str().unwrap())
+            .replace("%t", runtime.to_str().unwrap())
+            .replace("/bin/sh -c ", "")
+    };
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let sh = |c: &str| {
+        // The unit's single quotes delimit the script for systemd; sh -c takes it the same way.
+        let script = localize(c);
+        let script = script.trim_matches('\'');
+        Command::new("/bin/sh")
+            .args(["-c", script])
+            .env("PATH", &path)
+            .status()
+            .unwrap()
+    };
+    let coefficients = state.join("coefficients.toml");
+    let reloads = || {
+        std::fs::read_to_string(&calls)
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+
+    // A run that leaves the file alone: no reload.
+    std::fs::write(&coefficients, "version = 1\n").unwrap();
+    sh(&pre);
+    assert!(sh(&post).success());
+    assert!(reloads().is_empty(), "{:?}", reloads());
+
+    // A run that writes a new version: one reload of the daemon.
+    sh(&pre);
+    std::fs::write(&coefficients, "version = 2\n").unwrap();
+    assert!(sh(&post).success());
+    assert_eq!(reloads(), ["try-reload-or-restart ladder.service"]);
+}
+
+/// The command line of ladder-calibrate.service is one `ladder calibrate` accepts: a renamed
+/// flag would otherwise only show up as a failed timer run on a host.
+#[test]
+fn calibration_unit_command_line_is_accepted() {
+    let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder-calibrate.service")).unwrap();
+    let exec = unit
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/ladder "))
+        .expect("ExecStart runs /usr/local/bin/ladder");
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let state = d.dir.path().join("state");
+    std::fs::write(state.join("results.jsonl"), "").unwrap();
+    let args: Vec<String> = exec
+        .split_whitespace()
+        .map(|a| {
+            a.replace("/etc/ladder/accounts.toml", d.config.to_str().unwrap())
+                .replace("/var/lib/ladder", state.to_str().unwrap())
+        })
+        .collect();
+    assert!(args.iter().any(|a| a == "--apply"), "{exec}");
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = ladder(&args, &[ENV_L1], "");
+    let t = text(&out);
+    // clap reports an unknown or malformed flag with exit code 2 and its usage line.
+    assert_ne!(out.status.code(), Some(2), "{t}");
+    assert!(
+        !t.contains("unexpected argument") && !t.contains("Usage:"),
+        "{t}"
+    );
+}
