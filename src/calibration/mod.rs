@@ -148,7 +148,7 @@ impl CalibrateArgs {
         if !(self.gain_floor > 0.0 && self.gain_floor <= 1.0) {
             bail!("--gain-floor must be in (0, 1]");
         }
-        if !(self.max_step > 0.0) {
+        if self.max_step.is_nan() || self.max_step <= 0.0 {
             bail!("--max-step must be positive");
         }
         Ok(Settings {
