@@ -476,3 +476,113 @@ fn dry_run_writes_nothing_and_apply_keeps_history() {
         assert!((a.noise_cp - b.noise_cp).abs() < 1e-3 * a.noise_cp.max(1.0));
     }
 }
+
+/// `--fetch` and `--lichess-ratings` against a local stand-in for Lichess: the exported games
+/// are merged with the log without counting the logged one twice, the aborted one is left out,
+/// the export resumes after the newest logged game, and the account's rating is shown.
+#[test]
+fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::{Path as UrlPath, RawQuery};
+    use axum::routing::get;
+
+    let export = fs::read_to_string(Path::new(FIXTURES).join("export.ndjson")).unwrap();
+    let queries: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = queries.clone();
+    let app = axum::Router::new()
+        .route(
+            "/api/games/user/{name}",
+            get(
+                move |UrlPath(name): UrlPath<String>, RawQuery(q): RawQuery| {
+                    seen.lock()
+                        .unwrap()
+                        .push(format!("{name}?{}", q.unwrap_or_default()));
+                    let body = if name == "Ladder-L3" {
+                        export.clone()
+                    } else {
+                        String::new()
+                    };
+                    async move { ([("content-type", "application/x-ndjson")], body) }
+                },
+            ),
+        )
+        .route(
+            "/api/user/{name}",
+            get(|UrlPath(name): UrlPath<String>| async move {
+                axum::Json(serde_json::json!({
+                    "id": name.to_lowercase(), "username": name,
+                    "perfs": {"blitz": {"games": 37, "rating": 1105, "rd": 80, "prog": 12}}
+                }))
+            }),
+        );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    runtime.spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let accounts = dir.path().join("accounts.toml");
+    fs::write(
+        &accounts,
+        format!(
+            "[lichess]\nbase_url = \"http://127.0.0.1:{port}\"\n\n[[accounts]]\n\
+             username = \"Ladder-L3\"\ntoken_env = \"CALIBRATION_TEST_TOKEN\"\nlevel = 3\n\
+             target_rating = 1000\ntarget_perf = \"blitz\"\n"
+        ),
+    )
+    .unwrap();
+    let coefficients = dir.path().join("coefficients.toml");
+    fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+    // 35 logged games, then the export's first game, also logged by the daemon.
+    let results = dir.path().join("results.jsonl");
+    let mut log = ladder::results::ResultsLog::open(&results).unwrap();
+    for i in 0..35 {
+        let mut r = sample_record(&format!("logged{i}"), Outcome::Draw);
+        r.started_at_ms = 1_699_999_000_000 + i;
+        log.append(&r).unwrap();
+    }
+    let mut same = sample_record("q7ZvsdUF", Outcome::Loss);
+    same.started_at_ms = 1_700_000_500_000;
+    log.append(&same).unwrap();
+    drop(log);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
+        .args([
+            "calibrate",
+            "--accounts",
+            accounts.to_str().unwrap(),
+            "--coefficients",
+            coefficients.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--fetch",
+            "--lichess-ratings",
+        ])
+        .env("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("secretToken") && !stderr.contains("secretToken"));
+    assert!(
+        stdout.contains("3 games downloaded from 1 accounts, 2 new after deduplication"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("duplicate game ids ignored: 1;"),
+        "{stdout}"
+    );
+    let rows = table(&stdout);
+    // 35 + the logged export game + the fetched draw; the fetched aborted game is left out.
+    assert_eq!(rows["3"].0, "37", "{stdout}");
+    assert!(stdout.contains("| aborted / no result | 1 |"), "{stdout}");
+    assert!(stdout.contains("1105 (RD 80)"), "{stdout}");
+    let queries = queries.lock().unwrap();
+    assert_eq!(queries.len(), 1, "{queries:?}");
+    assert!(queries[0].contains("since=1700000500001"), "{queries:?}");
+    assert!(queries[0].contains("perfType=blitz"), "{queries:?}");
+}
