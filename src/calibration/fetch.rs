@@ -202,8 +202,17 @@ pub async fn fetch_games(
 ) -> Fetched {
     let mut out = Fetched::default();
     for account in accounts {
+        // Without a logged game no fetched game's version can be inferred: downloading the
+        // account's whole history would only fill the "version not inferable" count.
+        let Some(newest) = timeline.newest(&account.username) else {
+            out.failures.push((
+                account.username.clone(),
+                "no logged games, so no version can be inferred; not fetched".to_string(),
+            ));
+            continue;
+        };
         let query = ExportQuery {
-            since: timeline.newest(&account.username).map(|t| t + 1),
+            since: Some(newest + 1),
             perf_type: vec![perf.to_string()],
             ..ExportQuery::default()
         };

@@ -28,7 +28,8 @@ use update::UpdateConfig;
 /// `ladder calibrate` options.
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
-    /// Results files (JSONL), several hosts allowed; a game id is counted once.
+    /// Results files (JSONL), several hosts allowed; a game id is counted once. Default: the
+    /// daemon's results file named in --accounts.
     #[arg(long = "results", value_name = "FILE")]
     pub results: Vec<PathBuf>,
     /// The coefficients to start from and, with --apply, to replace.
@@ -148,7 +149,7 @@ impl CalibrateArgs {
         if !(self.gain_floor > 0.0 && self.gain_floor <= 1.0) {
             bail!("--gain-floor must be in (0, 1]");
         }
-        if !(self.max_step > 0.0) {
+        if self.max_step.is_nan() || self.max_step <= 0.0 {
             bail!("--max-step must be positive");
         }
         Ok(Settings {
@@ -210,20 +211,24 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         None => None,
     };
     let targets = args.targets(config.as_ref())?;
-    if args.results.is_empty() && !args.fetch {
+    // Without --results, the daemon's own log (from accounts.toml) is the input when it exists.
+    let mut paths = args.results.clone();
+    if paths.is_empty()
+        && let Some(c) = &config
+        && c.daemon.results.exists()
+    {
+        paths.push(c.daemon.results.clone());
+    }
+    if paths.is_empty() && !args.fetch {
         bail!("no games: give --results FILE (repeatable) and/or --fetch");
     }
-    let read = read_results(&args.results).context("reading results")?;
+    let read = read_results(&paths).context("reading results")?;
     for w in &read.warnings {
         tracing::warn!("skipped {w}");
     }
     let mut records = read.records;
     let mut duplicates = read.duplicates;
-    let mut inputs: Vec<String> = args
-        .results
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
+    let mut inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
 
     let mut fetched_line = None;
     let mut lichess = BTreeMap::new();

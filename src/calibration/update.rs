@@ -190,7 +190,7 @@ pub fn propose(
         let mut x_new = x;
         match (&input.estimate, input.target) {
             (_, None) => status = Status::NoTarget,
-            (e, Some(_)) if !e.as_ref().is_some_and(|e| e.games >= config.min_games) => {
+            (e, Some(_)) if e.as_ref().is_none_or(|e| e.games < config.min_games) => {
                 status = Status::TooFewGames
             }
             (Some(e), Some(target)) => {
@@ -256,7 +256,7 @@ pub fn propose(
     next.b = current.b.powf(q);
     next.s0 = current.s0 * current.d.powf(p);
     next.d = current.d.powf(q);
-    let to_offset = |level: f64, x_old_scale: f64| round4((x_old_scale - p) / q - level);
+    let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
     // Offsets of levels this run does not see keep their old exponent.
     let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
     for key in current.offsets.keys() {
@@ -387,8 +387,9 @@ fn isotonic(values: &[f64]) -> Vec<f64> {
         .collect()
 }
 
-fn round4(v: f64) -> f64 {
-    (v * 1e4).round() / 1e4
+/// Rounds away float dust (1e-9 of a level) so the file stays readable; far below a node.
+fn round9(v: f64) -> f64 {
+    (v * 1e9).round() / 1e9
 }
 
 #[cfg(test)]
