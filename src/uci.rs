@@ -60,7 +60,10 @@ impl Output {
     }
 
     fn line(&self, text: &str) {
-        let mut writer = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut writer = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         // A GUI that closed our stdout also closes our stdin soon; the read loop then ends, so a
         // failed write needs no handling of its own.
         let written = writeln!(writer, "{text}").and_then(|()| writer.flush());
@@ -656,7 +659,12 @@ fn work(jobs: Receiver<Job>, stop: &StopSignal, searching: &AtomicBool, output: 
     }
 }
 
-fn search(engine: &mut Engine, job: &SearchJob, stop: &StopSignal, output: &Output) -> Option<Move> {
+fn search(
+    engine: &mut Engine,
+    job: &SearchJob,
+    stop: &StopSignal,
+    output: &Output,
+) -> Option<Move> {
     if job.game.legal_moves().is_empty() {
         let score = if job.game.position().is_check() {
             "mate 0"
