@@ -145,7 +145,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let result = bench_with(args.depth, args.hash, noise);
     for (i, line) in result.lines.iter().enumerate() {
         println!(
-            "{:>2} {:>10} nodes {:>7.3} s  {:<6} {}",
+            "{:>2} {:>10} nodes {:>7.3}s  {:<6} {}",
             i + 1,
             line.nodes,
             line.time.as_secs_f64(),
