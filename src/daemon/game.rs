@@ -15,6 +15,7 @@ use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 
 use super::clock::{think_time, urgency_ms};
 use super::pool::{PoolHandle, SearchDone, SearchJob};
+use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::RunState;
 use super::tracker::{Action, GameSetup, Tracker};
@@ -87,7 +88,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
             return GameExit::Stopped;
         }
         let mut stream = match ctx.client.stream_game(&id).await {
-            Ok(s) => s,
+            Ok(s) => Reader::spawn(s),
             Err(e @ LichessError::NotFound { .. }) if not_found >= 3 => {
                 return GameExit::Failed(e.to_string());
             }
