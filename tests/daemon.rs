@@ -738,8 +738,10 @@ async fn logs_never_contain_a_token() {
             .unwrap();
         sb.drop_game_streams(&id);
         sb.fail_next("secret1", 1, 401);
-        sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
-        drain(run).await;
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        not_flagged(&games[0], "secret1");
+        let records = drain(run).await;
+        check_records(&records, &games);
         let token = sb.token("secret1").unwrap();
         let all = logs();
         assert!(all.contains("game=") && all.contains("secret1"));

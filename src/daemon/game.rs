@@ -81,22 +81,27 @@ pub async fn run(ctx: GameContext) -> GameExit {
     let mut backoff = Backoff::new(reconnect_policy());
     let mut greeted = false;
     let mut abort_sent = false;
-    let mut not_found = 0;
+    let mut refusals = 0;
     let mut run_state = ctx.run_state.clone();
     loop {
         if *run_state.borrow() == RunState::Stopped {
             return GameExit::Stopped;
         }
         let mut stream = match ctx.client.stream_game(&id).await {
-            Ok(s) => Reader::spawn(s),
-            Err(e @ LichessError::NotFound { .. }) if not_found >= 3 => {
-                return GameExit::Failed(e.to_string());
+            Ok(s) => {
+                refusals = 0;
+                Reader::spawn(s)
             }
-            Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
-                return GameExit::Failed(e.to_string());
-            }
+            // Not found, or refused: retried a few times (a server hiccup must not cost a
+            // game), then given up on.
+            Err(e) if refusals >= 5 => return GameExit::Failed(e.to_string()),
             Err(e) => {
-                not_found += usize::from(matches!(e, LichessError::NotFound { .. }));
+                refusals += usize::from(matches!(
+                    e,
+                    LichessError::NotFound { .. }
+                        | LichessError::TokenRejected { .. }
+                        | LichessError::Forbidden { .. }
+                ));
                 let delay = backoff.next_delay();
                 tracing::warn!(game = %id, "game stream: {e}; retrying in {delay:?}");
                 if sleep_or_stop(delay, &mut run_state).await {
