@@ -5,7 +5,7 @@
 //! - [`ndjson`]: line streams with an idle timeout,
 //! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause),
 //! - [`client`]: `Client`, one per account, the only place HTTP happens,
-//! - [`error`]: `LichessError`.
+//! - [`error`]: the `LichessError` type.
 
 pub mod backoff;
 pub mod client;

@@ -112,11 +112,11 @@ impl<T: DeserializeOwned> NdjsonStream<T> {
                     // A last line without its newline still counts.
                     let rest = std::mem::take(&mut self.buffer);
                     self.body = None;
-                    if !self.discarding {
-                        if let Some(event) = self.parse(&rest) {
-                            self.end = Some(StreamEnd::Closed);
-                            return Ok(event);
-                        }
+                    if !self.discarding
+                        && let Some(event) = self.parse(&rest)
+                    {
+                        self.end = Some(StreamEnd::Closed);
+                        return Ok(event);
                     }
                     return Err(self.finish(StreamEnd::Closed));
                 }
@@ -208,6 +208,43 @@ mod tests {
         assert_eq!(s.next().await.unwrap()["c"], 3);
         assert_eq!(s.next().await, Err(StreamEnd::Closed));
         assert_eq!(s.next().await, Err(StreamEnd::Closed));
+    }
+
+    #[tokio::test]
+    async fn overlong_line_is_dropped_and_the_next_one_parses() {
+        let long = format!("{{\"junk\":\"{}\"}}", "x".repeat(MAX_LINE_BYTES + 10));
+        let parts: Vec<Result<Bytes, String>> = long
+            .as_bytes()
+            .chunks(64 * 1024)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .chain([Ok(Bytes::from("\n{\"ok\":1}\n"))])
+            .collect();
+        let mut s: NdjsonStream<serde_json::Value> =
+            NdjsonStream::new(stream::iter(parts), Duration::from_secs(5), "test");
+        assert_eq!(s.next().await.unwrap()["ok"], 1);
+        assert_eq!(s.next().await, Err(StreamEnd::Closed));
+    }
+
+    #[tokio::test]
+    async fn random_garbage_never_panics_and_valid_lines_survive() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        for _ in 0..200 {
+            let mut bytes: Vec<u8> = (0..rng.gen_range(0..300)).map(|_| rng.r#gen()).collect();
+            bytes.extend_from_slice(b"\n{\"ok\":true}\n");
+            let parts: Vec<Result<Bytes, String>> = bytes
+                .chunks(rng.gen_range(1..50))
+                .map(|c| Ok(Bytes::copy_from_slice(c)))
+                .collect();
+            let mut s: NdjsonStream<crate::lichess::Event> =
+                NdjsonStream::new(stream::iter(parts), Duration::from_secs(5), "fuzz");
+            let mut unknown = 0;
+            while let Ok(event) = s.next().await {
+                assert!(matches!(event, crate::lichess::Event::Unknown { .. }));
+                unknown += 1;
+            }
+            assert!(unknown >= 1, "the valid last line is read");
+        }
     }
 
     #[tokio::test]

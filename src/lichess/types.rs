@@ -533,6 +533,9 @@ impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
         use serde::de::Error;
         let value = Value::deserialize(d)?;
+        if !value.is_object() {
+            return Err(D::Error::custom("an event must be a JSON object"));
+        }
         let kind = type_of(&value);
         let event = match kind.as_str() {
             "gameStart" => Event::GameStart {
@@ -804,6 +807,9 @@ impl<'de> Deserialize<'de> for GameEvent {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GameEvent, D::Error> {
         use serde::de::Error;
         let value = Value::deserialize(d)?;
+        if !value.is_object() {
+            return Err(D::Error::custom("an event must be a JSON object"));
+        }
         let kind = type_of(&value);
         let event = match kind.as_str() {
             "gameFull" => GameEvent::GameFull(Box::new(
@@ -1053,4 +1059,62 @@ pub struct OkBody {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ErrorBody {
     pub error: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the sandbox writes must read back identically, with the spec's `type` tags.
+    #[test]
+    fn events_round_trip_with_their_type_tags() {
+        let state = GameState {
+            moves: "e2e4 e7e5".into(),
+            wtime: 1000,
+            btime: 2000,
+            winc: 0,
+            binc: 0,
+            status: GameStatus::NoStart,
+            winner: Some(Color::White),
+            wdraw: true,
+            bdraw: false,
+            wtakeback: false,
+            btakeback: false,
+            expiration: Some(Expiration {
+                idle_millis: 5,
+                millis_to_move: 30_000,
+            }),
+            rematch: None,
+        };
+        let line = serde_json::to_string(&GameEvent::GameState(state.clone())).unwrap();
+        let value: Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["type"], "gameState");
+        assert_eq!(value["status"], "noStart");
+        assert_eq!(value["wdraw"], true);
+        assert!(value.get("bdraw").is_none(), "false flags are omitted");
+        assert_eq!(value["expiration"]["millisToMove"], 30_000);
+        let back: GameEvent = serde_json::from_str(&line).unwrap();
+        assert_eq!(back, GameEvent::GameState(state));
+
+        let gone = GameEvent::OpponentGone(OpponentGone {
+            gone: true,
+            claim_win_in_seconds: Some(8),
+        });
+        let line = serde_json::to_string(&gone).unwrap();
+        assert!(line.contains("\"claimWinInSeconds\":8"), "{line}");
+        assert_eq!(serde_json::from_str::<GameEvent>(&line).unwrap(), gone);
+    }
+
+    #[test]
+    fn decline_reasons_parse_in_both_spellings() {
+        for reason in DeclineReason::ALL {
+            assert_eq!(reason.as_str().parse::<DeclineReason>(), Ok(reason));
+            assert_eq!(reason.key().parse::<DeclineReason>(), Ok(reason));
+        }
+        assert_eq!("toofast".parse(), Ok(DeclineReason::TooFast));
+        assert!("rude".parse::<DeclineReason>().is_err());
+        assert_eq!(GameStatus::Outoftime.id(), 35);
+        let status: GameStatus = serde_json::from_str("\"insufficientMaterialClaim\"").unwrap();
+        assert_eq!(status, GameStatus::InsufficientMaterialClaim);
+    }
 }

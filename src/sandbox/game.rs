@@ -253,13 +253,15 @@ impl SandboxGame {
         if color != self.turn() {
             return Err(ActionError::NotYourTurn);
         }
+        // Read the mover's clock before the move flips the side to move.
+        let left = self.remaining(color, now);
+        let running = self.clock_running();
         let m = self
             .board
             .play_uci(uci)
             .map_err(|_| ActionError::IllegalMove(uci.to_string()))?;
         let canonical = self.board.to_uci(m);
-        if self.clock_running() {
-            let left = self.remaining(color, now);
+        if running {
             let increment = self.clock.map_or(0, |c| c.1);
             self.set_stored(color, left + increment);
         }
@@ -299,6 +301,29 @@ impl SandboxGame {
             return Err(ActionError::CannotAbort);
         }
         self.finish(GameStatus::Aborted, None, now, now_ms);
+        Ok(())
+    }
+
+    /// `claim-victory` after the opponent left: the claimer wins by `timeout`.
+    pub fn claim_victory(
+        &mut self,
+        color: Color,
+        now: Instant,
+        now_ms: i64,
+    ) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        self.finish(GameStatus::Timeout, Some(color), now, now_ms);
+        Ok(())
+    }
+
+    /// `claim-draw` after the opponent left.
+    pub fn claim_draw(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+        if self.tick(now, now_ms) || self.is_over() {
+            return Err(ActionError::GameOver);
+        }
+        self.finish(GameStatus::Timeout, None, now, now_ms);
         Ok(())
     }
 

@@ -26,7 +26,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
 pub use config::{AccountConfig, ChallengerConfig, PlayerKind, SandboxConfig, sandbox_token};
-pub use world::{Action, ApiError, ChallengeSpec, GameSummary, World};
+pub use world::{Action, ApiError, ChallengeSpec, GameSummary, RequestStats, World};
 
 use crate::lichess::types::{ChallengeJson, GameStatus};
 use crate::lichess::{Client, ClientConfig, Token};
@@ -304,6 +304,29 @@ impl Sandbox {
             .or_default();
         faults.delay = delay;
         faults.delay_until = duration.map(|d| tokio::time::Instant::now() + d);
+    }
+
+    /// What the account asked of the sandbox so far (total, and the most ordinary requests
+    /// served at once).
+    pub fn request_stats(&self, username: &str) -> RequestStats {
+        self.lock()
+            .requests
+            .get(&username.to_ascii_lowercase())
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Makes `username` leave (or return to) a game: the opponent's stream gets
+    /// `opponentGone` and may claim victory or a draw once `claim_after` has passed.
+    pub fn set_gone(
+        &self,
+        game_id: &str,
+        username: &str,
+        gone: bool,
+        claim_after: Duration,
+    ) -> Result<(), ApiError> {
+        self.lock()
+            .set_gone(game_id, &username.to_ascii_lowercase(), gone, claim_after)
     }
 
     /// Disarms every HTTP fault of the account.

@@ -201,30 +201,63 @@ pub fn router(shared: Shared) -> Router {
         .with_state(shared)
 }
 
-/// Forced failures and delays armed through the control API.
+/// Counts an ordinary request as in flight until dropped (also when the client hangs up).
+struct InFlight {
+    shared: Shared,
+    account: String,
+}
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        let mut world = lock(&self.shared);
+        if let Some(stats) = world.requests.get_mut(&self.account) {
+            stats.in_flight = stats.in_flight.saturating_sub(1);
+        }
+    }
+}
+
+/// Request accounting, then the forced failures and delays armed through the control API.
 async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next) -> Response {
-    let (fail, delay) = {
+    let is_stream = request.uri().path().contains("/stream/");
+    let armed = {
         let mut world = lock(&shared);
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
-        match account.and_then(|a| world.faults.get_mut(&a)) {
-            None => (None, Duration::ZERO),
-            Some(f) => {
-                let now = tokio::time::Instant::now();
-                let fail = if f.fail_next > 0 {
-                    f.fail_next -= 1;
-                    Some(f.fail_status)
-                } else if f.fail_until.is_some_and(|t| now < t) {
-                    Some(f.fail_status)
-                } else {
-                    None
-                };
-                let delay = match f.delay_until {
-                    Some(t) if now >= t => Duration::ZERO,
-                    _ => f.delay,
-                };
-                (fail, delay)
-            }
-        }
+        account.map(|account| {
+            let now = tokio::time::Instant::now();
+            let (fail, delay) = match world.faults.get_mut(&account) {
+                None => (None, Duration::ZERO),
+                Some(f) => {
+                    let fail = if f.fail_next > 0 {
+                        f.fail_next -= 1;
+                        Some(f.fail_status)
+                    } else if f.fail_until.is_some_and(|t| now < t) {
+                        Some(f.fail_status)
+                    } else {
+                        None
+                    };
+                    let delay = match f.delay_until {
+                        Some(t) if now >= t => Duration::ZERO,
+                        _ => f.delay,
+                    };
+                    (fail, delay)
+                }
+            };
+            let stats = world.requests.entry(account.clone()).or_default();
+            stats.total += 1;
+            stats.faulted += u64::from(fail.is_some());
+            let guard = (!is_stream).then(|| {
+                stats.in_flight += 1;
+                stats.max_in_flight = stats.max_in_flight.max(stats.in_flight);
+                InFlight {
+                    shared: shared.clone(),
+                    account,
+                }
+            });
+            (fail, delay, guard)
+        })
+    };
+    let Some((fail, delay, _in_flight)) = armed else {
+        return next.run(request).await;
     };
     if !delay.is_zero() {
         tokio::time::sleep(delay).await;
@@ -481,7 +514,7 @@ async fn export_user_games(
             })
         })
         .collect();
-    games.sort_by(|a, b| b.created_at.cmp(&a.created_at));
+    games.sort_by_key(|g| std::cmp::Reverse(g.created_at));
     if let Some(max) = max {
         games.truncate(max.max(0) as usize);
     }

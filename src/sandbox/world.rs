@@ -19,8 +19,8 @@ use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
     ChatRoom, Color, Compat, DeclineReason, Event, ExportClock, GameClock, GameEvent,
     GameEventInfo, GameEventOpponent, GameEventPlayer, GameFull, GameJson, GamePerf, GamePlayer,
-    GamePlayers, GameState, GameStatus, GameStatusObj, LightUser, Perf, TimeControl, UserExtended,
-    Variant,
+    GamePlayers, GameState, GameStatus, GameStatusObj, LightUser, OpponentGone, Perf, TimeControl,
+    UserExtended, Variant,
 };
 
 /// Perfs every sandbox account has a rating in.
@@ -230,6 +230,8 @@ pub struct GameEntry {
     /// In-process watchers (simulated challengers, tests) see every state.
     pub watch: watch::Sender<GameState>,
     pub chat: Vec<ChatLine>,
+    /// A player who left the game, and when the other may claim victory.
+    pub gone: Option<(Color, Instant)>,
 }
 
 /// Things the sandbox's own tasks react to (simulated challengers answer and play).
@@ -260,6 +262,19 @@ pub struct AccountFaults {
     /// Delay every response by this much until `delay_until` (`None`: for good).
     pub delay: Duration,
     pub delay_until: Option<Instant>,
+}
+
+/// What an account asked of the sandbox (streams excluded from the concurrency count).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RequestStats {
+    /// Every request, streams included.
+    pub total: u64,
+    /// Ordinary (non-stream) requests being served now.
+    pub in_flight: u32,
+    /// The most ordinary requests ever served at once: Lichess wants 1.
+    pub max_in_flight: u32,
+    /// Requests answered by an injected fault.
+    pub faulted: u64,
 }
 
 /// A challenge to create through the control API or the HTTP endpoint.
@@ -380,6 +395,7 @@ pub struct World {
     /// Every challenge declined so far, with its reason.
     pub declined: Vec<ChallengeJson>,
     pub faults: HashMap<String, AccountFaults>,
+    pub requests: HashMap<String, RequestStats>,
     rng: StdRng,
     notices: mpsc::UnboundedSender<Notice>,
     finished: watch::Sender<usize>,
@@ -405,6 +421,7 @@ impl World {
             event_streams: HashMap::new(),
             declined: Vec::new(),
             faults: HashMap::new(),
+            requests: HashMap::new(),
             rng,
             notices,
             finished,
@@ -446,12 +463,14 @@ impl World {
         self.accounts.get(&id_or_name.to_ascii_lowercase())
     }
 
-    /// Refuses the wrong kind of account on an API, as Lichess does.
+    /// Refuses the wrong kind of account on an API with a 400, as lila's `WithPovAsBot` does.
     pub fn check_api(&self, id: &str, api: Api) -> Result<(), ApiError> {
         let account = self.account(id).ok_or(ApiError::Unauthorized)?;
         match (api, account.bot) {
             (Api::Bot, false) => Err(ApiError::BadRequest(
-                "This endpoint can only be used with a Bot account.".to_string(),
+                "This endpoint can only be used with a Bot account. \
+                 See https://lichess.org/api#operation/botAccountUpgrade"
+                    .to_string(),
             )),
             (Api::Board, true) => Err(ApiError::BadRequest(
                 "This endpoint cannot be used with a Bot account.".to_string(),
@@ -674,22 +693,20 @@ impl World {
     /// Cancels a challenge (by its challenger, or by expiry when `account` is `None`).
     pub fn cancel_challenge(&mut self, account: Option<&str>, id: &str) -> Result<(), ApiError> {
         let entry = self.challenges.get(id).ok_or_else(not_found)?;
-        if let Some(account) = account {
-            if entry.json.challenger.id != account {
-                return Err(not_found());
-            }
+        if account.is_some_and(|a| entry.json.challenger.id != a) {
+            return Err(not_found());
         }
         let mut json = self.challenges.remove(id).expect("checked above").json;
         json.status = ChallengeStatus::Canceled;
-        if let Some(dest) = json.dest_user.as_ref().map(|u| u.id.clone()) {
-            if let Some(slot) = self.event_streams.get(&dest) {
-                send_json(
-                    slot,
-                    &Event::ChallengeCanceled {
-                        challenge: Box::new(json.clone()),
-                    },
-                );
-            }
+        if let Some(dest) = json.dest_user.as_ref()
+            && let Some(slot) = self.event_streams.get(&dest.id)
+        {
+            send_json(
+                slot,
+                &Event::ChallengeCanceled {
+                    challenge: Box::new(json.clone()),
+                },
+            );
         }
         Ok(())
     }
@@ -753,6 +770,7 @@ impl World {
                 streams: HashMap::new(),
                 watch,
                 chat: Vec::new(),
+                gone: None,
             },
         );
         for player in [&challenger.id, &dest.id] {
@@ -893,15 +911,16 @@ impl World {
             }
         }
         for (id, entry) in &self.games {
-            if !entry.game.is_over() && entry.game.color_of(account).is_some() {
-                if let Some(info) = self.game_event_info(account, id) {
-                    send_json(
-                        slot,
-                        &Event::GameStart {
-                            game: Box::new(info),
-                        },
-                    );
-                }
+            if !entry.game.is_over()
+                && entry.game.color_of(account).is_some()
+                && let Some(info) = self.game_event_info(account, id)
+            {
+                send_json(
+                    slot,
+                    &Event::GameStart {
+                        game: Box::new(info),
+                    },
+                );
             }
         }
     }
@@ -938,7 +957,7 @@ impl World {
         let now = Instant::now();
         let now_ms = unix_ms();
         let was_over = entry.game.is_over();
-        let result = match action {
+        let result = match action.clone() {
             Action::Move { uci, offering_draw } => {
                 entry.game.play(color, &uci, offering_draw, now, now_ms)
             }
@@ -962,16 +981,62 @@ impl World {
                 return Ok(());
             }
             Action::ClaimVictory | Action::ClaimDraw => {
-                return Err(ApiError::BadRequest(
-                    "The opponent has not left the game".into(),
-                ));
+                let claimable = entry
+                    .gone
+                    .is_some_and(|(who, at)| who == color.other() && now >= at);
+                if !claimable {
+                    return Err(ApiError::BadRequest(
+                        "The opponent has not left the game".into(),
+                    ));
+                }
+                if action == Action::ClaimVictory {
+                    entry.game.claim_victory(color, now, now_ms)
+                } else {
+                    entry.game.claim_draw(now, now_ms)
+                }
             }
         };
+        // A player who acts is back.
+        let back = entry.gone.is_some_and(|(who, _)| who == color) && result.is_ok();
         let changed = result.is_ok() || (!was_over && entry.game.is_over());
+        if back
+            && !entry.game.is_over()
+            && let Err(e) = self.set_gone(game_id, account, false, Duration::ZERO)
+        {
+            tracing::debug!(game = %game_id, "cannot mark {account} as back: {e}");
+        }
         if changed {
             self.after_change(game_id);
         }
         result.map_err(ApiError::from)
+    }
+
+    /// Marks a player as gone from (or back in) a game and tells the opponent with an
+    /// `opponentGone` line; the opponent may claim after `claim_after`.
+    pub fn set_gone(
+        &mut self,
+        game_id: &str,
+        player: &str,
+        gone: bool,
+        claim_after: Duration,
+    ) -> Result<(), ApiError> {
+        let entry = self.games.get_mut(game_id).ok_or_else(not_found)?;
+        let color = entry.game.color_of(player).ok_or_else(not_found)?;
+        if entry.game.is_over() {
+            return Err(ActionError::GameOver.into());
+        }
+        entry.gone = gone.then(|| (color, Instant::now() + claim_after));
+        let opponent = entry.game.seat(color.other()).id.clone();
+        if let Some(slot) = entry.streams.get(&opponent) {
+            send_json(
+                slot,
+                &GameEvent::OpponentGone(OpponentGone {
+                    gone,
+                    claim_win_in_seconds: gone.then_some(claim_after.as_secs() as u32),
+                }),
+            );
+        }
+        Ok(())
     }
 
     /// Pushes the new state to streams and watchers; finishes the game's bookkeeping when
