@@ -101,6 +101,14 @@ impl Default for Options {
 }
 
 fn config_text(url: &str, bots: &[&str], o: &Options) -> String {
+    config_text_with_levels(
+        url,
+        &bots.iter().map(|b| (*b, o.level)).collect::<Vec<_>>(),
+        o,
+    )
+}
+
+fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> String {
     let mut text = format!(
         r#"
 [lichess]
@@ -121,18 +129,17 @@ max_games_per_opponent = 2
 "#,
         o.search_threads, o.max_games, o.account_max_games
     );
-    for bot in bots {
+    for (bot, level) in bots {
         text.push_str(&format!(
             r#"
 [[accounts]]
 username = "{bot}"
 token_env = "LADDER_TEST_UNUSED"
-level = {}
+level = {level}
 target_rating = 1000
 greeting = "Hi {{opponent}}, {{me}} here"
 goodbye = "GG {{opponent}}"
-"#,
-            o.level
+"#
         ));
     }
     text
@@ -749,4 +756,93 @@ async fn logs_never_contain_a_token() {
         assert!(!all.contains("lip_sandbox_"), "a token was logged");
     })
     .await;
+}
+
+// ---------------------------------------------------------------- benchmark
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `cargo test --release --test daemon -- --ignored --nocapture daemon_benchmark`
+/// 10 accounts (levels 1-10) with 20 games at once against the sandbox: our per-move latency
+/// (gameState received -> search submitted, plus search done -> move request sent; search time
+/// excluded) and the resident memory the daemon adds to the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn daemon_benchmark() {
+    let names: Vec<String> = (1..=10).map(|l| format!("bench{l}")).collect();
+    let bots: Vec<&str> = names.iter().map(String::as_str).collect();
+    let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let levels: Vec<(&str, u32)> = bots.iter().zip(1..).map(|(b, l)| (*b, l)).collect();
+    let text = config_text_with_levels(sb.base_url(), &levels, &Options::default());
+    let config = Config::parse(&text, &dir.path().join("accounts.toml")).unwrap();
+    let hash_mb: usize = config
+        .accounts
+        .iter()
+        .map(|a| Coefficients::builtin().hash_mb(a.level) * 2)
+        .sum();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let before = rss_kib();
+    let daemon = start(DaemonSpec {
+        config,
+        coefficients: Coefficients::builtin(),
+        results_path: dir.path().join("results.jsonl"),
+        source: Source::Sandbox,
+        clients: clients(&sb, &bots),
+        reload_from_disk: false,
+        latency: Some(tx),
+    })
+    .await
+    .unwrap();
+    for bot in &bots {
+        challenge(&sb, "Rita", bot, 180, 2);
+        challenge(&sb, "Carl", bot, 180, 2);
+    }
+    let mut peak = 0;
+    let mut concurrent = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        peak = peak.max(rss_kib());
+        let running = sb.games().iter().filter(|g| !g.is_over()).count();
+        concurrent = concurrent.max(running);
+        if sb.games().len() == 20 && running == 0 {
+            break;
+        }
+    }
+    daemon.shutdown().await;
+    daemon.shutdown().await;
+    daemon.join().await.unwrap();
+    let mut samples = Vec::new();
+    while let Ok(d) = rx.try_recv() {
+        samples.push(d.as_secs_f64() * 1000.0);
+    }
+    samples.sort_by(f64::total_cmp);
+    assert!(!samples.is_empty());
+    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "moves {}  latency p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
+        samples.len(),
+        pct(0.5),
+        pct(0.99),
+        samples[samples.len() - 1]
+    );
+    println!(
+        "concurrent games (peak) {concurrent}  RSS before daemon {} MiB, peak {} MiB, added {} MiB (hash of 20 games: {hash_mb} MiB)",
+        before / 1024,
+        peak / 1024,
+        peak.saturating_sub(before) / 1024
+    );
 }

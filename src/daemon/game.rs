@@ -80,6 +80,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
     let mut pending: Option<Pending> = None;
     let mut backoff = Backoff::new(reconnect_policy());
     let mut greeted = false;
+    let mut greet_due = false;
     let mut abort_sent = false;
     let mut refusals = 0;
     let mut run_state = ctx.run_state.clone();
@@ -115,7 +116,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
         while !reconnect {
             let abort_due = state_at + ctx.abort_after;
             let abort_armed = !abort_sent && tracker.awaiting_opponent_first_move();
-            let actions = tokio::select! {
+            let mut actions = tokio::select! {
                 event = stream.next() => {
                     let now_ms = unix_ms();
                     state_at = Instant::now();
@@ -127,9 +128,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                                     if !greeted {
                                         greeted = true;
                                         // A resumed game was greeted by the previous run.
-                                        if tracker.ply() < 2 && !tracker.is_finished() {
-                                            greet(&ctx, &tracker).await;
-                                        }
+                                        greet_due = tracker.ply() < 2 && !tracker.is_finished();
                                     }
                                     actions
                                 }
@@ -192,6 +191,8 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     return GameExit::Stopped;
                 }
             };
+            // The search first: offers and chat are answered while it runs.
+            actions.sort_by_key(|a| !matches!(a, Action::Search { .. }));
             for action in actions {
                 match action {
                     Action::Search { ply, game, clock } => {
@@ -260,6 +261,10 @@ pub async fn run(ctx: GameContext) -> GameExit {
                         return GameExit::Recorded;
                     }
                 }
+            }
+            if greet_due {
+                greet_due = false;
+                greet(&ctx, &tracker).await;
             }
         }
         let delay = backoff.next_delay();
