@@ -659,6 +659,86 @@ async fn many_accounts_share_one_search_thread_and_all_games_finish() {
     .await;
 }
 
+/// SIGHUP: accounts.toml and the coefficients are re-read; the running game keeps the
+/// parameters it started with, the next game gets the new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
+    capture_logs();
+    bounded(async {
+        let bots = ["reload1"];
+        let sb = sandbox(&bots, &["Rita", "Carl"], &[AccountConfig::human("Alice")]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let coefficients = dir.path().join("calibration/coefficients.toml");
+        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
+        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+        let config_path = dir.path().join("accounts.toml");
+        std::fs::write(
+            &config_path,
+            config_text(sb.base_url(), &bots, &Options::default()),
+        )
+        .unwrap();
+        let daemon = start(DaemonSpec {
+            config: Config::load(&config_path).unwrap(),
+            coefficients: Coefficients::load(&coefficients).unwrap(),
+            results_path: dir.path().join("results.jsonl"),
+            source: Source::Sandbox,
+            clients: clients(&sb, &bots),
+            reload_from_disk: true,
+            latency: None,
+        })
+        .await
+        .unwrap();
+        // Alice never moves: her game stays open across the reload.
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ladder::lichess::ChallengeColor::White;
+        let old = sb.challenge("alice", "reload1", &spec).unwrap().id;
+        sb.wait_game_started("reload1", Duration::from_secs(5))
+            .await
+            .unwrap();
+        let mut next = Coefficients::builtin();
+        next.version = 2;
+        next.n0 *= 2.0;
+        std::fs::write(&coefficients, next.to_toml()).unwrap();
+        // A broken accounts.toml is refused and changes nothing...
+        std::fs::write(&config_path, "[[accounts]]\nusername = 3\n").unwrap();
+        daemon.reload().await;
+        // ...a good one (with a higher level) is taken, with the new coefficients.
+        let text = config_text(
+            sb.base_url(),
+            &bots,
+            &Options {
+                level: 2,
+                ..Options::default()
+            },
+        );
+        std::fs::write(&config_path, text).unwrap();
+        daemon.reload().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let new = challenge(&sb, "Rita", "reload1", 60, 0);
+        sb.wait_until("the new game to finish", Duration::from_secs(60), |w| {
+            w.summary(&new).filter(|g| g.is_over()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        sb.act("alice", &old, Action::Abort).unwrap();
+        daemon.shutdown().await;
+        daemon.join().await.unwrap();
+        let records = read_results(&[dir.path().join("results.jsonl")])
+            .unwrap()
+            .records;
+        let find = |id: &str| records.iter().find(|r| r.game_id == id).unwrap().clone();
+        let (old, new) = (find(&old), find(&new));
+        assert_eq!((old.coefficients_version, old.level), (1, 1.0));
+        assert_eq!((new.coefficients_version, new.level), (2, 2.0));
+        assert_eq!(new.engine.nodes, 2 * 16 * 4);
+        assert!(
+            logs().contains("reload: "),
+            "the broken file was not reported"
+        );
+    })
+    .await;
+}
+
 // ---------------------------------------------------------------- errors and secrets
 
 #[test]
