@@ -692,9 +692,14 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         let mut spec = ChallengeSpec::clock(60, 0);
         spec.color = ladder::lichess::ChallengeColor::White;
         let old = sb.challenge("alice", "reload1", &spec).unwrap().id;
-        sb.wait_game_started("reload1", Duration::from_secs(5))
-            .await
-            .unwrap();
+        // The game actor (and its parameters) exist once it logs its start.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !game_lines(&old).iter().any(|l| l.contains("game started")) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the game actor never started");
         let mut next = Coefficients::builtin();
         next.version = 2;
         next.n0 *= 2.0;
