@@ -29,6 +29,7 @@ use crate::results::Source;
 use super::game::{self, GameContext, GameExit, sleep_or_stop};
 use super::policy::{self, ChallengeFacts, Decision, Load, TimeControl};
 use super::pool::PoolHandle;
+use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::RunState;
 use super::tracker::GameSetup;
@@ -130,7 +131,7 @@ impl Actor {
                 return Ok(());
             }
             let mut stream = match self.ctx.client.stream_events().await {
-                Ok(stream) => stream,
+                Ok(stream) => Reader::spawn(stream),
                 Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
                     return Err(AccountError::Lichess {
                         account: self.username.clone(),

@@ -15,6 +15,7 @@ use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 
 use super::clock::{think_time, urgency_ms};
 use super::pool::{PoolHandle, SearchDone, SearchJob};
+use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::RunState;
 use super::tracker::{Action, GameSetup, Tracker};
@@ -79,23 +80,29 @@ pub async fn run(ctx: GameContext) -> GameExit {
     let mut pending: Option<Pending> = None;
     let mut backoff = Backoff::new(reconnect_policy());
     let mut greeted = false;
+    let mut greet_due = false;
     let mut abort_sent = false;
-    let mut not_found = 0;
+    let mut refusals = 0;
     let mut run_state = ctx.run_state.clone();
     loop {
         if *run_state.borrow() == RunState::Stopped {
             return GameExit::Stopped;
         }
         let mut stream = match ctx.client.stream_game(&id).await {
-            Ok(s) => s,
-            Err(e @ LichessError::NotFound { .. }) if not_found >= 3 => {
-                return GameExit::Failed(e.to_string());
+            Ok(s) => {
+                refusals = 0;
+                Reader::spawn(s)
             }
-            Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
-                return GameExit::Failed(e.to_string());
-            }
+            // Not found, or refused: retried a few times (a server hiccup must not cost a
+            // game), then given up on.
+            Err(e) if refusals >= 5 => return GameExit::Failed(e.to_string()),
             Err(e) => {
-                not_found += usize::from(matches!(e, LichessError::NotFound { .. }));
+                refusals += usize::from(matches!(
+                    e,
+                    LichessError::NotFound { .. }
+                        | LichessError::TokenRejected { .. }
+                        | LichessError::Forbidden { .. }
+                ));
                 let delay = backoff.next_delay();
                 tracing::warn!(game = %id, "game stream: {e}; retrying in {delay:?}");
                 if sleep_or_stop(delay, &mut run_state).await {
@@ -109,7 +116,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
         while !reconnect {
             let abort_due = state_at + ctx.abort_after;
             let abort_armed = !abort_sent && tracker.awaiting_opponent_first_move();
-            let actions = tokio::select! {
+            let mut actions = tokio::select! {
                 event = stream.next() => {
                     let now_ms = unix_ms();
                     state_at = Instant::now();
@@ -121,9 +128,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                                     if !greeted {
                                         greeted = true;
                                         // A resumed game was greeted by the previous run.
-                                        if tracker.ply() < 2 && !tracker.is_finished() {
-                                            greet(&ctx, &tracker).await;
-                                        }
+                                        greet_due = tracker.ply() < 2 && !tracker.is_finished();
                                     }
                                     actions
                                 }
@@ -186,6 +191,8 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     return GameExit::Stopped;
                 }
             };
+            // The search first: offers and chat are answered while it runs.
+            actions.sort_by_key(|a| !matches!(a, Action::Search { .. }));
             for action in actions {
                 match action {
                     Action::Search { ply, game, clock } => {
@@ -254,6 +261,10 @@ pub async fn run(ctx: GameContext) -> GameExit {
                         return GameExit::Recorded;
                     }
                 }
+            }
+            if greet_due {
+                greet_due = false;
+                greet(&ctx, &tracker).await;
             }
         }
         let delay = backoff.next_delay();

@@ -7,6 +7,7 @@
 //! - [`policy`]: accept or decline a challenge,
 //! - [`pool`]: the shared search threads (most urgent game first),
 //! - [`clock`]: time management,
+//! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
 //! - [`results_writer`]: the thread that owns the results log,
 //! - [`shutdown`]: run states and OS signals,
 //! - [`run`]: `ladder run` and `--sandbox`.
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod game;
 pub mod policy;
 pub mod pool;
+pub mod reader;
 pub mod results_writer;
 pub mod run;
 pub mod shutdown;

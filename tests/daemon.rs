@@ -1,0 +1,933 @@
+//! The daemon end to end, against the sandbox over real HTTP on 127.0.0.1: many games at once,
+//! one test per lichess-bot failure mode of PEERS.md, configuration and token errors, and the
+//! logs never showing a token. Every test is bounded in time; streams use short keep-alives
+//! and idle timeouts.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use ladder::config::Config;
+use ladder::daemon::supervisor::ClientFactory;
+use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::levels::Coefficients;
+use ladder::lichess::{BackoffPolicy, ClientConfig, Color, GameStatus, Token};
+use ladder::results::{GameRecord, Outcome, Source, read_results};
+use ladder::sandbox::{
+    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
+};
+
+// ---------------------------------------------------------------- log capture
+
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogWriter;
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Every test's logs go to one buffer (debug level for the crate).
+fn capture_logs() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        tracing_subscriber::fmt()
+            .with_env_filter("ladder=debug")
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .with_target(false)
+            .init();
+    });
+}
+
+fn logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// Log lines about one game.
+fn game_lines(game_id: &str) -> Vec<String> {
+    let tag = format!("game={game_id}");
+    logs()
+        .lines()
+        .filter(|l| l.contains(&tag))
+        .map(str::to_string)
+        .collect()
+}
+
+// ---------------------------------------------------------------- harness
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A sandbox with bot accounts and scriptable challengers (they challenge only when asked).
+async fn sandbox(bots: &[&str], challengers: &[&str], extra: &[AccountConfig]) -> Sandbox {
+    let mut config = SandboxConfig::with_bots(bots);
+    config.keepalive_interval = Duration::from_millis(300);
+    // Random game ids: the log buffer is shared by the tests, ids must not collide.
+    config.seed = None;
+    config.accounts.extend(extra.iter().cloned());
+    for name in challengers {
+        let mut c = ChallengerConfig::new(name);
+        c.interval = None;
+        c.think_time = Duration::from_millis(10);
+        c.max_games = 4;
+        config.challengers.push(c);
+    }
+    Sandbox::start(config).await.unwrap()
+}
+
+struct Options {
+    level: u32,
+    search_threads: usize,
+    max_games: usize,
+    account_max_games: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            level: 1,
+            search_threads: 2,
+            max_games: 20,
+            account_max_games: 4,
+        }
+    }
+}
+
+fn config_text(url: &str, bots: &[&str], o: &Options) -> String {
+    config_text_with_levels(
+        url,
+        &bots.iter().map(|b| (*b, o.level)).collect::<Vec<_>>(),
+        o,
+    )
+}
+
+fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> String {
+    let mut text = format!(
+        r#"
+[lichess]
+base_url = "{url}"
+
+[daemon]
+search_threads = {}
+max_games = {}
+move_overhead_ms = 100
+abort_after_s = 20
+shutdown_grace_s = 30
+
+[challenge]
+accept_bots = true
+min_initial_s = 30
+max_games = {}
+max_games_per_opponent = 2
+"#,
+        o.search_threads, o.max_games, o.account_max_games
+    );
+    for (bot, level) in bots {
+        text.push_str(&format!(
+            r#"
+[[accounts]]
+username = "{bot}"
+token_env = "LADDER_TEST_UNUSED"
+level = {level}
+target_rating = 1000
+greeting = "Hi {{opponent}}, {{me}} here"
+goodbye = "GG {{opponent}}"
+"#
+        ));
+    }
+    text
+}
+
+/// Sandbox tokens, with short timeouts and pauses so faults resolve within a test.
+fn clients(sandbox: &Sandbox, names: &[&str]) -> ClientFactory {
+    let tokens: HashMap<String, Token> = names
+        .iter()
+        .map(|n| (n.to_lowercase(), sandbox.token(n).unwrap()))
+        .collect();
+    Arc::new(move |account, base_url| {
+        let token = tokens
+            .get(&account.username.to_lowercase())
+            .cloned()
+            .ok_or("no token")?;
+        Ok(tuned(ClientConfig::new(base_url, token)))
+    })
+}
+
+fn tuned(mut c: ClientConfig) -> ClientConfig {
+    c.stream_idle_timeout = Duration::from_millis(1500);
+    c.rate_limit.pause = Duration::from_secs(1);
+    c.backoff = BackoffPolicy {
+        base: Duration::from_millis(50),
+        cap: Duration::from_millis(500),
+        max_attempts: 6,
+    };
+    c.request_timeout = Duration::from_secs(5);
+    c
+}
+
+struct Running {
+    daemon: DaemonHandle,
+    results: PathBuf,
+}
+
+async fn start_daemon(
+    sandbox: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    options: &Options,
+) -> anyhow::Result<Running> {
+    let text = config_text(sandbox.base_url(), bots, options);
+    let config = Config::parse(&text, &dir.join("accounts.toml"))?;
+    let results = dir.join("results.jsonl");
+    let daemon = start(DaemonSpec {
+        config,
+        coefficients: Coefficients::builtin(),
+        results_path: results.clone(),
+        source: Source::Sandbox,
+        clients: clients(sandbox, bots),
+        reload_from_disk: false,
+        latency: None,
+    })
+    .await?;
+    Ok(Running { daemon, results })
+}
+
+/// Drains (running games finish), then waits for the exit.
+async fn drain(running: Running) -> Vec<GameRecord> {
+    running.daemon.shutdown().await;
+    running.daemon.join().await.unwrap();
+    read_results(&[running.results]).unwrap().records
+}
+
+/// Stops at once (two stop requests), like a second SIGTERM.
+async fn stop_now(running: &Running) {
+    running.daemon.shutdown().await;
+    running.daemon.shutdown().await;
+}
+
+fn challenge(sandbox: &Sandbox, from: &str, to: &str, limit_s: u32, inc_s: u32) -> String {
+    sandbox
+        .challenge(from, to, &ChallengeSpec::clock(limit_s, inc_s))
+        .unwrap()
+        .id
+}
+
+/// The outcome the record of `bot` must carry for this finished game.
+fn expected(game: &GameSummary, bot: &str) -> Outcome {
+    let us = game.color_of(bot).expect("the bot played this game");
+    match game.winner {
+        Some(w) if w == us => Outcome::Win,
+        Some(_) => Outcome::Loss,
+        None if matches!(game.status, GameStatus::Aborted | GameStatus::NoStart) => Outcome::None,
+        None => Outcome::Draw,
+    }
+}
+
+/// The bot did not lose this game on time.
+fn not_flagged(game: &GameSummary, bot: &str) {
+    let us = game.color_of(bot).unwrap();
+    assert!(
+        !(game.status == GameStatus::Outoftime && game.winner == Some(us.other())),
+        "{bot} lost {} on time: {game:?}",
+        game.id
+    );
+}
+
+/// Every finished game appears once in the results, with the sandbox's result.
+fn check_records(records: &[GameRecord], games: &[GameSummary]) {
+    for game in games.iter().filter(|g| g.is_over()) {
+        let ours: Vec<&GameRecord> = records.iter().filter(|r| r.game_id == game.id).collect();
+        assert_eq!(
+            ours.len(),
+            1,
+            "game {} recorded {} times",
+            game.id,
+            ours.len()
+        );
+        let r = ours[0];
+        assert_eq!(r.result, expected(game, &r.account), "{r:?} vs {game:?}");
+        assert_eq!(r.status, game.status.as_str());
+        assert_eq!(r.moves.split_whitespace().count(), game.moves.len());
+        assert_eq!(r.color, game.color_of(&r.account).unwrap().as_str());
+    }
+}
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("test took too long");
+}
+
+// ---------------------------------------------------------------- many games at once
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn several_accounts_play_many_games_and_each_is_recorded_once() {
+    capture_logs();
+    bounded(async {
+        let bots = ["multi1", "multi2", "multi3"];
+        let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let mut ids = Vec::new();
+        for bot in bots {
+            ids.push(challenge(&sb, "Rita", bot, 60, 0));
+            ids.push(challenge(&sb, "Carl", bot, 60, 1));
+        }
+        let games = sb
+            .wait_finished(ids.len(), Duration::from_secs(60))
+            .await
+            .unwrap();
+        let stats = run.daemon.pool_stats();
+        let records = drain(run).await;
+        assert_eq!(records.len(), ids.len());
+        check_records(&records, &games);
+        for g in &games {
+            let bot = if bots.contains(&g.white.as_str()) {
+                &g.white
+            } else {
+                &g.black
+            };
+            not_flagged(g, bot);
+            assert!(
+                g.chat
+                    .iter()
+                    .any(|c| c.text.starts_with("Hi ") && c.text.contains("here")),
+                "no greeting in {}: {:?}",
+                g.id,
+                g.chat
+            );
+        }
+        assert!(stats.peak_running <= 2, "{stats:?}");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- PEERS.md failure modes
+
+/// (1) A stream that stays open but silent: the idle watchdog reconnects and the challenge
+/// sent meanwhile (lost on the silent stream, re-sent on reopen) is accepted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn silent_event_stream_is_reopened_and_challenges_still_accepted() {
+    capture_logs();
+    bounded(async {
+        let bots = ["silent1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        sb.wait_until("event stream open", Duration::from_secs(5), |w| {
+            w.event_streams.contains_key("silent1").then_some(())
+        })
+        .await
+        .unwrap();
+        sb.silence("silent1", Duration::from_secs(60));
+        challenge(&sb, "Rita", "silent1", 60, 0);
+        // Without a watchdog the stream stays silent for a minute; with it, the game starts
+        // within the idle timeout (1.5 s) plus a reconnect.
+        let started = sb
+            .wait_game_started("silent1", Duration::from_secs(8))
+            .await;
+        if started.is_err() {
+            eprintln!("{}", logs());
+        }
+        started.unwrap();
+        stop_now(&run).await;
+        run.daemon.join().await.unwrap();
+    })
+    .await;
+}
+
+/// (2) Over the concurrency limit: a challenge is declined with `later`; a game that starts
+/// anyway (accepted elsewhere) is played at once, not queued until it loses on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn game_start_over_the_limit_is_played_not_left_to_rot() {
+    capture_logs();
+    bounded(async {
+        let bots = ["limit1"];
+        let sb = sandbox(&bots, &["Rita", "Carl", "Dora"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            account_max_games: 1,
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), &bots, &options)
+            .await
+            .unwrap();
+        let first = challenge(&sb, "Rita", "limit1", 60, 0);
+        sb.wait_game_started("limit1", Duration::from_secs(5))
+            .await
+            .unwrap();
+        let declined = challenge(&sb, "Carl", "limit1", 60, 0);
+        sb.wait_until("decline with later", Duration::from_secs(5), |w| {
+            w.declined
+                .iter()
+                .find(|c| c.id == declined)
+                .and_then(|c| c.decline_reason_key.clone())
+        })
+        .await
+        .map(|key| assert_eq!(key, "later"))
+        .unwrap();
+        // A second game starts without the daemon accepting it (the website, a restart).
+        let forced = sb.with_world(|w| {
+            let c = w
+                .create_challenge("dora", "limit1", &ChallengeSpec::clock(60, 0))
+                .unwrap();
+            w.accept_challenge("limit1", &c.id).unwrap()
+        });
+        let games = sb.wait_finished(2, Duration::from_secs(60)).await.unwrap();
+        let records = drain(run).await;
+        let ids: Vec<&str> = games.iter().map(|g| g.id.as_str()).collect();
+        assert!(
+            ids.contains(&first.as_str()) && ids.contains(&forced.as_str()),
+            "{ids:?}"
+        );
+        for g in &games {
+            not_flagged(g, "limit1");
+            assert!(g.moves.len() >= 2, "game {} was not played: {g:?}", g.id);
+        }
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// (3) HTTP 429 in the middle of a game: the account pauses, then moves again; the game is
+/// finished without losing on time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rate_limit_during_a_game_pauses_then_keeps_playing() {
+    capture_logs();
+    bounded(async {
+        let bots = ["rate1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let id = challenge(&sb, "Rita", "rate1", 60, 0);
+        sb.wait_until("a few moves", Duration::from_secs(10), |w| {
+            w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
+        })
+        .await
+        .unwrap();
+        let before = sb.game(&id).unwrap().moves.len();
+        sb.fail_next("rate1", 1, 429);
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        let game = &games[0];
+        not_flagged(game, "rate1");
+        let ours_after = (before..game.moves.len())
+            .filter(|ply| (ply % 2 == 0) == (game.color_of("rate1") == Some(Color::White)))
+            .count();
+        assert!(
+            ours_after >= 1 || game.moves.len() <= before + 1,
+            "{game:?}"
+        );
+        assert!(logs().contains("HTTP 429"), "the fault was never hit");
+        let records = drain(run).await;
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// (4) The game stream drops mid-game, several times: every search after a reconnect gets
+/// a real time budget, and the game is played to its end.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn game_stream_reconnects_resume_with_real_budgets_and_finish() {
+    capture_logs();
+    bounded(async {
+        let bots = ["recon1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let id = challenge(&sb, "Rita", "recon1", 60, 0);
+        let mut dropped = 0;
+        for _ in 0..4 {
+            tokio::time::sleep(Duration::from_millis(250)).await;
+            dropped += sb.drop_game_streams(&id);
+        }
+        assert!(dropped >= 1, "no stream was dropped");
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        not_flagged(&games[0], "recon1");
+        let lines = game_lines(&id);
+        assert!(
+            lines.iter().any(|l| l.contains("reconnecting")),
+            "{lines:#?}"
+        );
+        let budgets: Vec<u64> = lines
+            .iter()
+            .filter(|l| l.contains("search submitted"))
+            .filter_map(|l| {
+                l.split("limit_ms=")
+                    .nth(1)?
+                    .split_whitespace()
+                    .next()?
+                    .parse()
+                    .ok()
+            })
+            .collect();
+        assert!(!budgets.is_empty());
+        assert!(budgets.iter().all(|&ms| ms >= 20), "{budgets:?}");
+        let records = drain(run).await;
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// (5) `gameStart` sent again (as on every stream reopen): one game actor, one move per ply.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn duplicate_game_start_never_starts_a_second_actor() {
+    capture_logs();
+    bounded(async {
+        let bots = ["dup1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let id = challenge(&sb, "Rita", "dup1", 60, 0);
+        sb.wait_game_started("dup1", Duration::from_secs(5))
+            .await
+            .unwrap();
+        for _ in 0..3 {
+            sb.resend_events("dup1");
+            sb.drop_event_stream("dup1");
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        let records = drain(run).await;
+        let lines = game_lines(&id);
+        let actors = lines.iter().filter(|l| l.contains("game started")).count();
+        assert_eq!(actors, 1, "{lines:#?}");
+        // A second actor would post a second move for a ply: the server refuses it.
+        assert!(
+            !lines.iter().any(|l| l.contains("not accepted")),
+            "{lines:#?}"
+        );
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// (6) The daemon stops mid-game and a new one starts: the game is picked up, finished and
+/// recorded exactly once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restarted_daemon_resumes_the_game_and_records_it_once() {
+    capture_logs();
+    bounded(async {
+        let bots = ["restart1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let id = challenge(&sb, "Rita", "restart1", 60, 0);
+        sb.wait_until("a few moves", Duration::from_secs(10), |w| {
+            w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(&first).await;
+        first.daemon.join().await.unwrap();
+        assert!(
+            !sb.game(&id).unwrap().is_over(),
+            "the game ended before the restart"
+        );
+        let second = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        not_flagged(&games[0], "restart1");
+        let records = drain(second).await;
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// (7) The game ends while our search runs: the result is dropped, no move is posted after
+/// the end, nothing panics, the game is recorded once, and the account keeps playing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn game_ending_during_a_search_posts_nothing_after_the_end() {
+    capture_logs();
+    bounded(async {
+        let bots = ["race1"];
+        let sb = sandbox(&bots, &["Rita"], &[AccountConfig::human("Alice")]).await;
+        let dir = tempfile::tempdir().unwrap();
+        // A strong level: its first search runs for the whole first-move budget.
+        let options = Options {
+            level: 20,
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), &bots, &options)
+            .await
+            .unwrap();
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ladder::lichess::ChallengeColor::Black;
+        let id = sb.challenge("alice", "race1", &spec).unwrap().id;
+        let submitted = format!("game={id}");
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !logs()
+                .lines()
+                .any(|l| l.contains("search submitted") && l.contains(&submitted))
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("no search started");
+        sb.act("alice", &id, Action::Abort).unwrap();
+        let games = sb.wait_finished(1, Duration::from_secs(10)).await.unwrap();
+        assert_eq!(games[0].status, GameStatus::Aborted);
+        // Long enough for the abandoned search to have reached its budget.
+        tokio::time::sleep(Duration::from_millis(1500)).await;
+        assert!(
+            sb.game(&id).unwrap().moves.is_empty(),
+            "a move was posted after the end"
+        );
+        let lines = game_lines(&id);
+        assert!(!lines.iter().any(|l| l.contains("move ")), "{lines:#?}");
+        // The account is alive and plays on.
+        challenge(&sb, "Rita", "race1", 60, 0);
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while sb.games().iter().filter(|g| g.moves.len() >= 2).count() == 0 {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        })
+        .await
+        .expect("the account stopped playing");
+        stop_now(&run).await;
+        run.daemon.join().await.unwrap();
+        let records = read_results(&[run.results]).unwrap().records;
+        let ours: Vec<_> = records.iter().filter(|r| r.game_id == id).collect();
+        assert_eq!(ours.len(), 1);
+        assert_eq!(ours[0].result, Outcome::None);
+        assert_eq!(ours[0].status, "aborted");
+    })
+    .await;
+}
+
+/// (8) Many accounts on one CPU: every game progresses to its end and the pool never runs
+/// more searches at once than it has threads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_accounts_share_one_search_thread_and_all_games_finish() {
+    capture_logs();
+    bounded(async {
+        let bots = ["cpu1", "cpu2", "cpu3", "cpu4"];
+        let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            level: 5,
+            search_threads: 1,
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), &bots, &options)
+            .await
+            .unwrap();
+        let mut ids = Vec::new();
+        for bot in bots {
+            ids.push(challenge(&sb, "Rita", bot, 60, 0));
+            ids.push(challenge(&sb, "Carl", bot, 60, 0));
+        }
+        let games = sb
+            .wait_finished(ids.len(), Duration::from_secs(75))
+            .await
+            .unwrap();
+        let stats = run.daemon.pool_stats();
+        assert_eq!(stats.threads, 1);
+        assert_eq!(stats.peak_running, 1, "{stats:?}");
+        for g in &games {
+            let bot = if bots.contains(&g.white.as_str()) {
+                &g.white
+            } else {
+                &g.black
+            };
+            not_flagged(g, bot);
+        }
+        let records = drain(run).await;
+        assert_eq!(records.len(), ids.len());
+        check_records(&records, &games);
+    })
+    .await;
+}
+
+/// SIGHUP: accounts.toml and the coefficients are re-read; the running game keeps the
+/// parameters it started with, the next game gets the new ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
+    capture_logs();
+    bounded(async {
+        let bots = ["reload1"];
+        let sb = sandbox(&bots, &["Rita", "Carl"], &[AccountConfig::human("Alice")]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let coefficients = dir.path().join("calibration/coefficients.toml");
+        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
+        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+        let config_path = dir.path().join("accounts.toml");
+        std::fs::write(
+            &config_path,
+            config_text(sb.base_url(), &bots, &Options::default()),
+        )
+        .unwrap();
+        let daemon = start(DaemonSpec {
+            config: Config::load(&config_path).unwrap(),
+            coefficients: Coefficients::load(&coefficients).unwrap(),
+            results_path: dir.path().join("results.jsonl"),
+            source: Source::Sandbox,
+            clients: clients(&sb, &bots),
+            reload_from_disk: true,
+            latency: None,
+        })
+        .await
+        .unwrap();
+        // Alice never moves: her game stays open across the reload.
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ladder::lichess::ChallengeColor::White;
+        let old = sb.challenge("alice", "reload1", &spec).unwrap().id;
+        // The game actor (and its parameters) exist once it logs its start.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !game_lines(&old).iter().any(|l| l.contains("game started")) {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the game actor never started");
+        let mut next = Coefficients::builtin();
+        next.version = 2;
+        next.n0 *= 2.0;
+        std::fs::write(&coefficients, next.to_toml()).unwrap();
+        // A broken accounts.toml is refused and changes nothing...
+        std::fs::write(&config_path, "[[accounts]]\nusername = 3\n").unwrap();
+        daemon.reload().await;
+        // ...a good one (with a higher level) is taken, with the new coefficients.
+        let text = config_text(
+            sb.base_url(),
+            &bots,
+            &Options {
+                level: 2,
+                ..Options::default()
+            },
+        );
+        std::fs::write(&config_path, text).unwrap();
+        daemon.reload().await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let new = challenge(&sb, "Rita", "reload1", 60, 0);
+        sb.wait_until("the new game to finish", Duration::from_secs(60), |w| {
+            w.summary(&new).filter(|g| g.is_over()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        sb.act("alice", &old, Action::Abort).unwrap();
+        daemon.shutdown().await;
+        daemon.join().await.unwrap();
+        let records = read_results(&[dir.path().join("results.jsonl")])
+            .unwrap()
+            .records;
+        let find = |id: &str| records.iter().find(|r| r.game_id == id).unwrap().clone();
+        let (old, new) = (find(&old), find(&new));
+        assert_eq!((old.coefficients_version, old.level), (1, 1.0));
+        assert_eq!((new.coefficients_version, new.level), (2, 2.0));
+        assert_eq!(new.engine.nodes, 2 * 16 * 4);
+        assert!(
+            logs().contains("reload: "),
+            "the broken file was not reported"
+        );
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- errors and secrets
+
+#[test]
+fn malformed_config_names_the_key_and_the_line() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/daemon");
+    let err = Config::load(&dir.join("bad_level.toml"))
+        .unwrap_err()
+        .to_string();
+    assert_eq!(err, "bad_level.toml:17: accounts[1].level: must be > 0");
+    let err = Config::load(&dir.join("typo.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("typo.toml:9:"), "{err}");
+    assert!(err.contains("max_game"), "{err}");
+    let err = Config::load(&dir.join("bad_speed.toml"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.starts_with("bad_speed.toml:4: challenge.speeds:"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_token_and_non_bot_account_are_clear_errors_without_the_token() {
+    capture_logs();
+    bounded(async {
+        let sb = sandbox(&["good1"], &[], &[AccountConfig::human("human1")]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let config = Config::parse(
+            &config_text(sb.base_url(), &["good1", "human1"], &Options::default()),
+            &dir.path().join("accounts.toml"),
+        )
+        .unwrap();
+        let secret = "lip_wrongsecret123";
+        let base = sb.client_config("human1").unwrap();
+        let clients: ClientFactory = Arc::new(move |account, base_url| {
+            let token = if account.username == "good1" {
+                Token::new(secret, "test").unwrap()
+            } else {
+                base.token.clone()
+            };
+            Ok(tuned(ClientConfig::new(base_url, token)))
+        });
+        let err = start(DaemonSpec {
+            config,
+            coefficients: Coefficients::builtin(),
+            results_path: dir.path().join("r.jsonl"),
+            source: Source::Sandbox,
+            clients,
+            reload_from_disk: false,
+            latency: None,
+        })
+        .await
+        .err()
+        .expect("bad accounts must not start")
+        .to_string();
+        assert!(err.contains("good1") && err.contains("rejected"), "{err}");
+        assert!(
+            err.contains("human1") && err.contains("not a BOT account"),
+            "{err}"
+        );
+        assert!(!err.contains(secret), "{err}");
+        assert!(!logs().contains(secret));
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn logs_never_contain_a_token() {
+    capture_logs();
+    bounded(async {
+        let bots = ["secret1"];
+        let sb = sandbox(&bots, &["Rita"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        // Faults produce the most logging: errors, retries, reconnects.
+        sb.fail_next("secret1", 2, 500);
+        let id = challenge(&sb, "Rita", "secret1", 60, 0);
+        sb.wait_game_started("secret1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        sb.drop_game_streams(&id);
+        sb.fail_next("secret1", 1, 401);
+        let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
+        not_flagged(&games[0], "secret1");
+        let records = drain(run).await;
+        check_records(&records, &games);
+        let token = sb.token("secret1").unwrap();
+        let all = logs();
+        assert!(all.contains("game=") && all.contains("secret1"));
+        assert!(!all.contains(token.expose()), "a token was logged");
+        assert!(!all.contains("lip_sandbox_"), "a token was logged");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- benchmark
+
+fn rss_kib() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS:"))?
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()
+        })
+        .unwrap_or(0)
+}
+
+/// `cargo test --release --test daemon -- --ignored --nocapture daemon_benchmark`
+/// 10 accounts (levels 1-10) with 20 games at once against the sandbox: our per-move latency
+/// (gameState received -> search submitted, plus search done -> move request sent; search time
+/// excluded) and the resident memory the daemon adds to the process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore]
+async fn daemon_benchmark() {
+    let names: Vec<String> = (1..=10).map(|l| format!("bench{l}")).collect();
+    let bots: Vec<&str> = names.iter().map(String::as_str).collect();
+    let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let levels: Vec<(&str, u32)> = bots.iter().zip(1..).map(|(b, l)| (*b, l)).collect();
+    let text = config_text_with_levels(sb.base_url(), &levels, &Options::default());
+    let config = Config::parse(&text, &dir.path().join("accounts.toml")).unwrap();
+    let hash_mb: usize = config
+        .accounts
+        .iter()
+        .map(|a| Coefficients::builtin().hash_mb(a.level) * 2)
+        .sum();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let before = rss_kib();
+    let daemon = start(DaemonSpec {
+        config,
+        coefficients: Coefficients::builtin(),
+        results_path: dir.path().join("results.jsonl"),
+        source: Source::Sandbox,
+        clients: clients(&sb, &bots),
+        reload_from_disk: false,
+        latency: Some(tx),
+    })
+    .await
+    .unwrap();
+    for bot in &bots {
+        challenge(&sb, "Rita", bot, 180, 2);
+        challenge(&sb, "Carl", bot, 180, 2);
+    }
+    let mut peak = 0;
+    let mut concurrent = 0;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    while tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        peak = peak.max(rss_kib());
+        let running = sb.games().iter().filter(|g| !g.is_over()).count();
+        concurrent = concurrent.max(running);
+        if sb.games().len() == 20 && running == 0 {
+            break;
+        }
+    }
+    daemon.shutdown().await;
+    daemon.shutdown().await;
+    daemon.join().await.unwrap();
+    let mut samples = Vec::new();
+    while let Ok(d) = rx.try_recv() {
+        samples.push(d.as_secs_f64() * 1000.0);
+    }
+    samples.sort_by(f64::total_cmp);
+    assert!(!samples.is_empty());
+    let pct = |p: f64| samples[((samples.len() - 1) as f64 * p).round() as usize];
+    println!(
+        "moves {}  latency p50 {:.3} ms  p99 {:.3} ms  max {:.3} ms",
+        samples.len(),
+        pct(0.5),
+        pct(0.99),
+        samples[samples.len() - 1]
+    );
+    println!(
+        "concurrent games (peak) {concurrent}  RSS before daemon {} MiB, peak {} MiB, added {} MiB (hash of 20 games: {hash_mb} MiB)",
+        before / 1024,
+        peak / 1024,
+        peak.saturating_sub(before) / 1024
+    );
+}
