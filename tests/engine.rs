@@ -205,12 +205,12 @@ fn different_seeds_change_the_move_at_a_noisy_level() {
         .iter()
         .filter(|fen| {
             let game = game(fen);
-            let moves: Vec<_> = (0..4u64)
-                .map(|seed| search(&game, &level.search_params(&game, seed)).best_move)
-                .collect();
-            moves.iter().any(|m| *m != moves[0])
+            let a = search(&game, &level.search_params(&game, 1)).best_move;
+            let b = search(&game, &level.search_params(&game, 2)).best_move;
+            a != b
         })
         .count();
+    eprintln!("{changed} of 20 positions changed move between seeds 1 and 2");
     assert!(
         changed >= 6,
         "only {changed} of 20 positions changed move with the seed"

@@ -118,6 +118,14 @@ impl Engine {
         self.tt.hashfull()
     }
 
+    /// Searches `game`'s current position within `params`' limits and noise.
+    ///
+    /// Deterministic: the result depends only on the game (with its history), the parameters,
+    /// the hash size and the table's contents. Killers and history are reset per search; the
+    /// table is not (it carries knowledge from move to move). So a logged game replays bit for
+    /// bit when its searches are repeated in order on an engine that started the game with
+    /// [`Engine::new_game`]; an engine shared between interleaved games needs `new_game` before
+    /// every search for that guarantee.
     pub fn search(
         &mut self,
         game: &Game,
