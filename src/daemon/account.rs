@@ -21,7 +21,7 @@ use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{
-    BackoffPolicy, ChallengeJson, Client, DeclineReason, Event, GameEventInfo, LichessError,
+    BackoffPolicy, ChallengeJson, Client, Event, GameEventInfo, LichessError,
     TimeControl as WireTimeControl,
 };
 use crate::results::Source;
@@ -335,10 +335,9 @@ impl Actor {
                 };
                 tracing::info!(
                     account = %self.username, challenge = %c.id, challenger = %c.challenger.name,
-                    variant = %facts.variant, tc = %tc, reason = reason.key(), "challenge declined"
+                    variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
                 );
-                let wire: DeclineReason = reason.key().parse().unwrap_or(DeclineReason::Generic);
-                if let Err(e) = self.ctx.client.decline_challenge(&c.id, wire).await {
+                if let Err(e) = self.ctx.client.decline_challenge(&c.id, reason).await {
                     tracing::warn!(account = %self.username, challenge = %c.id, "decline failed: {e}");
                 }
             }

@@ -36,37 +36,8 @@ pub struct Load {
     pub draining: bool,
 }
 
-/// A Lichess decline reason (the request keys of `POST /api/challenge/{id}/decline`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Reason {
-    Generic,
-    Later,
-    TooFast,
-    TooSlow,
-    TimeControl,
-    Rated,
-    Casual,
-    Standard,
-    Variant,
-    NoBot,
-}
-
-impl Reason {
-    pub fn key(self) -> &'static str {
-        match self {
-            Reason::Generic => "generic",
-            Reason::Later => "later",
-            Reason::TooFast => "tooFast",
-            Reason::TooSlow => "tooSlow",
-            Reason::TimeControl => "timeControl",
-            Reason::Rated => "rated",
-            Reason::Casual => "casual",
-            Reason::Standard => "standard",
-            Reason::Variant => "variant",
-            Reason::NoBot => "noBot",
-        }
-    }
-}
+/// A Lichess decline reason: the client's wire type, so the policy decides in the API's terms.
+pub use crate::lichess::types::DeclineReason as Reason;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Decision {

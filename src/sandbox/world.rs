@@ -277,43 +277,22 @@ pub struct RequestStats {
     pub faulted: u64,
 }
 
-/// A challenge to create through the control API or the HTTP endpoint.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ChallengeSpec {
-    pub rated: bool,
-    /// Seconds: (initial, increment); `None` with `days: None` = unlimited.
-    pub clock: Option<(u32, u32)>,
-    pub days: Option<u32>,
-    pub color: ChallengeColor,
-    pub variant: String,
-    pub fen: Option<String>,
-}
+/// A challenge to create through the control API or the HTTP endpoint: the same shape the
+/// client sends.
+pub use crate::lichess::ChallengeRequest as ChallengeSpec;
 
-impl ChallengeSpec {
-    /// A casual standard game with this clock.
-    pub fn clock(limit_s: u32, increment_s: u32) -> ChallengeSpec {
-        ChallengeSpec {
-            rated: false,
-            clock: Some((limit_s, increment_s)),
-            days: None,
-            color: ChallengeColor::Random,
-            variant: "standard".to_string(),
-            fen: None,
-        }
-    }
-
-    fn time_control(&self) -> TimeControl {
-        match (self.clock, self.days) {
-            (Some((limit, increment)), _) => TimeControl::Clock {
-                limit,
-                increment,
-                show: Some(format!("{}+{increment}", show_minutes(limit))),
-            },
-            (None, Some(days)) => TimeControl::Correspondence {
-                days_per_turn: Some(days),
-            },
-            (None, None) => TimeControl::Unlimited,
-        }
+/// The challenge's time control as Lichess shows it in `ChallengeJson`.
+fn time_control(spec: &ChallengeSpec) -> TimeControl {
+    match (spec.clock, spec.days) {
+        (Some((limit, increment)), _) => TimeControl::Clock {
+            limit,
+            increment,
+            show: Some(format!("{}+{increment}", show_minutes(limit))),
+        },
+        (None, Some(days)) => TimeControl::Correspondence {
+            days_per_turn: Some(days),
+        },
+        (None, None) => TimeControl::Unlimited,
     }
 }
 
@@ -555,7 +534,7 @@ impl World {
             variant: Variant::from_key(&variant_key),
             rated: spec.rated,
             speed,
-            time_control: spec.time_control(),
+            time_control: time_control(spec),
             color: spec.color,
             final_color: Some(final_color),
             perf: ChallengePerf {
