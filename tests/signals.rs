@@ -1,0 +1,287 @@
+//! The real `ladder run` process under the signals systemd sends it, against the sandbox on
+//! 127.0.0.1: SIGHUP reloads the coefficients for new games while a running game keeps its
+//! parameters; SIGTERM drains (no new games, running games may finish) and a second SIGTERM
+//! stops at once. The token reaches the process only through its environment.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use ladder::levels::{Coefficients, LevelParams};
+use ladder::lichess::ChallengeColor;
+use ladder::results::read_results;
+use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
+
+const TOKEN_ENV: &str = "LADDER_SIGNALS_TEST_TOKEN";
+
+/// A sandbox with one bot, a human who never moves and a challenger who plays.
+async fn sandbox(bot: &str) -> Sandbox {
+    let mut config = SandboxConfig::with_bots(&[bot]);
+    config.keepalive_interval = Duration::from_millis(500);
+    config.seed = None;
+    config.accounts.push(AccountConfig::human("Alice"));
+    let mut rita = ChallengerConfig::new("Rita");
+    rita.interval = None;
+    rita.think_time = Duration::from_millis(10);
+    config.challengers.push(rita);
+    Sandbox::start(config).await.unwrap()
+}
+
+fn write_setup(dir: &Path, base_url: &str, bot: &str) {
+    std::fs::create_dir_all(dir.join("calibration")).unwrap();
+    std::fs::write(
+        dir.join("calibration/coefficients.toml"),
+        Coefficients::DEFAULT_TOML,
+    )
+    .unwrap();
+    let config = format!(
+        r#"
+[lichess]
+base_url = "{base_url}"
+
+[daemon]
+results = "results.jsonl"
+coefficients = "calibration/coefficients.toml"
+search_threads = 1
+move_overhead_ms = 100
+abort_after_s = 120
+shutdown_grace_s = 60
+
+[challenge]
+min_initial_s = 30
+max_games = 4
+
+[[accounts]]
+username = "{bot}"
+token_env = "{TOKEN_ENV}"
+level = 1
+target_rating = 600
+"#
+    );
+    std::fs::write(dir.join("accounts.toml"), config).unwrap();
+}
+
+/// The daemon process and everything it wrote to stderr so far.
+struct Daemon {
+    child: Child,
+    log: Arc<Mutex<String>>,
+}
+
+impl Daemon {
+    fn spawn(dir: &Path, token: &str) -> Daemon {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ladder"))
+            .args(["run", "--config"])
+            .arg(dir.join("accounts.toml"))
+            .env(TOKEN_ENV, token)
+            .env("RUST_LOG", "info")
+            .env("LADDER_LOG_STYLE", "plain")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let log = Arc::new(Mutex::new(String::new()));
+        let stderr = child.stderr.take().unwrap();
+        let sink = Arc::clone(&log);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                let mut log = sink.lock().unwrap();
+                log.push_str(&line);
+                log.push('\n');
+            }
+        });
+        Daemon { child, log }
+    }
+
+    fn log(&self) -> String {
+        self.log.lock().unwrap().clone()
+    }
+
+    fn signal(&self, name: &str) {
+        let status = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success(), "kill -{name} failed");
+    }
+
+    /// Waits until the log has a line containing every one of `parts`.
+    async fn wait_for_line(&self, parts: &[&str], within: Duration) {
+        let start = Instant::now();
+        while !self
+            .log()
+            .lines()
+            .any(|l| parts.iter().all(|p| l.contains(p)))
+        {
+            if start.elapsed() > within {
+                panic!(
+                    "no log line with {parts:?} within {within:?}:\n{}",
+                    self.log()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    async fn wait_for_exit(&mut self, within: Duration) -> std::process::ExitStatus {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            if start.elapsed() > within {
+                self.child.kill().ok();
+                panic!("the daemon did not exit within {within:?}:\n{}", self.log());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.child.kill().ok();
+        self.child.wait().ok();
+    }
+}
+
+/// A challenge from a human who plays white and then never moves: the game stays open.
+fn open_game(sb: &Sandbox, bot: &str) -> String {
+    let mut spec = ChallengeSpec::clock(180, 0);
+    spec.color = ChallengeColor::White;
+    sb.challenge("alice", bot, &spec).unwrap().id
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs() {
+    let bot = "sighup1";
+    let sb = sandbox(bot).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_setup(dir.path(), sb.base_url(), bot);
+    let token = sb.token(bot).unwrap();
+    let mut daemon = Daemon::spawn(dir.path(), token.expose());
+    daemon
+        .wait_for_line(&["event stream open"], Duration::from_secs(20))
+        .await;
+
+    let old = open_game(&sb, bot);
+    daemon
+        .wait_for_line(&["game started", &old], Duration::from_secs(20))
+        .await;
+
+    let mut next = Coefficients::builtin();
+    next.version = 2;
+    next.n0 *= 2.0;
+    std::fs::write(
+        dir.path().join("calibration/coefficients.toml"),
+        next.to_toml(),
+    )
+    .unwrap();
+    daemon.signal("HUP");
+    daemon
+        .wait_for_line(
+            &["reload: coefficients for new games"],
+            Duration::from_secs(20),
+        )
+        .await;
+
+    let new = sb
+        .challenge("Rita", bot, &ChallengeSpec::clock(60, 0))
+        .unwrap()
+        .id;
+    sb.wait_until("the new game to finish", Duration::from_secs(60), |w| {
+        w.summary(&new).filter(|g| g.is_over()).map(|_| ())
+    })
+    .await
+    .unwrap();
+    sb.act("alice", &old, ladder::sandbox::Action::Abort)
+        .unwrap();
+
+    daemon.signal("TERM");
+    let status = daemon.wait_for_exit(Duration::from_secs(30)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+
+    let records = read_results(&[dir.path().join("results.jsonl")])
+        .unwrap()
+        .records;
+    let find = |id: &str| {
+        records
+            .iter()
+            .find(|r| r.game_id == id)
+            .unwrap_or_else(|| panic!("game {id} not recorded: {records:?}"))
+    };
+    let v1 = LevelParams::new(&Coefficients::builtin(), 1.0);
+    let v2 = LevelParams::new(&next, 1.0);
+    let (old, new) = (find(&old), find(&new));
+    assert_eq!(
+        (old.coefficients_version, old.engine.nodes),
+        (1, v1.nodes),
+        "the running game kept its parameters"
+    );
+    assert_eq!(
+        (new.coefficients_version, new.engine.nodes),
+        (2, v2.nodes),
+        "the new game took the reloaded coefficients"
+    );
+    assert!(
+        !daemon.log().contains(token.expose()),
+        "the token was logged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_sigterm_drains_and_second_sigterm_stops_now() {
+    let bot = "sigterm1";
+    let sb = sandbox(bot).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_setup(dir.path(), sb.base_url(), bot);
+    let token = sb.token(bot).unwrap();
+    let mut daemon = Daemon::spawn(dir.path(), token.expose());
+    daemon
+        .wait_for_line(&["event stream open"], Duration::from_secs(20))
+        .await;
+    let running = open_game(&sb, bot);
+    daemon
+        .wait_for_line(&["game started", &running], Duration::from_secs(20))
+        .await;
+
+    daemon.signal("TERM");
+    daemon
+        .wait_for_line(&["shutting down"], Duration::from_secs(10))
+        .await;
+    // Draining: a new challenge is declined, and the running game keeps the process alive.
+    let refused = sb
+        .challenge("Rita", bot, &ChallengeSpec::clock(60, 0))
+        .unwrap()
+        .id;
+    let start = Instant::now();
+    while !sb.declined().iter().any(|c| c.id == refused) {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "the challenge made while draining was not declined:\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        daemon.child.try_wait().unwrap().is_none(),
+        "the daemon exited while a game was running:\n{}",
+        daemon.log()
+    );
+    assert!(sb.game(&refused).is_none(), "a game started while draining");
+
+    daemon.signal("TERM");
+    let status = daemon.wait_for_exit(Duration::from_secs(10)).await;
+    assert!(
+        status.code().is_some(),
+        "killed instead of exiting: {status}"
+    );
+    // Whatever was written is whole: every line of the results file parses.
+    let path = dir.path().join("results.jsonl");
+    if path.exists() {
+        let read = read_results(&[path]).unwrap();
+        assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    }
+}
