@@ -86,6 +86,8 @@ pub struct DaemonConfig {
     pub abort_after_s: u64,
     /// After SIGTERM, running games may finish for this long.
     pub shutdown_grace_s: u64,
+    /// How often the one-line status (games running, queued, games today) is logged.
+    pub status_interval_s: u64,
 }
 
 /// Which challenges an account accepts.
@@ -274,6 +276,7 @@ struct RawDaemon {
     move_overhead_ms: Option<Spanned<i64>>,
     abort_after_s: Option<Spanned<i64>>,
     shutdown_grace_s: Option<Spanned<i64>>,
+    status_interval_s: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -364,6 +367,7 @@ impl Validator<'_> {
             move_overhead_ms: None,
             abort_after_s: None,
             shutdown_grace_s: None,
+            status_interval_s: None,
         });
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let resolve = |p: Option<String>, default: &str| {
@@ -387,6 +391,12 @@ impl Validator<'_> {
                 "daemon.shutdown_grace_s",
                 0,
                 1800,
+            )?,
+            status_interval_s: self.count(
+                &d.status_interval_s,
+                "daemon.status_interval_s",
+                1,
+                crate::logging::STATUS_INTERVAL.as_secs(),
             )?,
         };
         let defaults = self.challenge(

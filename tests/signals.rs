@@ -48,6 +48,7 @@ search_threads = 1
 move_overhead_ms = 100
 abort_after_s = 120
 shutdown_grace_s = 60
+status_interval_s = 1
 
 [challenge]
 min_initial_s = 30
@@ -198,6 +199,14 @@ async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs()
     .unwrap();
     sb.act("alice", &old, ladder::sandbox::Action::Abort)
         .unwrap();
+
+    // The periodic status line counts both finished games (the aborted one too).
+    daemon
+        .wait_for_line(
+            &["status: 0 games running", &format!("today: {bot} 2")],
+            Duration::from_secs(10),
+        )
+        .await;
 
     daemon.signal("TERM");
     let status = daemon.wait_for_exit(Duration::from_secs(30)).await;

@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
@@ -24,6 +24,7 @@ use crate::lichess::{
     BackoffPolicy, ChallengeJson, Client, Event, GameEventInfo, LichessError,
     TimeControl as WireTimeControl,
 };
+use crate::logging::{AccountStatus, DailyTally};
 use crate::results::Source;
 
 use super::game::{self, GameContext, GameExit, sleep_or_stop};
@@ -61,6 +62,8 @@ pub struct AccountContext {
     pub run_state: watch::Receiver<RunState>,
     pub source: Source,
     pub latency: Option<mpsc::UnboundedSender<Duration>>,
+    /// The account's part of the periodic status line, published every second.
+    pub status: watch::Sender<AccountStatus>,
 }
 
 /// Why an account actor stopped.
@@ -94,6 +97,8 @@ struct Actor {
     games: JoinSet<(String, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, String>,
+    /// Games recorded today, for the status line.
+    today: DailyTally,
 }
 
 type Joined = Result<(tokio::task::Id, (String, GameExit)), tokio::task::JoinError>;
@@ -110,6 +115,7 @@ pub async fn run(ctx: AccountContext) -> Result<(), AccountError> {
         answered: HashMap::new(),
         games: JoinSet::new(),
         tasks: HashMap::new(),
+        today: DailyTally::new(),
     };
     let result = actor.run().await;
     // Whatever ended the account (stop, drain complete, fatal error): its games end with it
@@ -169,6 +175,7 @@ impl Actor {
                     }
                     _ = tick.tick() => {
                         self.purge();
+                        self.publish_status();
                         if self.should_exit() {
                             return Ok(());
                         }
@@ -221,7 +228,8 @@ impl Actor {
                 self.tasks.remove(&task);
                 self.running.remove(&id);
                 match exit {
-                    GameExit::Recorded | GameExit::Stopped => {}
+                    GameExit::Recorded => self.today.record(&self.username, SystemTime::now()),
+                    GameExit::Stopped => {}
                     GameExit::Failed(why) => {
                         tracing::warn!(account = %self.username, game = %id, "game abandoned: {why}")
                     }
@@ -234,6 +242,20 @@ impl Actor {
                 tracing::error!(account = %self.username, game = %id, "game actor failed: {e}");
             }
         }
+    }
+
+    fn publish_status(&mut self) {
+        let status = AccountStatus {
+            account: self.username.clone(),
+            games_running: self.running.len(),
+            queued: self.reserved.len(),
+            games_today: self.today.today(&self.username, SystemTime::now()),
+        };
+        self.ctx.status.send_if_modified(|old| {
+            let changed = *old != status;
+            *old = status;
+            changed
+        });
     }
 
     fn purge(&mut self) {

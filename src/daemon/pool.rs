@@ -52,6 +52,8 @@ pub struct PoolStats {
     pub peak_running: usize,
     pub completed: u64,
     pub cancelled: u64,
+    /// Searches waiting for a thread.
+    pub queued: usize,
 }
 
 struct Queued {
@@ -195,6 +197,7 @@ impl PoolHandle {
             peak_running: s.peak.load(AtomicOrdering::SeqCst),
             completed: s.completed.load(AtomicOrdering::SeqCst),
             cancelled: s.cancelled.load(AtomicOrdering::SeqCst),
+            queued: s.queue.lock().expect("pool lock").heap.len(),
         }
     }
 }

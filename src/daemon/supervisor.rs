@@ -15,6 +15,7 @@ use tokio::task::JoinSet;
 use crate::config::{Account, Config};
 use crate::levels::Coefficients;
 use crate::lichess::{Client, ClientConfig, LichessError};
+use crate::logging::{AccountStatus, Status, status_line};
 use crate::results::Source;
 
 use super::account::{self, AccountContext, AccountSettings};
@@ -60,6 +61,7 @@ pub struct Summary {
 struct AccountSlot {
     settings: watch::Sender<Arc<AccountSettings>>,
     run_state: watch::Sender<RunState>,
+    status: watch::Receiver<AccountStatus>,
 }
 
 /// Checks that the token of `account` works and belongs to a BOT account with that username.
@@ -129,6 +131,12 @@ impl Starter {
         let username = settings.account.username.clone();
         let (settings_tx, settings_rx) = watch::channel(settings);
         let (state_tx, state_rx) = watch::channel(state);
+        let (status_tx, status_rx) = watch::channel(AccountStatus {
+            account: username.clone(),
+            games_running: 0,
+            queued: 0,
+            games_today: 0,
+        });
         let ctx = AccountContext {
             client,
             user_id,
@@ -140,11 +148,13 @@ impl Starter {
             run_state: state_rx,
             source: self.source,
             latency: self.latency.clone(),
+            status: status_tx,
         };
         set.spawn(async move { (username, account::run(ctx).await) });
         AccountSlot {
             settings: settings_tx,
             run_state: state_tx,
+            status: status_rx,
         }
     }
 }
@@ -252,12 +262,30 @@ struct Life {
 }
 
 impl Life {
+    /// The periodic one-line status: games running and queued, searches waiting, games today.
+    fn status_line(&self) -> String {
+        let mut accounts: Vec<AccountStatus> = self
+            .slots
+            .values()
+            .map(|slot| slot.status.borrow().clone())
+            .collect();
+        accounts.sort_by(|a, b| a.account.cmp(&b.account));
+        status_line(&Status {
+            accounts,
+            search_queue: self.starter.pool.stats().queued,
+            draining: self.state == RunState::Draining,
+        })
+    }
+
     async fn run(mut self, mut control: mpsc::Receiver<Control>) -> anyhow::Result<Summary> {
         let accounts = self.slots.len();
         let mut grace_end: Option<tokio::time::Instant> = None;
         let mut control_open = true;
+        let every = Duration::from_secs(self.config.daemon.status_interval_s);
+        let mut status_tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         loop {
             tokio::select! {
+                _ = status_tick.tick() => tracing::info!("{}", self.status_line()),
                 message = control.recv(), if control_open => match message {
                     Some(Control::Shutdown) | None => {
                         // Every handle dropped: nobody can ask again, so stop.
