@@ -48,18 +48,13 @@ impl std::fmt::Display for TimeControl {
     /// PGN's TimeControl form: seconds, `+` increment in seconds.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let secs = |ms: u64| {
-            if ms % 1000 == 0 {
+            if ms.is_multiple_of(1000) {
                 format!("{}", ms / 1000)
             } else {
                 format!("{}", ms as f64 / 1000.0)
             }
         };
-        write!(
-            f,
-            "{}+{}",
-            secs(self.initial_ms),
-            secs(self.increment_ms)
-        )
+        write!(f, "{}+{}", secs(self.initial_ms), secs(self.increment_ms))
     }
 }
 
@@ -68,9 +63,14 @@ impl std::fmt::Display for TimeControl {
 pub enum Termination {
     Rules(GameEnd),
     /// `loser` ran out of time; a draw when the other side cannot mate.
-    Time { loser: Color },
+    Time {
+        loser: Color,
+    },
     /// `side` malfunctioned and loses.
-    Fault { side: Color, fault: Fault },
+    Fault {
+        side: Color,
+        fault: Fault,
+    },
 }
 
 impl Termination {
@@ -218,7 +218,11 @@ async fn seat_both(
     }
 }
 
-async fn play_moves(game: &mut Game, seats: &mut [Seat; 2], tc: Option<TimeControl>) -> Termination {
+async fn play_moves(
+    game: &mut Game,
+    seats: &mut [Seat; 2],
+    tc: Option<TimeControl>,
+) -> Termination {
     let mut clocks = tc.map(|tc| Clocks {
         white_ms: tc.initial_ms,
         black_ms: tc.initial_ms,

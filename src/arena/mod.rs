@@ -30,9 +30,16 @@ use openings::Opening;
 use player::{MoveLimits, PlayerKind, PlayerSpec, Roster, Timeouts};
 use schedule::{Format, Shard};
 
-/// `ladder arena` options.
+/// `ladder arena` options (boxed: they are many, and the CLI's command enum stays small).
 #[derive(Debug, Clone, clap::Args)]
 pub struct ArenaArgs {
+    #[command(flatten)]
+    pub options: Box<ArenaOptions>,
+}
+
+/// Everything `ladder arena` takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ArenaOptions {
     /// Our levels taking part: `3`, `1..5`, `1,3,5` (repeatable).
     #[arg(long = "level", value_name = "LEVELS")]
     pub levels: Vec<String>,
@@ -120,14 +127,14 @@ pub struct MatchSummary {
 }
 
 pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
-    let summary = run_match(&args)?;
+    let summary = run_match(&args.options)?;
     println!("{}", summary.report);
     Ok(())
 }
 
 /// Plays the match described by `args` and returns its summary (also writing results, PGN
 /// and report files).
-pub fn run_match(args: &ArenaArgs) -> anyhow::Result<MatchSummary> {
+pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let coefficients = match &args.coefficients {
         Some(path) => Coefficients::load(path)?,
         None => Coefficients::builtin(),
@@ -325,7 +332,7 @@ pub fn run_match(args: &ArenaArgs) -> anyhow::Result<MatchSummary> {
 
 /// The players in order: levels first (they form the gauntlet's first group), then external
 /// engines, then Lichess AI presets. Returns them with the number of levels.
-fn players_of(args: &ArenaArgs) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
+fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
     let mut players = Vec::new();
     for list in &args.levels {
         for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
@@ -349,7 +356,10 @@ fn players_of(args: &ArenaArgs) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
     }
     for (i, p) in players.iter().enumerate() {
         if players[..i].iter().any(|q| q.name == p.name) {
-            bail!("two players are named {}: give engines distinct name=", p.name);
+            bail!(
+                "two players are named {}: give engines distinct name=",
+                p.name
+            );
         }
     }
     if players.len() < 2 {
@@ -392,7 +402,11 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
         let fault = match &played.termination {
             Termination::Fault { side, .. } => Some(format!(
                 "{} side ({}) {}",
-                if *side == color { "our" } else { "the opponent's" },
+                if *side == color {
+                    "our"
+                } else {
+                    "the opponent's"
+                },
                 roster.players[if side.is_white() { s.white } else { s.black }].name,
                 played.termination.describe()
             )),
@@ -415,10 +429,15 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             started_at_ms: played.started_at_ms,
             finished_at_ms: played.finished_at_ms,
             rated: true,
-            speed: ctx.tc.map_or_else(|| ctx.perf.to_string(), |tc| speed_of(tc).to_string()),
+            speed: ctx
+                .tc
+                .map_or_else(|| ctx.perf.to_string(), |tc| speed_of(tc).to_string()),
             perf: ctx.perf.to_string(),
             variant: "standard".to_string(),
-            initial_fen: opening.fen.clone().unwrap_or_else(|| "startpos".to_string()),
+            initial_fen: opening
+                .fen
+                .clone()
+                .unwrap_or_else(|| "startpos".to_string()),
             clock: ctx.tc.map(|tc| ClockRecord {
                 initial_ms: tc.initial_ms,
                 increment_ms: tc.increment_ms,

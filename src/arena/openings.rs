@@ -53,7 +53,10 @@ const BUILTIN: &[(&str, &str)] = &[
     ("Vienna Game", "e4 e5 Nc3 Nf6 f4 d5"),
     ("King's Gambit", "e4 e5 f4 exf4 Nf3 g5"),
     ("Sicilian Najdorf", "e4 c5 Nf3 d6 d4 cxd4 Nxd4 Nf6 Nc3 a6"),
-    ("Sicilian Accelerated Dragon", "e4 c5 Nf3 Nc6 d4 cxd4 Nxd4 g6"),
+    (
+        "Sicilian Accelerated Dragon",
+        "e4 c5 Nf3 Nc6 d4 cxd4 Nxd4 g6",
+    ),
     ("Sicilian Taimanov", "e4 c5 Nf3 e6 d4 cxd4 Nxd4 Nc6"),
     ("Closed Sicilian", "e4 c5 Nc3 Nc6 g3 g6"),
     ("French Winawer", "e4 e6 d4 d5 Nc3 Bb4"),
@@ -150,7 +153,9 @@ pub fn parse_epd(text: &str, origin: &str) -> Result<Vec<Opening>, OpeningsError
         };
         let game = Game::new(Some(&fen), false).map_err(|e| err(e.to_string()))?;
         if game.outcome().is_some() {
-            return Err(err("the position is already decided by the rules".to_string()));
+            return Err(err(
+                "the position is already decided by the rules".to_string()
+            ));
         }
         let name = epd_id(line).unwrap_or_else(|| format!("{origin} #{}", out.len() + 1));
         out.push(Opening {
@@ -176,9 +181,9 @@ pub fn parse_pgn(text: &str, origin: &str) -> Result<Vec<Opening>, OpeningsError
     let mut movetext = String::new();
     let mut first_line = 1;
     let flush = |tags: &mut Vec<(String, String)>,
-                     movetext: &mut String,
-                     line: usize,
-                     out: &mut Vec<Opening>|
+                 movetext: &mut String,
+                 line: usize,
+                 out: &mut Vec<Opening>|
      -> Result<(), OpeningsError> {
         if tags.is_empty() && movetext.trim().is_empty() {
             return Ok(());
@@ -253,9 +258,7 @@ fn movetext_tokens(text: &str) -> impl Iterator<Item = &str> {
         }
         let mut start = None;
         for (i, c) in rest.char_indices() {
-            let separator = in_comment
-                || c.is_whitespace()
-                || matches!(c, '{' | '}' | '(' | ')');
+            let separator = in_comment || c.is_whitespace() || matches!(c, '{' | '}' | '(' | ')');
             if separator {
                 if let Some(s) = start.take()
                     && depth == 0

@@ -319,12 +319,18 @@ impl Roster {
                 })
             }
             PlayerKind::Uci { command, limits } => {
-                let idle = self.idle[index].lock().expect("pool lock").pop();
+                let idle = self.idle[index]
+                    .lock()
+                    .expect("pool lock")
+                    .pop()
+                    .map(Box::new);
                 let mut engine = match idle {
                     Some(engine) => engine,
-                    None => UciEngine::start(command, self.timeouts.startup)
-                        .await
-                        .map_err(fault_of)?,
+                    None => Box::new(
+                        UciEngine::start(command, self.timeouts.startup)
+                            .await
+                            .map_err(fault_of)?,
+                    ),
                 };
                 engine
                     .new_game(self.timeouts.startup)
@@ -348,7 +354,7 @@ impl Roster {
             ..
         } = seat
         {
-            self.idle[index].lock().expect("pool lock").push(engine);
+            self.idle[index].lock().expect("pool lock").push(*engine);
         }
     }
 
@@ -376,7 +382,7 @@ pub enum Seat {
     Uci {
         index: usize,
         /// `None` after a fault: the process was dropped (killed).
-        engine: Option<UciEngine>,
+        engine: Option<Box<UciEngine>>,
         limits: MoveLimits,
         timeouts: Timeouts,
     },
@@ -392,7 +398,9 @@ impl Seat {
                 seed,
             } => {
                 let search_params = params.search_params(game, *seed);
-                let mut taken = engine.take().expect("the engine is back after every search");
+                let mut taken = engine
+                    .take()
+                    .expect("the engine is back after every search");
                 let position = game.clone();
                 let budget = clocks.map(|c| level_time_budget(c, game));
                 let (returned, result) = tokio::task::spawn_blocking(move || {
@@ -539,7 +547,11 @@ mod tests {
         assert_eq!(command.options.len(), 2);
         assert_eq!(command.options[1], ("UCI_Elo".into(), "1500".into()));
         assert!(limits.is_empty());
-        assert!(parse_engine("cmd=x,colour=red").unwrap_err().contains("colour"));
+        assert!(
+            parse_engine("cmd=x,colour=red")
+                .unwrap_err()
+                .contains("colour")
+        );
         assert!(parse_engine("name=x").unwrap_err().contains("cmd="));
     }
 
@@ -570,7 +582,12 @@ mod tests {
             black_ms: 2000,
             increment_ms: 100,
         };
-        let (go, wait) = go_command(MoveLimits::default(), Some(clocks), t, shakmaty::Color::Black);
+        let (go, wait) = go_command(
+            MoveLimits::default(),
+            Some(clocks),
+            t,
+            shakmaty::Color::Black,
+        );
         assert_eq!(go, "go wtime 1000 btime 2000 winc 100 binc 100");
         assert_eq!(wait, Duration::from_millis(2500));
         let nodes = MoveLimits {

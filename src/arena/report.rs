@@ -72,7 +72,7 @@ pub fn elo_diff(scores: &[f64]) -> EloDiff {
     let se = (var / n).sqrt();
     let eps = 0.5 / n;
     EloDiff {
-        elo: elo_of_score(mean, eps),
+        elo: elo_of_score(mean, eps) + 0.0,
         lo: elo_of_score(mean - 1.96 * se, eps),
         hi: elo_of_score(mean + 1.96 * se, eps),
     }
@@ -256,7 +256,12 @@ impl LadderShape {
 }
 
 /// The whole report as text (Markdown tables).
-pub fn render(names: &[String], levels: &[Option<f64>], known: &[Option<f64>], games: &[Scored]) -> String {
+pub fn render(
+    names: &[String],
+    levels: &[Option<f64>],
+    known: &[Option<f64>],
+    games: &[Scored],
+) -> String {
     let mut out = String::new();
     let pairings = pairing_stats(games);
     let _ = writeln!(out, "## Pairings ({} games)\n", games.len());
@@ -264,10 +269,7 @@ pub fn render(names: &[String], levels: &[Option<f64>], known: &[Option<f64>], g
         out,
         "| player | opponent | games | +  | =  | -  | faults | score | Elo diff | 95% interval |"
     );
-    let _ = writeln!(
-        out,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---|"
-    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
     for p in &pairings {
         let _ = writeln!(
             out,
@@ -307,7 +309,11 @@ pub fn render(names: &[String], levels: &[Option<f64>], known: &[Option<f64>], g
                 let _ = writeln!(out, "| {} | {:.0} | ±{:.0} |", names[i], r.rating, r.ci95);
             }
             None => {
-                let _ = writeln!(out, "| {} | - | not connected to a rated player |", names[i]);
+                let _ = writeln!(
+                    out,
+                    "| {} | - | not connected to a rated player |",
+                    names[i]
+                );
             }
         }
     }
@@ -325,7 +331,11 @@ pub fn render(names: &[String], levels: &[Option<f64>], known: &[Option<f64>], g
             out,
             "\nstrictly increasing: {}; mean gap {:.0} Elo; largest deviation from the mean \
              {:.0}% (goal: increasing, within ±20%: {})",
-            if shape.strictly_increasing { "yes" } else { "NO" },
+            if shape.strictly_increasing {
+                "yes"
+            } else {
+                "NO"
+            },
             shape.mean_gap,
             100.0 * shape.max_relative_deviation,
             if shape.meets_goal() { "met" } else { "not met" }
@@ -351,7 +361,11 @@ mod tests {
                 0.0
             };
             left -= s;
-            let (white, black, white_score) = if k % 2 == 0 { (a, b, s) } else { (b, a, 1.0 - s) };
+            let (white, black, white_score) = if k % 2 == 0 {
+                (a, b, s)
+            } else {
+                (b, a, 1.0 - s)
+            };
             out.push(Scored {
                 white,
                 black,
