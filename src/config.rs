@@ -1,1 +1,785 @@
 //! accounts.toml: the daemon's configuration types, defaults and validation.
+//!
+//! Every error names the file, the line and the key ("accounts.toml:23: accounts[2].level: must
+//! be > 0"): syntax and unknown keys come from toml's spanned errors, semantic checks read the
+//! spans kept by [`toml::Spanned`]. Tokens are never part of the file: an account names an
+//! environment variable or a file (systemd credentials) to read it from.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use toml::Spanned;
+
+/// Longest chat line Lichess accepts.
+pub const MAX_CHAT_CHARS: usize = 140;
+
+/// Variants the engine can play (the `variant.key` of a challenge).
+pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
+/// Speeds a bot may play (Lichess refuses UltraBullet for bots).
+pub const SPEEDS: &[&str] = &["bullet", "blitz", "rapid", "classical", "correspondence"];
+/// Rating pools a target may name.
+pub const PERFS: &[&str] = &[
+    "bullet",
+    "blitz",
+    "rapid",
+    "classical",
+    "correspondence",
+    "chess960",
+];
+
+/// A configuration problem.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Syntax errors and unknown or mistyped keys.
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// A key with a value that parses but makes no sense.
+    #[error("{path}:{line}: {key}: {problem}")]
+    Invalid {
+        path: String,
+        line: usize,
+        key: String,
+        problem: String,
+    },
+    /// A token that cannot be loaded. Never carries the token itself.
+    #[error("account {account}: {problem}")]
+    Token { account: String, problem: String },
+}
+
+/// The whole file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The file this was loaded from (relative paths in it are relative to its directory).
+    pub path: PathBuf,
+    pub lichess: LichessConfig,
+    pub daemon: DaemonConfig,
+    pub accounts: Vec<Account>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LichessConfig {
+    /// `https://lichess.org`, or a loopback `http://` URL (the sandbox, tests).
+    pub base_url: String,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DaemonConfig {
+    pub results: PathBuf,
+    pub coefficients: PathBuf,
+    /// Blocking search threads shared by every account.
+    pub search_threads: usize,
+    /// Games running at once over all accounts.
+    pub max_games: usize,
+    /// Subtracted from our clock for network and server latency.
+    pub move_overhead_ms: u64,
+    /// Abort a game whose opponent has not made a first move after this long.
+    pub abort_after_s: u64,
+    /// After SIGTERM, running games may finish for this long.
+    pub shutdown_grace_s: u64,
+}
+
+/// Which challenges an account accepts.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChallengePolicy {
+    pub variants: Vec<String>,
+    pub speeds: Vec<String>,
+    /// Initial clock, seconds, inclusive.
+    pub min_initial_s: u64,
+    pub max_initial_s: u64,
+    /// Increment, seconds, inclusive.
+    pub min_increment_s: u64,
+    pub max_increment_s: u64,
+    /// Correspondence days per move, inclusive (only if "correspondence" is in `speeds`).
+    pub min_days: u64,
+    pub max_days: u64,
+    pub rated: bool,
+    pub casual: bool,
+    pub accept_bots: bool,
+    /// Games of this account at once.
+    pub max_games: usize,
+    /// Games of this account against the same opponent at once.
+    pub max_games_per_opponent: usize,
+    /// Lichess user ids (lowercase) whose challenges are declined.
+    pub block: Vec<String>,
+}
+
+impl Default for ChallengePolicy {
+    fn default() -> Self {
+        ChallengePolicy {
+            variants: vec!["standard".into()],
+            speeds: vec!["bullet".into(), "blitz".into(), "rapid".into()],
+            min_initial_s: 60,
+            max_initial_s: 1800,
+            min_increment_s: 0,
+            max_increment_s: 30,
+            min_days: 1,
+            max_days: 14,
+            rated: true,
+            casual: true,
+            accept_bots: true,
+            max_games: 2,
+            max_games_per_opponent: 1,
+            block: Vec::new(),
+        }
+    }
+}
+
+/// Where an account's token comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TokenSource {
+    Env(String),
+    File(PathBuf),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Account {
+    /// Lichess username (as displayed).
+    pub username: String,
+    pub token: TokenSource,
+    pub level: f64,
+    pub target_rating: f64,
+    pub target_perf: String,
+    /// Sent to the player room when a game starts; `{me}`/`{opponent}` are substituted.
+    pub greeting: Option<String>,
+    /// Sent when a game ends.
+    pub goodbye: Option<String>,
+    pub challenge: ChallengePolicy,
+}
+
+impl Account {
+    /// The Lichess user id (lowercase username).
+    pub fn id(&self) -> String {
+        self.username.to_lowercase()
+    }
+
+    /// Reads the token. Errors say where it was looked for, never what it is.
+    pub fn load_token(&self) -> Result<String, ConfigError> {
+        let problem = |problem: String| ConfigError::Token {
+            account: self.username.clone(),
+            problem,
+        };
+        let raw = match &self.token {
+            TokenSource::Env(var) => std::env::var(var).map_err(|_| {
+                problem(format!("environment variable {var} is not set (token_env)"))
+            })?,
+            TokenSource::File(path) => std::fs::read_to_string(path)
+                .map_err(|e| problem(format!("cannot read token_file {}: {e}", path.display())))?,
+        };
+        let token = raw.trim().to_string();
+        if token.is_empty() {
+            return Err(problem("the token is empty".into()));
+        }
+        // Lichess tokens match ^[A-Za-z0-9_]+$; anything else is a copy-paste accident.
+        if !token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
+            return Err(problem(
+                "the token has characters other than letters, digits and '_'".into(),
+            ));
+        }
+        Ok(token)
+    }
+}
+
+/// Fills `{me}` and `{opponent}` in a chat template and cuts it to what Lichess accepts.
+pub fn chat_line(template: &str, me: &str, opponent: &str) -> String {
+    template
+        .replace("{me}", me)
+        .replace("{opponent}", opponent)
+        .chars()
+        .take(MAX_CHAT_CHARS)
+        .collect()
+}
+
+impl Config {
+    /// Reads and validates `path`.
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Config::parse(&text, path)
+    }
+
+    /// Parses and validates `text`; `path` names the file in errors and anchors relative paths.
+    pub fn parse(text: &str, path: &Path) -> Result<Config, ConfigError> {
+        let origin = path.file_name().map_or_else(
+            || path.display().to_string(),
+            |f| f.to_string_lossy().into(),
+        );
+        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: origin.clone(),
+            line: e.span().map_or(0, |s| line_of(text, s.start)),
+            message: e.message().to_string(),
+        })?;
+        let base_dir = path.parent().unwrap_or(Path::new(""));
+        Validator {
+            text,
+            origin: &origin,
+        }
+        .build(raw, path, base_dir)
+    }
+
+    pub fn account(&self, username: &str) -> Option<&Account> {
+        self.accounts
+            .iter()
+            .find(|a| a.username.eq_ignore_ascii_case(username))
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+// ---- The file as written: every key optional where a default exists, spans kept. ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    #[serde(default)]
+    lichess: Option<RawLichess>,
+    #[serde(default)]
+    daemon: Option<RawDaemon>,
+    #[serde(default)]
+    challenge: Option<RawChallenge>,
+    #[serde(default)]
+    accounts: Vec<Spanned<RawAccount>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLichess {
+    base_url: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDaemon {
+    results: Option<String>,
+    coefficients: Option<String>,
+    search_threads: Option<Spanned<i64>>,
+    max_games: Option<Spanned<i64>>,
+    move_overhead_ms: Option<Spanned<i64>>,
+    abort_after_s: Option<Spanned<i64>>,
+    shutdown_grace_s: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawChallenge {
+    variants: Option<Spanned<Vec<String>>>,
+    speeds: Option<Spanned<Vec<String>>>,
+    min_initial_s: Option<Spanned<i64>>,
+    max_initial_s: Option<Spanned<i64>>,
+    min_increment_s: Option<Spanned<i64>>,
+    max_increment_s: Option<Spanned<i64>>,
+    min_days: Option<Spanned<i64>>,
+    max_days: Option<Spanned<i64>>,
+    rated: Option<bool>,
+    casual: Option<bool>,
+    accept_bots: Option<bool>,
+    max_games: Option<Spanned<i64>>,
+    max_games_per_opponent: Option<Spanned<i64>>,
+    block: Option<Vec<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAccount {
+    username: Spanned<String>,
+    token_env: Option<Spanned<String>>,
+    token_file: Option<Spanned<String>>,
+    level: Spanned<f64>,
+    target_rating: Spanned<f64>,
+    #[serde(default)]
+    target_perf: Option<Spanned<String>>,
+    greeting: Option<Spanned<String>>,
+    goodbye: Option<Spanned<String>>,
+    #[serde(default)]
+    challenge: Option<RawChallenge>,
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Validator<'_> {
+    fn invalid<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        problem: &str,
+    ) -> Result<T, ConfigError> {
+        Err(ConfigError::Invalid {
+            path: self.origin.to_string(),
+            line: line_of(self.text, span.start),
+            key: key.to_string(),
+            problem: problem.to_string(),
+        })
+    }
+
+    /// A non-negative integer (`min` or more) with its default.
+    fn count(
+        &self,
+        value: &Option<Spanned<i64>>,
+        key: &str,
+        min: i64,
+        default: u64,
+    ) -> Result<u64, ConfigError> {
+        match value {
+            None => Ok(default),
+            Some(v) if *v.get_ref() < min => {
+                self.invalid(v.span(), key, &format!("must be >= {min}"))
+            }
+            Some(v) => Ok(*v.get_ref() as u64),
+        }
+    }
+
+    fn build(&self, raw: RawConfig, path: &Path, base_dir: &Path) -> Result<Config, ConfigError> {
+        let base_url = match raw.lichess.and_then(|l| l.base_url) {
+            None => "https://lichess.org".to_string(),
+            Some(url) => {
+                self.check_url(&url)?;
+                url.get_ref().trim_end_matches('/').to_string()
+            }
+        };
+        let d = raw.daemon.unwrap_or(RawDaemon {
+            results: None,
+            coefficients: None,
+            search_threads: None,
+            max_games: None,
+            move_overhead_ms: None,
+            abort_after_s: None,
+            shutdown_grace_s: None,
+        });
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let resolve = |p: Option<String>, default: &str| {
+            let p = PathBuf::from(p.unwrap_or_else(|| default.to_string()));
+            if p.is_absolute() { p } else { base_dir.join(p) }
+        };
+        let daemon = DaemonConfig {
+            results: resolve(d.results, "calibration/results.jsonl"),
+            coefficients: resolve(d.coefficients, "calibration/coefficients.toml"),
+            search_threads: self.count(
+                &d.search_threads,
+                "daemon.search_threads",
+                1,
+                cores as u64,
+            )? as usize,
+            max_games: self.count(&d.max_games, "daemon.max_games", 1, 20)? as usize,
+            move_overhead_ms: self.count(&d.move_overhead_ms, "daemon.move_overhead_ms", 0, 300)?,
+            abort_after_s: self.count(&d.abort_after_s, "daemon.abort_after_s", 1, 30)?,
+            shutdown_grace_s: self.count(
+                &d.shutdown_grace_s,
+                "daemon.shutdown_grace_s",
+                0,
+                1800,
+            )?,
+        };
+        let defaults = self.challenge(
+            &raw.challenge.unwrap_or_default(),
+            ChallengePolicy::default(),
+            "challenge",
+        )?;
+
+        if raw.accounts.is_empty() {
+            return self.invalid(0..0, "accounts", "no [[accounts]] configured");
+        }
+        let mut accounts = Vec::new();
+        let mut names = HashSet::new();
+        for (i, spanned) in raw.accounts.iter().enumerate() {
+            let key = |k: &str| format!("accounts[{i}].{k}");
+            let a = spanned.get_ref();
+            let username = a.username.get_ref().trim().to_string();
+            if username.is_empty()
+                || !username
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+            {
+                return self.invalid(
+                    a.username.span(),
+                    &key("username"),
+                    "not a Lichess username",
+                );
+            }
+            if !names.insert(username.to_lowercase()) {
+                return self.invalid(a.username.span(), &key("username"), "appears twice");
+            }
+            let token = match (&a.token_env, &a.token_file) {
+                (Some(env), None) => {
+                    if env.get_ref().is_empty() {
+                        return self.invalid(env.span(), &key("token_env"), "must name a variable");
+                    }
+                    TokenSource::Env(env.get_ref().clone())
+                }
+                (None, Some(file)) => {
+                    let p = PathBuf::from(file.get_ref());
+                    TokenSource::File(if p.is_absolute() { p } else { base_dir.join(p) })
+                }
+                (Some(env), Some(_)) => {
+                    return self.invalid(
+                        env.span(),
+                        &key("token_env"),
+                        "give token_env or token_file, not both",
+                    );
+                }
+                (None, None) => {
+                    return self.invalid(
+                        spanned.span(),
+                        &key("token_env"),
+                        "missing: give token_env or token_file",
+                    );
+                }
+            };
+            let level = *a.level.get_ref();
+            if !(level.is_finite() && level > 0.0) {
+                return self.invalid(a.level.span(), &key("level"), "must be > 0");
+            }
+            let target_rating = *a.target_rating.get_ref();
+            if !(target_rating.is_finite() && (100.0..=4000.0).contains(&target_rating)) {
+                return self.invalid(
+                    a.target_rating.span(),
+                    &key("target_rating"),
+                    "must be between 100 and 4000",
+                );
+            }
+            let target_perf = match &a.target_perf {
+                None => "blitz".to_string(),
+                Some(p) if PERFS.contains(&p.get_ref().as_str()) => p.get_ref().clone(),
+                Some(p) => {
+                    return self.invalid(
+                        p.span(),
+                        &key("target_perf"),
+                        &format!("must be one of {}", PERFS.join(", ")),
+                    );
+                }
+            };
+            let chat = |line: &Option<Spanned<String>>,
+                        name: &str|
+             -> Result<Option<String>, ConfigError> {
+                match line {
+                    None => Ok(None),
+                    Some(l) if l.get_ref().trim().is_empty() => Ok(None),
+                    // Checked with the placeholders filled by the longest Lichess username (30).
+                    Some(l) if chat_len(l.get_ref()) > MAX_CHAT_CHARS => self.invalid(
+                        l.span(),
+                        &key(name),
+                        &format!("longer than {MAX_CHAT_CHARS} characters once {{me}}/{{opponent}} are filled (30 characters each)"),
+                    ),
+                    Some(l) => Ok(Some(l.get_ref().clone())),
+                }
+            };
+            let greeting = chat(&a.greeting, "greeting")?;
+            let goodbye = chat(&a.goodbye, "goodbye")?;
+            let challenge = match &a.challenge {
+                None => defaults.clone(),
+                Some(c) => self.challenge(c, defaults.clone(), &key("challenge"))?,
+            };
+            accounts.push(Account {
+                username,
+                token,
+                level,
+                target_rating,
+                target_perf,
+                greeting,
+                goodbye,
+                challenge,
+            });
+        }
+        Ok(Config {
+            path: path.to_path_buf(),
+            lichess: LichessConfig { base_url },
+            daemon,
+            accounts,
+        })
+    }
+
+    fn check_url(&self, url: &Spanned<String>) -> Result<(), ConfigError> {
+        let key = "lichess.base_url";
+        let parsed = match reqwest::Url::parse(url.get_ref()) {
+            Ok(u) => u,
+            Err(e) => return self.invalid(url.span(), key, &format!("not a URL: {e}")),
+        };
+        match parsed.scheme() {
+            "https" => Ok(()),
+            // Plain http leaks the token to the network: only to this machine.
+            "http" => {
+                let host = parsed.host_str().unwrap_or("");
+                let loopback = host == "localhost"
+                    || host
+                        .trim_matches(|c| c == '[' || c == ']')
+                        .parse::<std::net::IpAddr>()
+                        .is_ok_and(|ip| ip.is_loopback());
+                if loopback {
+                    Ok(())
+                } else {
+                    self.invalid(
+                        url.span(),
+                        key,
+                        "plain http is allowed only to loopback (127.0.0.1, localhost)",
+                    )
+                }
+            }
+            other => self.invalid(url.span(), key, &format!("unsupported scheme {other}")),
+        }
+    }
+
+    /// `base` with the keys given in `raw` replaced, then checked as a whole.
+    fn challenge(
+        &self,
+        raw: &RawChallenge,
+        base: ChallengePolicy,
+        prefix: &str,
+    ) -> Result<ChallengePolicy, ConfigError> {
+        let key = |k: &str| format!("{prefix}.{k}");
+        let mut p = base;
+        if let Some(v) = &raw.variants {
+            if let Some(bad) = v.get_ref().iter().find(|x| !VARIANTS.contains(&x.as_str())) {
+                return self.invalid(
+                    v.span(),
+                    &key("variants"),
+                    &format!("unknown variant {bad:?} (known: {})", VARIANTS.join(", ")),
+                );
+            }
+            p.variants = v.get_ref().clone();
+        }
+        if let Some(v) = &raw.speeds {
+            if let Some(bad) = v.get_ref().iter().find(|x| !SPEEDS.contains(&x.as_str())) {
+                return self.invalid(
+                    v.span(),
+                    &key("speeds"),
+                    &format!(
+                        "unknown speed {bad:?} (bots may play: {})",
+                        SPEEDS.join(", ")
+                    ),
+                );
+            }
+            p.speeds = v.get_ref().clone();
+        }
+        p.min_initial_s = self.count(
+            &raw.min_initial_s,
+            &key("min_initial_s"),
+            0,
+            p.min_initial_s,
+        )?;
+        p.max_initial_s = self.count(
+            &raw.max_initial_s,
+            &key("max_initial_s"),
+            0,
+            p.max_initial_s,
+        )?;
+        p.min_increment_s = self.count(
+            &raw.min_increment_s,
+            &key("min_increment_s"),
+            0,
+            p.min_increment_s,
+        )?;
+        p.max_increment_s = self.count(
+            &raw.max_increment_s,
+            &key("max_increment_s"),
+            0,
+            p.max_increment_s,
+        )?;
+        p.min_days = self.count(&raw.min_days, &key("min_days"), 1, p.min_days)?;
+        p.max_days = self.count(&raw.max_days, &key("max_days"), 1, p.max_days)?;
+        p.max_games =
+            self.count(&raw.max_games, &key("max_games"), 1, p.max_games as u64)? as usize;
+        p.max_games_per_opponent = self.count(
+            &raw.max_games_per_opponent,
+            &key("max_games_per_opponent"),
+            1,
+            p.max_games_per_opponent as u64,
+        )? as usize;
+        if let Some(v) = raw.rated {
+            p.rated = v;
+        }
+        if let Some(v) = raw.casual {
+            p.casual = v;
+        }
+        if let Some(v) = raw.accept_bots {
+            p.accept_bots = v;
+        }
+        if let Some(v) = &raw.block {
+            p.block = v.iter().map(|u| u.to_lowercase()).collect();
+        }
+        let order = |lo: u64,
+                     hi: u64,
+                     hi_key: &str,
+                     span: &Option<Spanned<i64>>,
+                     lo_span: &Option<Spanned<i64>>| {
+            if lo > hi {
+                let s = span
+                    .as_ref()
+                    .or(lo_span.as_ref())
+                    .map_or(0..0, |s| s.span());
+                return self.invalid(
+                    s,
+                    &key(hi_key),
+                    &format!("must not be below min ({hi} < {lo})"),
+                );
+            }
+            Ok(())
+        };
+        order(
+            p.min_initial_s,
+            p.max_initial_s,
+            "max_initial_s",
+            &raw.max_initial_s,
+            &raw.min_initial_s,
+        )?;
+        order(
+            p.min_increment_s,
+            p.max_increment_s,
+            "max_increment_s",
+            &raw.max_increment_s,
+            &raw.min_increment_s,
+        )?;
+        order(
+            p.min_days,
+            p.max_days,
+            "max_days",
+            &raw.max_days,
+            &raw.min_days,
+        )?;
+        Ok(p)
+    }
+}
+
+fn chat_len(template: &str) -> usize {
+    chat_line_untruncated(template, &"x".repeat(30), &"x".repeat(30))
+        .chars()
+        .count()
+}
+
+fn chat_line_untruncated(template: &str, me: &str, opponent: &str) -> String {
+    template.replace("{me}", me).replace("{opponent}", opponent)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MINIMAL: &str = r#"
+[[accounts]]
+username = "ladder-l1"
+token_env = "LADDER_TOKEN_L1"
+level = 1
+target_rating = 600
+"#;
+
+    fn parse(text: &str) -> Result<Config, ConfigError> {
+        Config::parse(text, Path::new("/etc/ladder/accounts.toml"))
+    }
+
+    #[test]
+    fn defaults_fill_what_is_missing_and_paths_are_relative_to_the_file() {
+        let c = parse(MINIMAL).unwrap();
+        assert_eq!(c.lichess.base_url, "https://lichess.org");
+        assert_eq!(
+            c.daemon.results,
+            PathBuf::from("/etc/ladder/calibration/results.jsonl")
+        );
+        assert_eq!(c.accounts[0].challenge, ChallengePolicy::default());
+        assert_eq!(c.accounts[0].target_perf, "blitz");
+        assert_eq!(
+            c.accounts[0].token,
+            TokenSource::Env("LADDER_TOKEN_L1".into())
+        );
+    }
+
+    #[test]
+    fn committed_accounts_toml_is_the_ten_level_blitz_ladder() {
+        let c = parse(include_str!("../accounts.toml")).unwrap();
+        let levels: Vec<f64> = c.accounts.iter().map(|a| a.level).collect();
+        assert_eq!(levels, (1..=10).map(f64::from).collect::<Vec<_>>());
+        for a in &c.accounts {
+            assert_eq!(a.target_rating, 400.0 + 200.0 * a.level);
+            assert_eq!(a.target_perf, "blitz");
+            assert!(matches!(&a.token, TokenSource::Env(v) if v.starts_with("LADDER_TOKEN_L")));
+        }
+    }
+
+    #[test]
+    fn account_overrides_only_the_keys_it_names() {
+        let text = format!(
+            "[challenge]\nmax_games = 3\naccept_bots = false\n{MINIMAL}[accounts.challenge]\nmax_games = 5\n"
+        );
+        let c = parse(&text).unwrap();
+        let p = &c.accounts[0].challenge;
+        assert_eq!(p.max_games, 5);
+        assert!(!p.accept_bots, "the file-wide default still applies");
+    }
+
+    #[test]
+    fn semantic_error_names_key_and_line() {
+        let text = MINIMAL.replace("level = 1", "level = 0");
+        let err = parse(&text).unwrap_err().to_string();
+        assert_eq!(err, "accounts.toml:5: accounts[0].level: must be > 0");
+    }
+
+    #[test]
+    fn unknown_key_is_an_error_with_its_line() {
+        let text = MINIMAL.replace("level = 1", "levle = 1");
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.starts_with("accounts.toml:5:"), "{err}");
+        assert!(err.contains("levle"), "{err}");
+    }
+
+    #[test]
+    fn chat_lines_are_checked_and_filled() {
+        let text = format!(
+            "{MINIMAL}greeting = \"{}\"\n",
+            "a".repeat(120) + "{opponent}"
+        );
+        let err = parse(&text).unwrap_err().to_string();
+        assert!(err.contains("accounts[0].greeting"), "{err}");
+        assert_eq!(
+            chat_line("Hi {opponent}, I am {me}", "L1", "bob"),
+            "Hi bob, I am L1"
+        );
+    }
+
+    #[test]
+    fn plain_http_only_to_loopback() {
+        let ok = format!("[lichess]\nbase_url = \"http://127.0.0.1:9000/\"\n{MINIMAL}");
+        assert_eq!(
+            parse(&ok).unwrap().lichess.base_url,
+            "http://127.0.0.1:9000"
+        );
+        let bad = format!("[lichess]\nbase_url = \"http://example.org\"\n{MINIMAL}");
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("accounts.toml:2: lichess.base_url:"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn token_errors_never_show_the_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("tok");
+        std::fs::write(&file, "lip_secret value\n").unwrap();
+        let text = MINIMAL.replace(
+            "token_env = \"LADDER_TOKEN_L1\"",
+            &format!("token_file = {:?}", file.display().to_string()),
+        );
+        let c = parse(&text).unwrap();
+        let err = c.accounts[0].load_token().unwrap_err().to_string();
+        assert!(!err.contains("lip_secret"), "{err}");
+        std::fs::write(&file, "lip_secret\n").unwrap();
+        assert_eq!(c.accounts[0].load_token().unwrap(), "lip_secret");
+    }
+}

@@ -47,6 +47,10 @@ pub struct Coefficients {
     /// Where the ratings come from ("nominal", "calibrated 2026-11-22 from 1830 games", …).
     #[serde(default)]
     pub ratings_source: String,
+    /// Calibration cycles applied since the gain schedule last restarted: the Robbins–Monro
+    /// gain of the next cycle is 1/(cycle + 1) (with a floor). 0 until calibrated.
+    #[serde(default)]
+    pub calibration_cycle: u32,
 }
 
 fn default_max_nodes() -> u64 {

@@ -1,1 +1,22 @@
 //! The Lichess HTTP client: wire types, NDJSON streams with idle timeouts, rate limits.
+//!
+//! - [`token`]: the redacted `Token` and how it is loaded,
+//! - [`types`]: serde wire types as the OpenAPI spec spells them,
+//! - [`ndjson`]: line streams with an idle timeout,
+//! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause),
+//! - [`client`]: `Client`, one per account, the only place HTTP happens,
+//! - [`error`]: `LichessError`.
+
+pub mod backoff;
+pub mod client;
+pub mod error;
+pub mod ndjson;
+pub mod token;
+pub mod types;
+
+pub use backoff::{BackoffPolicy, RateLimitPolicy};
+pub use client::{ChallengeRequest, Client, ClientConfig, ExportQuery, LICHESS_URL};
+pub use error::LichessError;
+pub use ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+pub use token::{Token, TokenError, token_file_permission_problem};
+pub use types::*;

@@ -1,0 +1,300 @@
+//! Which logged games a calibration uses: filters by perf, source and coefficients version,
+//! leaves out games that say nothing about strength, and counts every game left out.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use super::estimate::{Observation, PROVISIONAL_RD, glicko_g};
+use crate::levels::level_key;
+use crate::results::{GameRecord, Source};
+
+/// Which coefficients versions count.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Versions {
+    /// Versions `from..=to`.
+    Range(u32, u32),
+    /// The `n` most recent versions up to and including `current`.
+    Window { current: u32, n: u32 },
+}
+
+impl Versions {
+    pub fn contains(&self, v: u32) -> bool {
+        match *self {
+            Versions::Range(a, b) => (a..=b).contains(&v),
+            Versions::Window { current, n } => v <= current && v + n > current,
+        }
+    }
+
+    pub fn describe(&self) -> String {
+        match *self {
+            Versions::Range(a, b) if a == b => format!("version {a}"),
+            Versions::Range(a, b) => format!("versions {a}..{b}"),
+            Versions::Window { current, n } => {
+                format!(
+                    "versions {}..{current}",
+                    current.saturating_sub(n.saturating_sub(1))
+                )
+            }
+        }
+    }
+
+    /// Parses "3..5" or "4".
+    pub fn parse_range(text: &str) -> Result<Versions, String> {
+        let bad = || format!("`{text}` is not a version or a range like 3..5");
+        match text.split_once("..") {
+            Some((a, b)) => {
+                let a: u32 = a.trim().parse().map_err(|_| bad())?;
+                let b: u32 = b.trim().parse().map_err(|_| bad())?;
+                if a > b {
+                    return Err(format!("version range `{text}` is empty"));
+                }
+                Ok(Versions::Range(a, b))
+            }
+            None => {
+                let v: u32 = text.trim().parse().map_err(|_| bad())?;
+                Ok(Versions::Range(v, v))
+            }
+        }
+    }
+}
+
+/// The filters of one calibration run.
+#[derive(Clone, Debug)]
+pub struct Filter {
+    pub perf: String,
+    pub versions: Versions,
+    /// Sources to use; empty means all.
+    pub sources: Vec<Source>,
+    /// RD assumed for an opponent flagged provisional without a known RD.
+    pub provisional_rd: f64,
+}
+
+/// Why games were left out, with counts. Excluded games are never estimated from.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Exclusions {
+    /// Aborted or without a result.
+    pub aborted: usize,
+    /// Fewer than one move by each side.
+    pub too_short: usize,
+    /// Our own failure (`fault` set): lost on time with budget left, crash, disconnect.
+    pub fault: usize,
+    /// Another perf than the one calibrated.
+    pub other_perf: usize,
+    /// Played with coefficients versions outside the window.
+    pub other_version: usize,
+    /// Fetched from Lichess with no inferable coefficients version.
+    pub unknown_version: usize,
+    /// A source not asked for.
+    pub other_source: usize,
+    /// The opponent has no rating (anonymous, or an arena opponent without an anchor rating).
+    pub unrated_opponent: usize,
+}
+
+impl Exclusions {
+    pub fn total(&self) -> usize {
+        self.aborted
+            + self.too_short
+            + self.fault
+            + self.other_perf
+            + self.other_version
+            + self.unknown_version
+            + self.other_source
+            + self.unrated_opponent
+    }
+
+    /// (label, count) pairs for the report.
+    pub fn rows(&self) -> Vec<(&'static str, usize)> {
+        vec![
+            ("aborted / no result", self.aborted),
+            ("fewer than one move by each side", self.too_short),
+            (
+                "our own fault (time loss with budget, crash, disconnect)",
+                self.fault,
+            ),
+            ("other perf", self.other_perf),
+            ("other coefficients version", self.other_version),
+            (
+                "fetched, coefficients version not inferable",
+                self.unknown_version,
+            ),
+            ("other source", self.other_source),
+            ("opponent without rating", self.unrated_opponent),
+        ]
+    }
+}
+
+/// The games of one level that an estimate uses.
+#[derive(Clone, Debug, Default)]
+pub struct LevelGames {
+    pub level: f64,
+    pub accounts: BTreeSet<String>,
+    pub sources: BTreeSet<&'static str>,
+    /// The exponent x = L + o(L) the games were played at (mean if versions differ).
+    pub exponent: f64,
+    pub observations: Vec<Observation>,
+    /// Observations whose opponent was down-weighted as provisional.
+    pub provisional: usize,
+}
+
+/// The selected games by level key, and what was left out.
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub levels: BTreeMap<String, LevelGames>,
+    pub excluded: Exclusions,
+    pub used: usize,
+}
+
+/// Marks a record whose engine parameters are unknown (fetched from Lichess, not logged by us):
+/// `engine.nodes == 0`. Such a record carries an inferred coefficients version, or 0 when none
+/// could be inferred.
+pub fn is_fetched(record: &GameRecord) -> bool {
+    record.engine.nodes == 0
+}
+
+pub fn source_name(source: Source) -> &'static str {
+    match source {
+        Source::Lichess => "lichess",
+        Source::Sandbox => "sandbox",
+        Source::Arena => "arena",
+    }
+}
+
+/// Sorts `records` into per-level samples, leaving out and counting what must not be used.
+pub fn select(records: &[GameRecord], filter: &Filter) -> Selection {
+    let mut out = Selection::default();
+    let mut exponent_sums: BTreeMap<String, f64> = BTreeMap::new();
+    for record in records {
+        let ex = &mut out.excluded;
+        if !filter.sources.is_empty() && !filter.sources.contains(&record.source) {
+            ex.other_source += 1;
+            continue;
+        }
+        let Some(score) = record.result.score() else {
+            ex.aborted += 1;
+            continue;
+        };
+        if record.status == "aborted" {
+            ex.aborted += 1;
+            continue;
+        }
+        if record.moves.split_whitespace().count() < 2 {
+            ex.too_short += 1;
+            continue;
+        }
+        if record.fault.is_some() {
+            ex.fault += 1;
+            continue;
+        }
+        if record.perf != filter.perf {
+            ex.other_perf += 1;
+            continue;
+        }
+        if is_fetched(record) && record.coefficients_version == 0 {
+            ex.unknown_version += 1;
+            continue;
+        }
+        if !filter.versions.contains(record.coefficients_version) {
+            ex.other_version += 1;
+            continue;
+        }
+        let Some(opponent) = record.opponent.rating.filter(|r| r.is_finite()) else {
+            ex.unrated_opponent += 1;
+            continue;
+        };
+        let rd = match record.opponent.rd {
+            Some(rd) if rd.is_finite() => Some(rd),
+            _ if record.opponent.provisional => Some(filter.provisional_rd),
+            _ => None,
+        };
+        let uncertain = rd.filter(|&rd| rd >= PROVISIONAL_RD || record.opponent.provisional);
+        let key = level_key(record.level);
+        let level = out.levels.entry(key.clone()).or_insert_with(|| LevelGames {
+            level: record.level,
+            ..LevelGames::default()
+        });
+        level.accounts.insert(record.account.clone());
+        level.sources.insert(source_name(record.source));
+        level.observations.push(Observation {
+            opponent,
+            weight: uncertain.map_or(1.0, glicko_g),
+            score,
+        });
+        if uncertain.is_some() {
+            level.provisional += 1;
+        }
+        *exponent_sums.entry(key).or_default() += record.level + record.offset;
+        out.used += 1;
+    }
+    for (key, level) in out.levels.iter_mut() {
+        level.exponent = exponent_sums[key] / level.observations.len() as f64;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::{Outcome, sample_record};
+
+    fn filter() -> Filter {
+        Filter {
+            perf: "blitz".into(),
+            versions: Versions::Range(1, 1),
+            sources: vec![],
+            provisional_rd: 150.0,
+        }
+    }
+
+    #[test]
+    fn every_left_out_game_is_counted_once() {
+        let mut records = vec![sample_record("ok", Outcome::Win)];
+        records.push(sample_record("aborted", Outcome::None));
+        let mut short = sample_record("short", Outcome::Loss);
+        short.moves = "e2e4".into();
+        records.push(short);
+        let mut fault = sample_record("fault", Outcome::Loss);
+        fault.fault = Some("lost on time with 40 s of budget".into());
+        records.push(fault);
+        let mut rapid = sample_record("rapid", Outcome::Win);
+        rapid.perf = "rapid".into();
+        records.push(rapid);
+        let mut old = sample_record("old", Outcome::Win);
+        old.coefficients_version = 0;
+        old.engine.nodes = 5;
+        records.push(old);
+        let mut fetched = sample_record("fetched", Outcome::Win);
+        fetched.engine.nodes = 0;
+        fetched.coefficients_version = 0;
+        records.push(fetched);
+        let mut anon = sample_record("anon", Outcome::Draw);
+        anon.opponent.rating = None;
+        records.push(anon);
+        let mut prov = sample_record("prov", Outcome::Draw);
+        prov.opponent.provisional = true;
+        records.push(prov);
+
+        let s = select(&records, &filter());
+        assert_eq!(s.used, 2);
+        assert_eq!(s.excluded.total(), records.len() - 2);
+        assert_eq!(s.excluded.aborted, 1);
+        assert_eq!(s.excluded.too_short, 1);
+        assert_eq!(s.excluded.fault, 1);
+        assert_eq!(s.excluded.other_perf, 1);
+        assert_eq!(s.excluded.other_version, 1);
+        assert_eq!(s.excluded.unknown_version, 1);
+        assert_eq!(s.excluded.unrated_opponent, 1);
+        let level = &s.levels["3"];
+        assert_eq!(level.provisional, 1);
+        assert!((level.observations[1].weight - glicko_g(150.0)).abs() < 1e-12);
+        assert_eq!(level.observations[0].weight, 1.0);
+    }
+
+    #[test]
+    fn version_windows() {
+        let w = Versions::Window { current: 5, n: 2 };
+        assert!(w.contains(5) && w.contains(4) && !w.contains(3) && !w.contains(6));
+        assert_eq!(Versions::parse_range("2..4"), Ok(Versions::Range(2, 4)));
+        assert_eq!(Versions::parse_range("3"), Ok(Versions::Range(3, 3)));
+        assert!(Versions::parse_range("4..2").is_err());
+        assert!(Versions::parse_range("x").is_err());
+    }
+}

@@ -1,0 +1,493 @@
+//! The update rule: from each level's measured rating to the next coefficients version.
+//!
+//! Per level, the exponent x = L + o(L) moves toward the target by a Newton step
+//! (T − R̂) / slope, where the slope is local (the secant through the neighbouring levels'
+//! estimates) bounded to [0.5, 2]× the global fit's slope. The step is damped by a
+//! Robbins–Monro gain 1/k with a floor, capped in Elo per cycle, skipped for levels with too few
+//! games, and zero for a level already within 2·SE of its target. Each level's step comes from
+//! its OWN estimate: a line alone cannot hit evenly spaced targets when rating is concave in x.
+//! The new exponents are then written in the closed form of CALIBRATION.md: fit x' = p + q·L,
+//! n0' = n0·b^p, b' = b^q, s0' = s0·d^p, d' = d^q, and keep each level's residual as its offset,
+//! so every level plays exactly at its new exponent.
+
+use std::collections::BTreeMap;
+
+use super::estimate::Estimate;
+use super::fit::{LineFit, weighted_line};
+use crate::levels::{Coefficients, LevelParams, level_key};
+
+/// The knobs of the update rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UpdateConfig {
+    /// Levels with fewer games are left alone.
+    pub min_games: usize,
+    /// The Robbins–Monro gain never falls below this: the truth drifts in production.
+    pub gain_floor: f64,
+    /// The local slope is bounded to [lo, hi] × the global slope.
+    pub slope_bounds: (f64, f64),
+    /// Largest predicted rating change of one level in one cycle (Elo).
+    pub max_step_elo: f64,
+    /// A level within this many standard errors of its target stops moving.
+    pub converge_sigmas: f64,
+    /// Start the gain schedule again at 1 (after an engine or target change).
+    pub restart_schedule: bool,
+}
+
+impl Default for UpdateConfig {
+    fn default() -> Self {
+        UpdateConfig {
+            min_games: 30,
+            gain_floor: 0.2,
+            slope_bounds: (0.5, 2.0),
+            max_step_elo: 600.0,
+            converge_sigmas: 2.0,
+            restart_schedule: false,
+        }
+    }
+}
+
+/// What the calibration knows about one level.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelInput {
+    pub level: f64,
+    pub target: Option<f64>,
+    pub estimate: Option<Estimate>,
+}
+
+/// What happened to a level this cycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Status {
+    Moved,
+    Converged,
+    TooFewGames,
+    NoTarget,
+    /// No usable global slope (fewer than two levels with enough games, or a slope ≤ 0).
+    Held,
+}
+
+impl Status {
+    pub fn label(self) -> &'static str {
+        match self {
+            Status::Moved => "moved",
+            Status::Converged => "converged",
+            Status::TooFewGames => "too few games",
+            Status::NoTarget => "no target",
+            Status::Held => "held (no slope)",
+        }
+    }
+}
+
+/// One level's proposed change.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelUpdate {
+    pub level: f64,
+    pub target: Option<f64>,
+    pub estimate: Option<Estimate>,
+    pub status: Status,
+    /// The slope (Elo per unit of x) used for the step, when one was taken.
+    pub local_slope: Option<f64>,
+    pub exponent_old: f64,
+    pub exponent_new: f64,
+    pub offset_old: f64,
+    pub offset_new: f64,
+    pub nodes_old: u64,
+    pub nodes_new: u64,
+    pub noise_old: f64,
+    pub noise_new: f64,
+}
+
+/// The proposed next coefficients and how they were reached.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Proposal {
+    pub coefficients: Coefficients,
+    pub levels: Vec<LevelUpdate>,
+    /// Rating against x over the levels with enough games, when two or more had.
+    pub fit: Option<LineFit>,
+    /// This cycle's number in the gain schedule and its gain.
+    pub cycle: u32,
+    pub gain: f64,
+    /// The reparametrisation x_old = p + q · x_new.
+    pub p: f64,
+    pub q: f64,
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum UpdateError {
+    #[error("no levels to calibrate")]
+    NoLevels,
+    #[error("the new coefficients are invalid: {0}")]
+    Invalid(String),
+}
+
+/// Proposes the next coefficients version from the current one and the levels' estimates.
+/// `ratings_source` describes the measurements for the new file.
+pub fn propose(
+    current: &Coefficients,
+    inputs: &[LevelInput],
+    config: &UpdateConfig,
+    ratings_source: &str,
+) -> Result<Proposal, UpdateError> {
+    if inputs.is_empty() {
+        return Err(UpdateError::NoLevels);
+    }
+    let mut inputs = inputs.to_vec();
+    inputs.sort_by(|a, b| a.level.total_cmp(&b.level));
+    let cycle = if config.restart_schedule {
+        1
+    } else {
+        current.calibration_cycle + 1
+    };
+    let gain = (1.0 / cycle as f64).max(config.gain_floor).min(1.0);
+    let mut notes = Vec::new();
+
+    let exponent = |level: f64| level + current.offset(level);
+    let eligible = |i: &LevelInput| {
+        i.estimate
+            .as_ref()
+            .is_some_and(|e| e.games >= config.min_games)
+    };
+    // (x, R, SE) of the levels with enough games, in level order.
+    let measured: Vec<(f64, f64, f64)> = inputs
+        .iter()
+        .filter(|i| eligible(i))
+        .map(|i| {
+            let e = i.estimate.as_ref().expect("eligible has an estimate");
+            (exponent(i.level), e.rating, e.se)
+        })
+        .collect();
+    let fit = weighted_line(
+        &measured
+            .iter()
+            .map(|&(x, r, se)| (x, r, 1.0 / (se * se)))
+            .collect::<Vec<_>>(),
+    )
+    .ok();
+    let slope = match fit {
+        Some(f) if f.slope > 0.0 => Some(f.slope),
+        Some(f) => {
+            notes.push(format!(
+                "the fitted slope is {:.1} Elo per level (not positive): no level moved",
+                f.slope
+            ));
+            None
+        }
+        None => {
+            notes.push(format!(
+                "{} level(s) with at least {} games: a slope needs two, no level moved",
+                measured.len(),
+                config.min_games
+            ));
+            None
+        }
+    };
+
+    let mut updates = Vec::with_capacity(inputs.len());
+    for input in &inputs {
+        let x = exponent(input.level);
+        let mut status;
+        let mut local_slope = None;
+        let mut x_new = x;
+        match (&input.estimate, input.target) {
+            (_, None) => status = Status::NoTarget,
+            (e, Some(_)) if !e.as_ref().is_some_and(|e| e.games >= config.min_games) => {
+                status = Status::TooFewGames
+            }
+            (Some(e), Some(target)) => {
+                status = Status::Held;
+                if let Some(global) = slope {
+                    let local = secant(&measured, x, e.rating, target)
+                        .unwrap_or(global)
+                        .clamp(
+                            config.slope_bounds.0 * global,
+                            config.slope_bounds.1 * global,
+                        );
+                    local_slope = Some(local);
+                    let miss = target - e.rating;
+                    if miss.abs() < config.converge_sigmas * e.se {
+                        status = Status::Converged;
+                    } else {
+                        let elo = (gain * miss).clamp(-config.max_step_elo, config.max_step_elo);
+                        x_new = x + elo / local;
+                        status = Status::Moved;
+                    }
+                }
+            }
+            (None, Some(_)) => unreachable!("no estimate is too few games"),
+        }
+        updates.push((input.clone(), status, local_slope, x, x_new));
+    }
+
+    // Closed form: the best line x_new ≈ p + q·L becomes the new (n0, b, s0, d); what the
+    // line misses stays as the level's offset. x_old-scale exponent = p + q · x_new-scale.
+    let pairs: Vec<(f64, f64, f64)> = updates.iter().map(|u| (u.0.level, u.4, 1.0)).collect();
+    let (p, q) = match weighted_line(&pairs) {
+        Ok(line) if line.slope > 0.0 => (line.intercept, line.slope.clamp(0.25, 4.0)),
+        _ => (
+            pairs.iter().map(|(l, x, _)| x - l).sum::<f64>() / pairs.len() as f64,
+            1.0,
+        ),
+    };
+    let mut next = current.clone();
+    next.version = current.version + 1;
+    next.calibration_cycle = cycle;
+    next.n0 = current.n0 * current.b.powf(p);
+    next.b = current.b.powf(q);
+    next.s0 = current.s0 * current.d.powf(p);
+    next.d = current.d.powf(q);
+    let to_offset = |level: f64, x_old_scale: f64| round4((x_old_scale - p) / q - level);
+    // Offsets of levels this run does not see keep their old exponent.
+    let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
+    for key in current.offsets.keys() {
+        if let Ok(level) = key.parse::<f64>() {
+            offsets.insert(key.clone(), to_offset(level, exponent(level)));
+        }
+    }
+    for u in &updates {
+        offsets.insert(level_key(u.0.level), to_offset(u.0.level, u.4));
+    }
+    offsets.retain(|_, o| *o != 0.0);
+    next.offsets = offsets;
+    let mut measured_levels = 0;
+    for u in &updates {
+        if let Some(e) =
+            u.0.estimate
+                .as_ref()
+                .filter(|e| e.games >= config.min_games)
+        {
+            next.ratings.insert(level_key(u.0.level), e.rating.round());
+            measured_levels += 1;
+        }
+    }
+    if measured_levels > 0 {
+        next.ratings_source = ratings_source.to_string();
+    }
+    // Round-trip through the validator: a proposal that cannot be loaded is never written.
+    let next = Coefficients::parse(&next.to_toml(), "proposed coefficients")
+        .map_err(|e| UpdateError::Invalid(e.to_string()))?;
+
+    let levels = updates
+        .into_iter()
+        .map(|(input, status, local_slope, x_old, _)| {
+            let old = LevelParams::new(current, input.level);
+            let new = LevelParams::new(&next, input.level);
+            LevelUpdate {
+                level: input.level,
+                target: input.target,
+                estimate: input.estimate,
+                status,
+                local_slope,
+                exponent_old: x_old,
+                exponent_new: new.exponent,
+                offset_old: old.offset,
+                offset_new: new.offset,
+                nodes_old: old.nodes,
+                nodes_new: new.nodes,
+                noise_old: old.noise_cp,
+                noise_new: new.noise_cp,
+            }
+        })
+        .collect();
+    Ok(Proposal {
+        coefficients: next,
+        levels,
+        fit,
+        cycle,
+        gain,
+        p,
+        q,
+        notes,
+    })
+}
+
+/// The slope of rating in x between a level at (`x`, `rating`) and its `target`, read off the
+/// measured levels: the target's exponent is interpolated on the piecewise-linear curve through
+/// the measured (x, R) points (extrapolated along the end segment beyond them), and the slope is
+/// the secant from the level to that point. For a small miss this is the local slope around the
+/// level; for a large one it follows the curve's bend, which a single tangent would overshoot.
+fn secant(measured: &[(f64, f64, f64)], x: f64, rating: f64, target: f64) -> Option<f64> {
+    let mut points: Vec<(f64, f64)> = measured.iter().map(|m| (m.0, m.1)).collect();
+    points.sort_by(|a, b| a.0.total_cmp(&b.0));
+    points.dedup_by(|a, b| (a.0 - b.0).abs() < 1e-9);
+    if points.len() < 2 {
+        return None;
+    }
+    let segment_slope = |a: (f64, f64), b: (f64, f64)| (b.1 - a.1) / (b.0 - a.0);
+    // The segment whose rating range holds the target, else the end segment on its side.
+    let segment = points
+        .windows(2)
+        .find(|w| (w[0].1.min(w[1].1)..=w[0].1.max(w[1].1)).contains(&target))
+        .map(|w| (w[0], w[1]))
+        .unwrap_or_else(|| {
+            let first = (points[0], points[1]);
+            let last = (points[points.len() - 2], points[points.len() - 1]);
+            if (target - first.0.1).abs() < (target - last.1.1).abs() {
+                first
+            } else {
+                last
+            }
+        });
+    let s = segment_slope(segment.0, segment.1);
+    if !(s.is_finite() && s > 0.0) {
+        return None;
+    }
+    let x_target = segment.0.0 + (target - segment.0.1) / s;
+    let dx = x_target - x;
+    if dx.abs() < 1e-6 {
+        return Some(s);
+    }
+    let slope = (target - rating) / dx;
+    (slope.is_finite() && slope > 0.0).then_some(slope)
+}
+
+fn round4(v: f64) -> f64 {
+    (v * 1e4).round() / 1e4
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn est(rating: f64, se: f64, games: usize) -> Option<Estimate> {
+        Some(Estimate {
+            rating,
+            se,
+            games,
+            wins: games / 2,
+            draws: 0,
+            losses: games - games / 2,
+            score: 0.5,
+            mean_opponent: rating,
+        })
+    }
+
+    fn base() -> Coefficients {
+        let mut c = Coefficients::builtin();
+        c.offsets.clear();
+        c
+    }
+
+    #[test]
+    fn closed_form_keeps_each_level_at_its_new_exponent() {
+        let c = base();
+        // Ratings 150 per level from 500, targets 200 per level from 600: levels must spread.
+        let inputs: Vec<_> = (1..=5)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(400.0 + 200.0 * l as f64),
+                estimate: est(350.0 + 150.0 * l as f64, 20.0, 200),
+            })
+            .collect();
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "test").unwrap();
+        assert_eq!(p.coefficients.version, c.version + 1);
+        assert_eq!(p.coefficients.calibration_cycle, 1);
+        assert_eq!(p.gain, 1.0);
+        for u in &p.levels {
+            assert_eq!(u.status, Status::Moved);
+            // Newton with slope 150: x moves by (T − R)/150.
+            let want = u.exponent_old + (u.target.unwrap() - u.estimate.unwrap().rating) / 150.0;
+            // The new file reproduces the wanted exponent in the old scale: nodes match.
+            let nodes_want = c.n0 * c.b.powf(want);
+            assert!(
+                (u.nodes_new as f64 / nodes_want - 1.0).abs() < 0.01,
+                "{u:?} {nodes_want}"
+            );
+            let noise_want = c.s0 * c.d.powf(want);
+            assert!((u.noise_new / noise_want - 1.0).abs() < 1e-3);
+        }
+        // Targets grow faster than ratings: growth per level goes up.
+        assert!(p.coefficients.b > c.b && p.coefficients.d < c.d);
+    }
+
+    #[test]
+    fn too_few_converged_and_untargeted_levels_stay_put() {
+        let c = base();
+        let inputs = vec![
+            LevelInput {
+                level: 1.0,
+                target: Some(600.0),
+                estimate: est(620.0, 25.0, 200),
+            },
+            LevelInput {
+                level: 2.0,
+                target: Some(800.0),
+                estimate: est(500.0, 25.0, 10),
+            },
+            LevelInput {
+                level: 3.0,
+                target: Some(1000.0),
+                estimate: est(1300.0, 25.0, 200),
+            },
+            LevelInput {
+                level: 4.0,
+                target: None,
+                estimate: est(1400.0, 25.0, 200),
+            },
+        ];
+        let mut cfg = UpdateConfig::default();
+        let p = propose(&c, &inputs, &cfg, "test").unwrap();
+        let status: Vec<_> = p.levels.iter().map(|u| u.status).collect();
+        assert_eq!(
+            status,
+            [
+                Status::Converged,
+                Status::TooFewGames,
+                Status::Moved,
+                Status::NoTarget
+            ]
+        );
+        for u in &p.levels {
+            if u.status != Status::Moved {
+                assert_eq!(u.nodes_new, u.nodes_old, "{u:?}");
+                assert!((u.noise_new - u.noise_old).abs() < 1e-6 * u.noise_old);
+            }
+        }
+        // The cap: a 300 Elo miss with a 100 Elo cap moves 100 Elo worth of x.
+        cfg.max_step_elo = 100.0;
+        let p = propose(&c, &inputs, &cfg, "test").unwrap();
+        let moved = &p.levels[2];
+        let x_new_old_scale = (moved.nodes_new as f64 / c.n0).ln() / c.b.ln();
+        let step = x_new_old_scale - moved.exponent_old;
+        assert!(
+            (step * moved.local_slope.unwrap() + 100.0).abs() < 5.0,
+            "{step}"
+        );
+        // The measured ratings go into the table; the unmeasured level keeps its nominal one.
+        assert_eq!(p.coefficients.ratings["3"], 1300.0);
+        assert_eq!(p.coefficients.ratings["2"], c.ratings["2"]);
+    }
+
+    #[test]
+    fn gain_schedule_decreases_to_its_floor_and_restarts() {
+        let mut c = base();
+        let inputs: Vec<_> = (1..=3)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(400.0 + 200.0 * l as f64),
+                estimate: est(400.0 + 180.0 * l as f64, 20.0, 100),
+            })
+            .collect();
+        let mut cfg = UpdateConfig::default();
+        c.calibration_cycle = 1;
+        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().gain, 0.5);
+        c.calibration_cycle = 20;
+        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().gain, 0.2);
+        cfg.restart_schedule = true;
+        let p = propose(&c, &inputs, &cfg, "t").unwrap();
+        assert_eq!((p.gain, p.coefficients.calibration_cycle), (1.0, 1));
+    }
+
+    #[test]
+    fn a_single_measured_level_holds() {
+        let c = base();
+        let inputs = vec![LevelInput {
+            level: 2.0,
+            target: Some(800.0),
+            estimate: est(1200.0, 20.0, 100),
+        }];
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[0].status, Status::Held);
+        assert_eq!(p.levels[0].nodes_new, p.levels[0].nodes_old);
+        assert!(!p.notes.is_empty());
+    }
+}

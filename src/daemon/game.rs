@@ -1,0 +1,322 @@
+//! The game actor: one task per running game. It follows the game stream (reconnecting and
+//! resuming from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared
+//! pool with the engine and parameters fixed at game start, posts moves, chats, aborts a game
+//! whose opponent never moves, declines offers, and writes the game's record once.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::engine::Engine;
+use crate::lichess::backoff::Backoff;
+use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
+
+use super::clock::{think_time, urgency_ms};
+use super::pool::{PoolHandle, SearchDone, SearchJob};
+use super::results_writer::ResultsStub;
+use super::shutdown::RunState;
+use super::tracker::{Action, GameSetup, Tracker};
+
+/// Everything a game actor is given when it starts.
+pub struct GameContext {
+    pub client: Client,
+    pub pool: PoolHandle,
+    pub results: ResultsStub,
+    pub setup: GameSetup,
+    pub greeting: Option<String>,
+    pub goodbye: Option<String>,
+    pub abort_after: Duration,
+    pub run_state: watch::Receiver<RunState>,
+    /// Benchmarks: our own latency per move (state received → search submitted, plus search
+    /// done → move request sent), search time excluded.
+    pub latency: Option<mpsc::UnboundedSender<Duration>>,
+}
+
+/// How a game actor ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GameExit {
+    /// The game ended and its record is in the log (or already was).
+    Recorded,
+    /// Stopped by the second shutdown signal before the game ended.
+    Stopped,
+    /// The game cannot be followed (not ours, gone, unreadable); nothing recorded.
+    Failed(String),
+}
+
+struct Pending {
+    ply: usize,
+    rx: oneshot::Receiver<SearchDone>,
+    cancel: Arc<AtomicBool>,
+    /// When the search result arrived (for the latency measurement).
+    state_to_submit: Duration,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        // A search nobody waits for stops at its next poll.
+        self.cancel.store(true, Ordering::SeqCst);
+    }
+}
+
+/// Runs one game to its end.
+pub async fn run(ctx: GameContext) -> GameExit {
+    let id = ctx.setup.game_id.clone();
+    let params = &ctx.setup.params;
+    tracing::info!(
+        game = %id,
+        account = %ctx.setup.username,
+        seed = ctx.setup.seed,
+        level = params.level,
+        nodes = params.nodes,
+        noise_cp = format!("{:.1}", params.noise_cp),
+        coefficients = params.coefficients_version,
+        "game started"
+    );
+    let mut engine = Some(Box::new(Engine::new(params.hash_mb)));
+    let mut tracker = Tracker::new(ctx.setup.clone());
+    let mut pending: Option<Pending> = None;
+    let mut backoff = Backoff::new(reconnect_policy());
+    let mut greeted = false;
+    let mut abort_sent = false;
+    let mut not_found = 0;
+    let mut run_state = ctx.run_state.clone();
+    loop {
+        if *run_state.borrow() == RunState::Stopped {
+            return GameExit::Stopped;
+        }
+        let mut stream = match ctx.client.stream_game(&id).await {
+            Ok(s) => s,
+            Err(e @ LichessError::NotFound { .. }) if not_found >= 3 => {
+                return GameExit::Failed(e.to_string());
+            }
+            Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
+                return GameExit::Failed(e.to_string());
+            }
+            Err(e) => {
+                not_found += usize::from(matches!(e, LichessError::NotFound { .. }));
+                let delay = backoff.next_delay();
+                tracing::warn!(game = %id, "game stream: {e}; retrying in {delay:?}");
+                if sleep_or_stop(delay, &mut run_state).await {
+                    return GameExit::Stopped;
+                }
+                continue;
+            }
+        };
+        let mut state_at = Instant::now();
+        let mut reconnect = false;
+        while !reconnect {
+            let abort_due = state_at + ctx.abort_after;
+            let abort_armed = !abort_sent && tracker.awaiting_opponent_first_move();
+            let actions = tokio::select! {
+                event = stream.next() => {
+                    let now_ms = unix_ms();
+                    state_at = Instant::now();
+                    match event {
+                        Ok(GameEvent::GameFull(full)) => {
+                            backoff.reset();
+                            match tracker.on_game_full(full, now_ms) {
+                                Ok(actions) => {
+                                    if !greeted {
+                                        greeted = true;
+                                        // A resumed game was greeted by the previous run.
+                                        if tracker.ply() < 2 && !tracker.is_finished() {
+                                            greet(&ctx, &tracker).await;
+                                        }
+                                    }
+                                    actions
+                                }
+                                Err(e) => return GameExit::Failed(e.to_string()),
+                            }
+                        }
+                        Ok(GameEvent::GameState(state)) => match tracker.on_game_state(state, now_ms) {
+                            Ok(actions) => actions,
+                            Err(e) => return GameExit::Failed(e.to_string()),
+                        },
+                        Ok(GameEvent::OpponentGone(gone)) => {
+                            tracing::info!(game = %id, gone = gone.gone, "opponent gone");
+                            Vec::new()
+                        }
+                        Ok(_) => Vec::new(),
+                        Err(end) => {
+                            tracing::info!(game = %id, "game stream ended ({end}); reconnecting");
+                            reconnect = true;
+                            Vec::new()
+                        }
+                    }
+                }
+                done = async { (&mut pending.as_mut().expect("guarded").rx).await }, if pending.is_some() => {
+                    let p = pending.take().expect("guarded");
+                    match done {
+                        Ok(done) => {
+                            let got_at = Instant::now();
+                            tracing::debug!(
+                                game = %id, ply = p.ply, nodes = done.result.nodes, depth = done.result.depth,
+                                queued_ms = done.queued.as_millis() as u64,
+                                searched_ms = done.searched.as_millis() as u64, "search done"
+                            );
+                            engine = Some(done.engine);
+                            match tracker.on_search_done(p.ply, done.result.best_move) {
+                                Some(Action::Move { ply, uci }) => {
+                                    if let Some(tx) = &ctx.latency {
+                                        tx.send(p.state_to_submit + got_at.elapsed()).ok();
+                                    }
+                                    if !post_move(&ctx, &mut tracker, ply, &uci).await {
+                                        reconnect = true;
+                                    }
+                                }
+                                _ => tracing::debug!(game = %id, ply = p.ply, "search result dropped: the game moved on"),
+                            }
+                        }
+                        // Cancelled or pool gone: allow a new search on the next state.
+                        Err(_) => tracker.on_move_failed(p.ply),
+                    }
+                    Vec::new()
+                }
+                _ = tokio::time::sleep_until(abort_due.into()), if abort_armed => {
+                    abort_sent = true;
+                    tracing::info!(game = %id, "opponent made no first move in {:?}: aborting", ctx.abort_after);
+                    if let Err(e) = ctx.client.abort(&id).await {
+                        tracing::warn!(game = %id, "abort: {e}");
+                    }
+                    Vec::new()
+                }
+                _ = run_state.wait_for(|s| *s == RunState::Stopped) => {
+                    return GameExit::Stopped;
+                }
+            };
+            for action in actions {
+                match action {
+                    Action::Search { ply, game, clock } => {
+                        let limit = think_time(clock);
+                        let params = tracker
+                            .setup()
+                            .params
+                            .search_params(&game, tracker.setup().seed);
+                        let cancel = Arc::new(AtomicBool::new(false));
+                        let job = SearchJob {
+                            game: *game,
+                            params,
+                            engine: engine.take().unwrap_or_else(|| {
+                                Box::new(Engine::new(tracker.setup().params.hash_mb))
+                            }),
+                            time_limit: limit,
+                            urgency_ms: urgency_ms(clock),
+                            cancel: Arc::clone(&cancel),
+                        };
+                        tracing::debug!(game = %id, ply, limit_ms = limit.as_millis() as u64, "search submitted");
+                        let rx = ctx.pool.submit(job);
+                        pending = Some(Pending {
+                            ply,
+                            rx,
+                            cancel,
+                            state_to_submit: state_at.elapsed(),
+                        });
+                    }
+                    Action::Move { .. } => {}
+                    Action::DeclineDraw => {
+                        tracing::info!(game = %id, "declining a draw offer");
+                        if let Err(e) = ctx.client.draw(&id, false).await {
+                            tracing::warn!(game = %id, "decline draw: {e}");
+                        }
+                    }
+                    Action::DeclineTakeback => {
+                        tracing::info!(game = %id, "declining a takeback");
+                        if let Err(e) = ctx.client.takeback(&id, false).await {
+                            tracing::warn!(game = %id, "decline takeback: {e}");
+                        }
+                    }
+                    Action::Finished(record) => {
+                        // Dropping a pending search cancels it: no move after the end.
+                        drop(pending.take());
+                        let record = *record;
+                        tracing::info!(
+                            game = %id, account = %record.account, result = ?record.result,
+                            status = %record.status, moves = record.moves.split_whitespace().count(),
+                            opponent = %record.opponent.name, "game over"
+                        );
+                        match ctx.results.append(record).await {
+                            Ok(true) => {}
+                            Ok(false) => tracing::info!(game = %id, "already in the results log"),
+                            Err(e) => tracing::error!(game = %id, "results log: {e}"),
+                        }
+                        if let Some(goodbye) = &ctx.goodbye {
+                            let text = crate::config::chat_line(
+                                goodbye,
+                                &ctx.setup.username,
+                                &tracker.opponent_name(),
+                            );
+                            if let Err(e) = ctx.client.chat(&id, ChatRoom::Player, &text).await {
+                                tracing::debug!(game = %id, "goodbye chat: {e}");
+                            }
+                        }
+                        return GameExit::Recorded;
+                    }
+                }
+            }
+        }
+        let delay = backoff.next_delay();
+        if sleep_or_stop(delay, &mut run_state).await {
+            return GameExit::Stopped;
+        }
+    }
+}
+
+/// Posts our move; `false` asks for a reconnect (the fresh `gameFull` decides what next).
+async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &str) -> bool {
+    let id = &ctx.setup.game_id;
+    match ctx.client.make_move(id, uci, false).await {
+        Ok(()) => {
+            tracker.on_move_posted(ply);
+            tracing::info!(game = %id, ply, "move {uci}");
+            true
+        }
+        Err(e) => {
+            tracker.on_move_failed(ply);
+            tracing::warn!(game = %id, ply, "move {uci} not accepted: {e}");
+            false
+        }
+    }
+}
+
+async fn greet(ctx: &GameContext, tracker: &Tracker) {
+    if let Some(greeting) = &ctx.greeting {
+        let text =
+            crate::config::chat_line(greeting, &ctx.setup.username, &tracker.opponent_name());
+        if let Err(e) = ctx
+            .client
+            .chat(&ctx.setup.game_id, ChatRoom::Player, &text)
+            .await
+        {
+            tracing::debug!(game = %ctx.setup.game_id, "greeting: {e}");
+        }
+    }
+}
+
+/// Pacing of stream reconnects: quick at first (a game clock is running), capped low.
+pub(crate) fn reconnect_policy() -> BackoffPolicy {
+    BackoffPolicy {
+        base: Duration::from_millis(200),
+        cap: Duration::from_secs(10),
+        max_attempts: u32::MAX,
+    }
+}
+
+/// Sleeps; `true` when the daemon was stopped meanwhile.
+pub(crate) async fn sleep_or_stop(
+    delay: Duration,
+    run_state: &mut watch::Receiver<RunState>,
+) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = run_state.wait_for(|s| *s == RunState::Stopped) => return true,
+    }
+    *run_state.borrow() == RunState::Stopped
+}
+
+pub(crate) fn unix_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,302 @@
+//! The challenge policy: accept a challenge, or decline it with the reason Lichess shows the
+//! challenger. A pure function of the account's policy, the challenge and the current load.
+
+use crate::config::ChallengePolicy;
+
+/// The facts of an incoming challenge the policy looks at.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChallengeFacts {
+    pub challenger_id: String,
+    pub challenger_is_bot: bool,
+    /// Lichess variant key: standard, chess960, fromPosition, …
+    pub variant: String,
+    /// Lichess speed: ultraBullet, bullet, blitz, rapid, classical, correspondence.
+    pub speed: String,
+    pub rated: bool,
+    pub time_control: TimeControl,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TimeControl {
+    Clock { limit_s: u64, increment_s: u64 },
+    Correspondence { days: u64 },
+    Unlimited,
+}
+
+/// Games already running or promised, as seen by the account when the challenge arrives.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Games of this account (running or accepted and not started yet).
+    pub account_games: usize,
+    /// Of those, against this challenger.
+    pub opponent_games: usize,
+    /// No global game slot is free.
+    pub global_full: bool,
+    /// The daemon is shutting down: nothing new starts.
+    pub draining: bool,
+}
+
+/// A Lichess decline reason (the request keys of `POST /api/challenge/{id}/decline`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    Generic,
+    Later,
+    TooFast,
+    TooSlow,
+    TimeControl,
+    Rated,
+    Casual,
+    Standard,
+    Variant,
+    NoBot,
+}
+
+impl Reason {
+    pub fn key(self) -> &'static str {
+        match self {
+            Reason::Generic => "generic",
+            Reason::Later => "later",
+            Reason::TooFast => "tooFast",
+            Reason::TooSlow => "tooSlow",
+            Reason::TimeControl => "timeControl",
+            Reason::Rated => "rated",
+            Reason::Casual => "casual",
+            Reason::Standard => "standard",
+            Reason::Variant => "variant",
+            Reason::NoBot => "noBot",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Accept,
+    Decline(Reason),
+}
+
+/// Lichess speeds from fastest to slowest.
+const SPEED_ORDER: &[&str] = &[
+    "ultraBullet",
+    "bullet",
+    "blitz",
+    "rapid",
+    "classical",
+    "correspondence",
+];
+
+fn speed_rank(speed: &str) -> Option<usize> {
+    SPEED_ORDER.iter().position(|s| *s == speed)
+}
+
+/// Decides one challenge. Permanent refusals (who, what) come before temporary ones (load), so
+/// a challenger is not told "later" for a game we would never play.
+pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decision {
+    use Decision::Decline;
+    if policy.block.iter().any(|b| b == &c.challenger_id) {
+        return Decline(Reason::Generic);
+    }
+    if c.challenger_is_bot && !policy.accept_bots {
+        return Decline(Reason::NoBot);
+    }
+    if !policy.variants.iter().any(|v| v == &c.variant) {
+        let standard_only = policy.variants.iter().all(|v| v == "standard");
+        return Decline(if standard_only {
+            Reason::Standard
+        } else {
+            Reason::Variant
+        });
+    }
+    if let Some(reason) = time_control_reason(policy, c) {
+        return Decline(reason);
+    }
+    if c.rated && !policy.rated {
+        return Decline(Reason::Casual);
+    }
+    if !c.rated && !policy.casual {
+        return Decline(Reason::Rated);
+    }
+    if load.draining
+        || load.global_full
+        || load.account_games >= policy.max_games
+        || load.opponent_games >= policy.max_games_per_opponent
+    {
+        return Decline(Reason::Later);
+    }
+    Decision::Accept
+}
+
+fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<Reason> {
+    if !policy.speeds.iter().any(|s| s == &c.speed) {
+        let rank = speed_rank(&c.speed)?;
+        let accepted: Vec<usize> = policy.speeds.iter().filter_map(|s| speed_rank(s)).collect();
+        return Some(match (accepted.iter().min(), accepted.iter().max()) {
+            (Some(&fastest), _) if rank < fastest => Reason::TooFast,
+            (_, Some(&slowest)) if rank > slowest => Reason::TooSlow,
+            _ => Reason::TimeControl,
+        });
+    }
+    match c.time_control {
+        TimeControl::Unlimited => Some(Reason::TimeControl),
+        TimeControl::Correspondence { days } => {
+            if days < policy.min_days {
+                Some(Reason::TooFast)
+            } else if days > policy.max_days {
+                Some(Reason::TooSlow)
+            } else {
+                None
+            }
+        }
+        TimeControl::Clock {
+            limit_s,
+            increment_s,
+        } => {
+            if limit_s < policy.min_initial_s || increment_s < policy.min_increment_s {
+                Some(Reason::TooFast)
+            } else if limit_s > policy.max_initial_s || increment_s > policy.max_increment_s {
+                Some(Reason::TooSlow)
+            } else {
+                None
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn blitz() -> ChallengeFacts {
+        ChallengeFacts {
+            challenger_id: "alice".into(),
+            challenger_is_bot: false,
+            variant: "standard".into(),
+            speed: "blitz".into(),
+            rated: true,
+            time_control: TimeControl::Clock {
+                limit_s: 180,
+                increment_s: 2,
+            },
+        }
+    }
+
+    fn decline(p: &ChallengePolicy, c: &ChallengeFacts) -> Option<Reason> {
+        match decide(p, c, Load::default()) {
+            Decision::Accept => None,
+            Decision::Decline(r) => Some(r),
+        }
+    }
+
+    #[test]
+    fn accepts_an_ordinary_blitz_challenge() {
+        assert_eq!(
+            decide(&ChallengePolicy::default(), &blitz(), Load::default()),
+            Decision::Accept
+        );
+    }
+
+    #[test]
+    fn every_reason_is_the_one_lichess_expects() {
+        let p = ChallengePolicy {
+            accept_bots: false,
+            block: vec!["troll".into()],
+            rated: false,
+            ..ChallengePolicy::default()
+        };
+        let with = |f: &dyn Fn(&mut ChallengeFacts)| {
+            let mut c = blitz();
+            c.rated = false;
+            f(&mut c);
+            decline(&p, &c)
+        };
+        assert_eq!(
+            with(&|c| c.challenger_id = "troll".into()),
+            Some(Reason::Generic)
+        );
+        assert_eq!(with(&|c| c.challenger_is_bot = true), Some(Reason::NoBot));
+        assert_eq!(
+            with(&|c| c.variant = "atomic".into()),
+            Some(Reason::Standard)
+        );
+        assert_eq!(
+            with(&|c| c.speed = "ultraBullet".into()),
+            Some(Reason::TooFast)
+        );
+        assert_eq!(
+            with(&|c| c.speed = "classical".into()),
+            Some(Reason::TooSlow)
+        );
+        assert_eq!(
+            with(&|c| c.time_control = TimeControl::Clock {
+                limit_s: 30,
+                increment_s: 0
+            }),
+            Some(Reason::TooFast)
+        );
+        assert_eq!(
+            with(&|c| c.time_control = TimeControl::Clock {
+                limit_s: 180,
+                increment_s: 60
+            }),
+            Some(Reason::TooSlow)
+        );
+        assert_eq!(with(&|c| c.rated = true), Some(Reason::Casual));
+        let casual_off = ChallengePolicy {
+            casual: false,
+            ..ChallengePolicy::default()
+        };
+        let mut c = blitz();
+        c.rated = false;
+        assert_eq!(decline(&casual_off, &c), Some(Reason::Rated));
+        let mut variants = ChallengePolicy::default();
+        variants.variants.push("chess960".into());
+        c.variant = "atomic".into();
+        assert_eq!(decline(&variants, &c), Some(Reason::Variant));
+        let mut corr = ChallengePolicy::default();
+        corr.speeds.push("correspondence".into());
+        let mut c = blitz();
+        c.speed = "correspondence".into();
+        c.time_control = TimeControl::Unlimited;
+        assert_eq!(decline(&corr, &c), Some(Reason::TimeControl));
+    }
+
+    #[test]
+    fn limits_and_draining_say_later_but_only_for_games_we_would_play() {
+        let p = ChallengePolicy::default();
+        let full = Load {
+            account_games: p.max_games,
+            ..Load::default()
+        };
+        assert_eq!(decide(&p, &blitz(), full), Decision::Decline(Reason::Later));
+        let same_opponent = Load {
+            account_games: 1,
+            opponent_games: 1,
+            ..Load::default()
+        };
+        assert_eq!(
+            decide(&p, &blitz(), same_opponent),
+            Decision::Decline(Reason::Later)
+        );
+        let global = Load {
+            global_full: true,
+            ..Load::default()
+        };
+        assert_eq!(
+            decide(&p, &blitz(), global),
+            Decision::Decline(Reason::Later)
+        );
+        let draining = Load {
+            draining: true,
+            ..Load::default()
+        };
+        assert_eq!(
+            decide(&p, &blitz(), draining),
+            Decision::Decline(Reason::Later)
+        );
+        let mut atomic = blitz();
+        atomic.variant = "atomic".into();
+        assert_eq!(
+            decide(&p, &atomic, draining),
+            Decision::Decline(Reason::Standard)
+        );
+    }
+}

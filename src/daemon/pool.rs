@@ -1,0 +1,317 @@
+//! The search pool: N blocking OS threads shared by every account and game.
+//!
+//! Searches are CPU work, so they never run on the async runtime's workers. Jobs wait in a
+//! priority queue ordered by the game's remaining clock: the game with the least time searches
+//! first. Each game actor owns its [`Engine`] (hash sized by its level, cleared once at game
+//! start) and lends it to the job; it comes back with the result, so a game's searches are
+//! reproducible from its seed whatever thread runs them. A job's time limit runs from
+//! submission: time spent queued is time off our clock.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use tokio::sync::oneshot;
+
+use crate::engine::{Engine, Game, SearchObserver, SearchParams, SearchResult};
+
+/// One search to run.
+pub struct SearchJob {
+    pub game: Game,
+    pub params: SearchParams,
+    pub engine: Box<Engine>,
+    /// Wall-clock cap, counted from submission.
+    pub time_limit: Duration,
+    /// Lower runs first (the game's remaining clock in ms).
+    pub urgency_ms: u64,
+    /// Set by the game actor when the game ended: a queued job is dropped, a running one stops
+    /// at its next poll (after depth 1).
+    pub cancel: Arc<AtomicBool>,
+}
+
+/// A finished search, with the engine handed back.
+pub struct SearchDone {
+    pub result: SearchResult,
+    pub engine: Box<Engine>,
+    /// Time in the queue before a thread took the job.
+    pub queued: Duration,
+    /// Time searching.
+    pub searched: Duration,
+}
+
+/// Counters for logs, tests and the benchmark.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PoolStats {
+    pub threads: usize,
+    pub running: usize,
+    /// The most searches ever running at once.
+    pub peak_running: usize,
+    pub completed: u64,
+    pub cancelled: u64,
+}
+
+struct Queued {
+    urgency_ms: u64,
+    seq: u64,
+    submitted: Instant,
+    job: SearchJob,
+    reply: oneshot::Sender<SearchDone>,
+}
+
+impl PartialEq for Queued {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl Eq for Queued {}
+impl PartialOrd for Queued {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Queued {
+    // BinaryHeap pops the greatest: least time first, then first come first served.
+    fn cmp(&self, other: &Self) -> Ordering {
+        other
+            .urgency_ms
+            .cmp(&self.urgency_ms)
+            .then(other.seq.cmp(&self.seq))
+    }
+}
+
+#[derive(Default)]
+struct Queue {
+    heap: BinaryHeap<Queued>,
+    seq: u64,
+    closed: bool,
+}
+
+#[derive(Default)]
+struct Shared {
+    queue: Mutex<Queue>,
+    wake: Condvar,
+    threads: usize,
+    running: AtomicUsize,
+    peak: AtomicUsize,
+    completed: AtomicU64,
+    cancelled: AtomicU64,
+}
+
+/// The pool itself; dropping it (or [`SearchPool::shutdown`]) stops the threads after their
+/// current search.
+pub struct SearchPool {
+    shared: Arc<Shared>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+/// A cheap clonable handle for submitting jobs.
+#[derive(Clone)]
+pub struct PoolHandle {
+    shared: Arc<Shared>,
+}
+
+impl SearchPool {
+    pub fn new(threads: usize) -> SearchPool {
+        let threads = threads.max(1);
+        let shared = Arc::new(Shared {
+            threads,
+            ..Shared::default()
+        });
+        let handles = (0..threads)
+            .map(|i| {
+                let shared = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name(format!("search-{i}"))
+                    .spawn(move || worker(&shared))
+                    .expect("spawn search thread")
+            })
+            .collect();
+        SearchPool {
+            shared,
+            threads: handles,
+        }
+    }
+
+    pub fn handle(&self) -> PoolHandle {
+        PoolHandle {
+            shared: Arc::clone(&self.shared),
+        }
+    }
+
+    /// Stops taking jobs, drops the queued ones and waits for running searches to end.
+    pub fn shutdown(mut self) {
+        self.close();
+        for t in self.threads.drain(..) {
+            t.join().ok();
+        }
+    }
+
+    fn close(&self) {
+        let mut q = self.shared.queue.lock().expect("pool lock");
+        q.closed = true;
+        q.heap.clear();
+        self.shared.wake.notify_all();
+    }
+}
+
+impl Drop for SearchPool {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+impl PoolHandle {
+    /// Queues a job. The receiver yields the result, or an error if the job was cancelled or
+    /// the pool shut down.
+    pub fn submit(&self, job: SearchJob) -> oneshot::Receiver<SearchDone> {
+        let (reply, rx) = oneshot::channel();
+        let mut q = self.shared.queue.lock().expect("pool lock");
+        if q.closed {
+            return rx;
+        }
+        q.seq += 1;
+        let seq = q.seq;
+        q.heap.push(Queued {
+            urgency_ms: job.urgency_ms,
+            seq,
+            submitted: Instant::now(),
+            job,
+            reply,
+        });
+        drop(q);
+        self.shared.wake.notify_one();
+        rx
+    }
+
+    pub fn stats(&self) -> PoolStats {
+        let s = &self.shared;
+        PoolStats {
+            threads: s.threads,
+            running: s.running.load(AtomicOrdering::SeqCst),
+            peak_running: s.peak.load(AtomicOrdering::SeqCst),
+            completed: s.completed.load(AtomicOrdering::SeqCst),
+            cancelled: s.cancelled.load(AtomicOrdering::SeqCst),
+        }
+    }
+}
+
+fn worker(shared: &Shared) {
+    loop {
+        let queued = {
+            let mut q = shared.queue.lock().expect("pool lock");
+            loop {
+                if q.closed {
+                    return;
+                }
+                if let Some(job) = q.heap.pop() {
+                    break job;
+                }
+                q = shared.wake.wait(q).expect("pool lock");
+            }
+        };
+        let Queued {
+            submitted,
+            mut job,
+            reply,
+            ..
+        } = queued;
+        if job.cancel.load(AtomicOrdering::SeqCst) || reply.is_closed() {
+            shared.cancelled.fetch_add(1, AtomicOrdering::SeqCst);
+            continue;
+        }
+        let now = shared.running.fetch_add(1, AtomicOrdering::SeqCst) + 1;
+        shared.peak.fetch_max(now, AtomicOrdering::SeqCst);
+        let started = Instant::now();
+        let mut observer = Deadline {
+            deadline: submitted + job.time_limit,
+            cancel: &job.cancel,
+        };
+        let result = job.engine.search(&job.game, &job.params, &mut observer);
+        let searched = started.elapsed();
+        shared.running.fetch_sub(1, AtomicOrdering::SeqCst);
+        shared.completed.fetch_add(1, AtomicOrdering::SeqCst);
+        // The game actor may have stopped listening (game over): the result is simply dropped.
+        reply
+            .send(SearchDone {
+                result,
+                engine: job.engine,
+                queued: started - submitted,
+                searched,
+            })
+            .ok();
+    }
+}
+
+/// Stops a search at its deadline or when the game ends.
+struct Deadline<'a> {
+    deadline: Instant,
+    cancel: &'a AtomicBool,
+}
+
+impl SearchObserver for Deadline<'_> {
+    fn should_stop(&mut self, _nodes: u64) -> bool {
+        self.cancel.load(AtomicOrdering::Relaxed) || Instant::now() >= self.deadline
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::Limits;
+
+    fn job(urgency_ms: u64) -> SearchJob {
+        SearchJob {
+            game: Game::startpos(),
+            params: SearchParams::full_strength(Limits::nodes(1000)),
+            engine: Box::new(Engine::new(1)),
+            time_limit: Duration::from_millis(50),
+            urgency_ms,
+            cancel: Arc::new(AtomicBool::new(false)),
+        }
+    }
+
+    #[tokio::test]
+    async fn every_job_gets_a_legal_move_and_its_engine_back() {
+        let pool = SearchPool::new(2);
+        let h = pool.handle();
+        let rxs: Vec<_> = (0..8).map(|i| h.submit(job(i))).collect();
+        for rx in rxs {
+            let done = rx.await.unwrap();
+            let m = done.result.best_move.unwrap();
+            assert!(Game::startpos().legal_moves().contains(&m));
+            assert_eq!(done.engine.hash_mb(), 1);
+        }
+        let stats = h.stats();
+        assert_eq!(stats.completed, 8);
+        assert!(stats.peak_running <= 2);
+        pool.shutdown();
+    }
+
+    #[test]
+    fn least_time_pops_first() {
+        let mut heap = BinaryHeap::new();
+        for (seq, urgency_ms) in [(1, 5000), (2, 100), (3, 100), (4, 9000)] {
+            heap.push(Queued {
+                urgency_ms,
+                seq,
+                submitted: Instant::now(),
+                job: job(urgency_ms),
+                reply: oneshot::channel().0,
+            });
+        }
+        let order: Vec<u64> = std::iter::from_fn(|| heap.pop().map(|q| q.seq)).collect();
+        assert_eq!(order, [2, 3, 1, 4]);
+    }
+
+    #[tokio::test]
+    async fn cancelled_job_is_dropped() {
+        let pool = SearchPool::new(1);
+        let j = job(1);
+        j.cancel.store(true, AtomicOrdering::SeqCst);
+        assert!(pool.handle().submit(j).await.is_err());
+        assert_eq!(pool.handle().stats().cancelled, 1);
+    }
+}

@@ -1,0 +1,60 @@
+//! Shutdown and reload: OS signals become [`Control`] messages for the supervisor, and the
+//! supervisor's [`RunState`] tells every actor how far shutdown has gone.
+//!
+//! SIGTERM/SIGINT: the first one drains (no new games; running games finish within the grace
+//! period), the second one stops now. SIGHUP reloads accounts.toml and the coefficients.
+
+use tokio::sync::mpsc;
+
+/// How far the daemon is from exiting; published on a `watch` channel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum RunState {
+    Running,
+    /// Decline every challenge, finish running games.
+    Draining,
+    /// Exit now: searches are abandoned, nothing more is sent.
+    Stopped,
+}
+
+/// What the supervisor is asked to do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Control {
+    /// First stop request drains, the next one stops.
+    Shutdown,
+    Reload,
+}
+
+/// Forwards SIGTERM, SIGINT and SIGHUP to `tx` until the receiver is gone.
+#[cfg(unix)]
+pub fn listen_for_signals(tx: mpsc::Sender<Control>) -> std::io::Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+    tokio::spawn(async move {
+        loop {
+            let control = tokio::select! {
+                _ = term.recv() => Control::Shutdown,
+                _ = int.recv() => Control::Shutdown,
+                _ = hup.recv() => Control::Reload,
+            };
+            if tx.send(control).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}
+
+/// Forwards Ctrl-C to `tx` (no SIGHUP off Unix).
+#[cfg(not(unix))]
+pub fn listen_for_signals(tx: mpsc::Sender<Control>) -> std::io::Result<()> {
+    tokio::spawn(async move {
+        while tokio::signal::ctrl_c().await.is_ok() {
+            if tx.send(Control::Shutdown).await.is_err() {
+                break;
+            }
+        }
+    });
+    Ok(())
+}

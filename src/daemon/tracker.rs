@@ -1,0 +1,522 @@
+//! The game actor's decisions as a pure state machine: given what the game stream says, what
+//! do we do? No I/O, no clock of its own (times come in as arguments), so every failure mode
+//! of PEERS.md that lives here is unit-tested without a server.
+//!
+//! The invariants it keeps: at most one search per ply and at most one move posted per ply
+//! (a reconnect that replays `gameFull`, or a duplicate state, never produces a second move);
+//! a search result for a ply that is no longer current, or for a finished game, is dropped;
+//! the record is produced once, when the stream first reports the game over.
+
+use std::time::Duration;
+
+use crate::engine::{Game, GameError};
+use crate::levels::LevelParams;
+use crate::lichess::{Color, GameFull, GameState, GameStatus};
+use crate::results::{
+    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
+};
+
+use super::clock::ClockInput;
+
+/// What the actor knows before the game stream opens.
+#[derive(Clone, Debug)]
+pub struct GameSetup {
+    pub game_id: String,
+    /// Our account's username and id.
+    pub username: String,
+    pub user_id: String,
+    pub params: LevelParams,
+    pub seed: u64,
+    pub source: Source,
+    pub move_overhead_ms: u64,
+}
+
+/// Something the actor should do.
+#[derive(Clone, Debug)]
+pub enum Action {
+    /// Start a search for the position after `ply` moves.
+    Search {
+        ply: usize,
+        game: Box<Game>,
+        clock: ClockInput,
+    },
+    /// Post this move for `ply`.
+    Move {
+        ply: usize,
+        uci: String,
+    },
+    DeclineDraw,
+    DeclineTakeback,
+    /// The game ended: write this record, say goodbye, stop.
+    Finished(Box<GameRecord>),
+}
+
+/// Why the stream's data could not be followed.
+#[derive(Debug, thiserror::Error)]
+pub enum TrackerError {
+    #[error("game {game_id}: we ({user}) do not play in it")]
+    NotOurGame { game_id: String, user: String },
+    #[error("game {game_id}: {source}")]
+    Moves { game_id: String, source: GameError },
+    #[error("game {game_id}: a gameState came before any gameFull")]
+    NoGameFull { game_id: String },
+}
+
+/// The game as the tracker follows it.
+pub struct Tracker {
+    setup: GameSetup,
+    full: Option<Box<GameFull>>,
+    color: Color,
+    /// The latest state and its position.
+    state: Option<GameState>,
+    game: Option<Game>,
+    /// The ply a search is running for.
+    searching: Option<usize>,
+    /// The last ply we posted a move for (successfully).
+    moved: Option<usize>,
+    /// Our remaining clock when we last moved (for the fault note).
+    clock_at_last_move: Option<u64>,
+    /// Offers already declined, by ply, so one offer gets one answer.
+    draw_declined_at: Option<usize>,
+    takeback_declined_at: Option<usize>,
+    finished: bool,
+}
+
+impl Tracker {
+    pub fn new(setup: GameSetup) -> Tracker {
+        Tracker {
+            setup,
+            full: None,
+            color: Color::White,
+            state: None,
+            game: None,
+            searching: None,
+            moved: None,
+            clock_at_last_move: None,
+            draw_declined_at: None,
+            takeback_declined_at: None,
+            finished: false,
+        }
+    }
+
+    pub fn setup(&self) -> &GameSetup {
+        &self.setup
+    }
+
+    pub fn color(&self) -> Color {
+        self.color
+    }
+
+    pub fn full(&self) -> Option<&GameFull> {
+        self.full.as_deref()
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    /// Number of moves played so far.
+    pub fn ply(&self) -> usize {
+        self.game.as_ref().map_or(0, |g| g.moves().len())
+    }
+
+    pub fn searching(&self) -> Option<usize> {
+        self.searching
+    }
+
+    /// Whether the opponent still owes the game its first move (abort territory).
+    pub fn awaiting_opponent_first_move(&self) -> bool {
+        match (&self.game, &self.state) {
+            (Some(game), Some(state)) if state.status.is_ongoing() => {
+                let opponents_turn = Color::from(game.turn()) != self.color;
+                opponents_turn && game.moves().len() < 2
+            }
+            _ => false,
+        }
+    }
+
+    /// The opponent's display name.
+    pub fn opponent_name(&self) -> String {
+        self.full
+            .as_ref()
+            .map(|f| f.player(self.color.other()).name.clone())
+            .unwrap_or_default()
+    }
+
+    /// The first line of every (re)opened stream. `now_ms` is Unix time.
+    pub fn on_game_full(
+        &mut self,
+        full: Box<GameFull>,
+        now_ms: i64,
+    ) -> Result<Vec<Action>, TrackerError> {
+        self.color =
+            full.color_of(&self.setup.user_id)
+                .ok_or_else(|| TrackerError::NotOurGame {
+                    game_id: self.setup.game_id.clone(),
+                    user: self.setup.username.clone(),
+                })?;
+        let state = full.state.clone();
+        self.full = Some(full);
+        // A replayed gameFull is a state like any other: the ply bookkeeping makes it safe.
+        self.on_game_state(state, now_ms)
+    }
+
+    /// A state: after every move, offer, and at the end.
+    pub fn on_game_state(
+        &mut self,
+        state: GameState,
+        now_ms: i64,
+    ) -> Result<Vec<Action>, TrackerError> {
+        let full = self.full.as_ref().ok_or_else(|| TrackerError::NoGameFull {
+            game_id: self.setup.game_id.clone(),
+        })?;
+        if self.finished {
+            return Ok(Vec::new());
+        }
+        let fen = (full.initial_fen != "startpos").then_some(full.initial_fen.as_str());
+        let chess960 = full.variant.key == "chess960";
+        let game = Game::from_uci_moves(fen, &state.move_list(), chess960).map_err(|source| {
+            TrackerError::Moves {
+                game_id: self.setup.game_id.clone(),
+                source,
+            }
+        })?;
+        let ply = game.moves().len();
+        self.game = Some(game);
+        self.state = Some(state);
+        let state = self.state.as_ref().expect("just set");
+        let mut actions = Vec::new();
+
+        if !state.status.is_ongoing() {
+            self.finished = true;
+            self.searching = None;
+            actions.push(Action::Finished(Box::new(self.record(now_ms))));
+            return Ok(actions);
+        }
+        let opponent = self.color.other();
+        if state.draw_offer_of(opponent) && self.draw_declined_at != Some(ply) {
+            self.draw_declined_at = Some(ply);
+            actions.push(Action::DeclineDraw);
+        }
+        if state.takeback_of(opponent) && self.takeback_declined_at != Some(ply) {
+            self.takeback_declined_at = Some(ply);
+            actions.push(Action::DeclineTakeback);
+        }
+        actions.extend(self.maybe_search(Duration::ZERO));
+        Ok(actions)
+    }
+
+    /// A search for the current ply if it is our turn and none ran or is running for it.
+    /// `since_state` is the time since the current state arrived (it is off our clock).
+    pub fn maybe_search(&mut self, since_state: Duration) -> Option<Action> {
+        let game = self.game.as_ref()?;
+        let state = self.state.as_ref()?;
+        let ply = game.moves().len();
+        let our_turn = Color::from(game.turn()) == self.color;
+        if self.finished
+            || !our_turn
+            || self.searching == Some(ply)
+            || self.moved.is_some_and(|m| m >= ply)
+            || game.legal_moves().is_empty()
+        {
+            return None;
+        }
+        self.searching = Some(ply);
+        let has_clock = self.full.as_ref().is_some_and(|f| f.clock.is_some());
+        let remaining_ms = has_clock.then(|| {
+            state
+                .time_of(self.color)
+                .saturating_sub(since_state.as_millis() as u64)
+        });
+        Some(Action::Search {
+            ply,
+            game: Box::new(game.clone()),
+            clock: ClockInput {
+                remaining_ms,
+                increment_ms: state.increment_of(self.color),
+                overhead_ms: self.setup.move_overhead_ms,
+                // Our first move: white at ply 0, black at ply 1 (from the start position).
+                first_move: ply < 2,
+            },
+        })
+    }
+
+    /// A search finished. Returns the move to post, unless the game moved on or ended.
+    pub fn on_search_done(&mut self, ply: usize, best: Option<shakmaty::Move>) -> Option<Action> {
+        if self.searching == Some(ply) {
+            self.searching = None;
+        }
+        let game = self.game.as_ref()?;
+        let current = game.moves().len();
+        if self.finished || current != ply || self.moved.is_some_and(|m| m >= ply) {
+            return None;
+        }
+        let uci = game.to_uci(best?);
+        Some(Action::Move { ply, uci })
+    }
+
+    /// The move for `ply` was accepted by the server.
+    pub fn on_move_posted(&mut self, ply: usize) {
+        self.moved = Some(self.moved.map_or(ply, |m| m.max(ply)));
+        self.clock_at_last_move = self.state.as_ref().map(|s| s.time_of(self.color));
+    }
+
+    /// The move for `ply` could not be posted: allow a new search when the state is replayed.
+    pub fn on_move_failed(&mut self, ply: usize) {
+        if self.searching == Some(ply) {
+            self.searching = None;
+        }
+    }
+
+    /// The record of the finished game, from the latest state.
+    fn record(&self, now_ms: i64) -> GameRecord {
+        let full = self.full.as_ref().expect("record after gameFull");
+        let state = self.state.as_ref().expect("record after a state");
+        let us = full.player(self.color);
+        let them = full.player(self.color.other());
+        let result = outcome(state.status, state.winner, self.color);
+        let fault = (state.status == GameStatus::Outoftime
+            && state.winner == Some(self.color.other()))
+        .then(|| {
+            format!(
+                "lost on time with a node budget of {} per move ({} ms on our clock at our last move)",
+                self.setup.params.nodes,
+                self.clock_at_last_move
+                    .map_or_else(|| "?".to_string(), |ms| ms.to_string())
+            )
+        });
+        GameRecord {
+            schema: SCHEMA_VERSION,
+            game_id: self.setup.game_id.clone(),
+            source: self.setup.source,
+            account: self.setup.username.clone(),
+            level: self.setup.params.level,
+            offset: self.setup.params.offset,
+            coefficients_version: self.setup.params.coefficients_version,
+            engine: EngineRecord {
+                nodes: self.setup.params.nodes,
+                noise_cp: self.setup.params.noise_cp,
+                hash_mb: self.setup.params.hash_mb,
+            },
+            seed: self.setup.seed,
+            started_at_ms: full.created_at,
+            finished_at_ms: now_ms,
+            rated: full.rated,
+            speed: full.speed.clone(),
+            perf: perf_key(&full.perf.name, &full.speed),
+            variant: full.variant.key.clone(),
+            initial_fen: full.initial_fen.clone(),
+            clock: full.clock.map(|c| ClockRecord {
+                initial_ms: c.initial,
+                increment_ms: c.increment,
+            }),
+            color: self.color.as_str().to_string(),
+            opponent: OpponentRecord {
+                id: them.id.clone(),
+                name: them.name.clone(),
+                title: them.title.clone(),
+                rating: them.rating.map(f64::from),
+                provisional: them.provisional,
+                rd: None,
+                bot: them.is_bot(),
+            },
+            our_rating: us.rating.map(f64::from),
+            result,
+            status: state.status.as_str().to_string(),
+            winner: state.winner.map(|w| w.as_str().to_string()),
+            moves: state.moves.trim().to_string(),
+            fault,
+        }
+    }
+}
+
+/// The result from our side.
+pub fn outcome(status: GameStatus, winner: Option<Color>, us: Color) -> Outcome {
+    match (status, winner) {
+        (_, Some(w)) if w == us => Outcome::Win,
+        (_, Some(_)) => Outcome::Loss,
+        (
+            GameStatus::Aborted
+            | GameStatus::NoStart
+            | GameStatus::Created
+            | GameStatus::Started
+            | GameStatus::Cheat
+            | GameStatus::UnknownFinish
+            | GameStatus::Unknown,
+            None,
+        ) => Outcome::None,
+        // Draw, stalemate, insufficient material (claimed or after a flag), variant end.
+        _ => Outcome::Draw,
+    }
+}
+
+/// `gameFull.perf.name` is a display name ("Blitz", "Chess960"); the record wants the perf key.
+fn perf_key(name: &str, speed: &str) -> String {
+    let key = match name {
+        "" => speed.to_string(),
+        "UltraBullet" => "ultraBullet".to_string(),
+        "King of the Hill" => "kingOfTheHill".to_string(),
+        "Three-check" => "threeCheck".to_string(),
+        "Racing Kings" => "racingKings".to_string(),
+        other => other.to_lowercase(),
+    };
+    // "From Position" games count in the speed's pool.
+    if key == "from position" {
+        speed.to_string()
+    } else {
+        key
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::levels::Coefficients;
+
+    fn setup() -> GameSetup {
+        GameSetup {
+            game_id: "g1".into(),
+            username: "Ladder-L1".into(),
+            user_id: "ladder-l1".into(),
+            params: LevelParams::new(&Coefficients::builtin(), 1.0),
+            seed: 7,
+            source: Source::Sandbox,
+            move_overhead_ms: 100,
+        }
+    }
+
+    fn full(moves: &str, we_are_white: bool) -> Box<GameFull> {
+        let (w, b) = if we_are_white {
+            ("ladder-l1", "alice")
+        } else {
+            ("alice", "ladder-l1")
+        };
+        let json = format!(
+            r#"{{"id":"g1","variant":{{"key":"standard","name":"Standard"}},"speed":"blitz",
+            "perf":{{"name":"Blitz"}},"rated":true,"createdAt":1000,
+            "white":{{"id":"{w}","name":"{w}","title":null,"rating":1500,"provisional":true}},
+            "black":{{"id":"{b}","name":"{b}","title":"BOT","rating":1600}},
+            "initialFen":"startpos","clock":{{"initial":180000,"increment":2000}},"type":"gameFull",
+            "state":{{"type":"gameState","moves":"{moves}","wtime":170000,"btime":160000,
+            "winc":2000,"binc":2000,"status":"started"}}}}"#
+        );
+        Box::new(serde_json::from_str(&json).unwrap())
+    }
+
+    fn state(moves: &str, status: &str, winner: Option<&str>) -> GameState {
+        let winner = winner.map_or(String::new(), |w| format!(r#","winner":"{w}""#));
+        serde_json::from_str(&format!(
+            r#"{{"type":"gameState","moves":"{moves}","wtime":150000,"btime":150000,"winc":2000,"binc":2000,"status":"{status}"{winner}}}"#
+        ))
+        .unwrap()
+    }
+
+    fn search_ply(actions: &[Action]) -> Option<usize> {
+        actions.iter().find_map(|a| match a {
+            Action::Search { ply, .. } => Some(*ply),
+            _ => None,
+        })
+    }
+
+    #[test]
+    fn replayed_game_full_never_searches_or_moves_twice_for_one_ply() {
+        let mut t = Tracker::new(setup());
+        let a = t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        assert_eq!(search_ply(&a), Some(2));
+        // The stream reconnects while the search runs: no second search.
+        let a = t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        assert_eq!(search_ply(&a), None);
+        let m = t.on_search_done(2, t.game.as_ref().unwrap().legal_moves().first().copied());
+        assert!(matches!(m, Some(Action::Move { ply: 2, .. })));
+        t.on_move_posted(2);
+        // A stale replay of the same ply after our move: nothing to do.
+        let a = t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        assert!(a.is_empty(), "{a:?}");
+        // The server never saw the move (post failed): a replay searches again.
+        let mut t = Tracker::new(setup());
+        t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        t.on_move_failed(2);
+        let a = t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        assert_eq!(search_ply(&a), Some(2));
+    }
+
+    #[test]
+    fn clock_after_reconnect_is_the_servers_not_zero() {
+        let mut t = Tracker::new(setup());
+        let a = t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        let Some(Action::Search { clock, .. }) =
+            a.into_iter().find(|a| matches!(a, Action::Search { .. }))
+        else {
+            panic!("no search")
+        };
+        assert_eq!(clock.remaining_ms, Some(170_000));
+        assert!(!clock.first_move);
+        assert!(super::super::clock::think_time(clock) > Duration::from_millis(1000));
+    }
+
+    #[test]
+    fn result_of_a_search_for_a_finished_game_is_dropped_and_recorded_once() {
+        let mut t = Tracker::new(setup());
+        t.on_game_full(full("", true), 0).unwrap();
+        assert_eq!(t.searching(), Some(0));
+        let a = t.on_game_state(state("", "aborted", None), 5).unwrap();
+        let Some(Action::Finished(record)) = a.into_iter().next() else {
+            panic!("no record")
+        };
+        assert_eq!(record.result, Outcome::None);
+        assert_eq!(record.status, "aborted");
+        let best = Game::startpos().legal_moves().first().copied();
+        assert!(t.on_search_done(0, best).is_none());
+        assert!(
+            t.on_game_state(state("", "aborted", None), 6)
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn record_has_the_bots_side_and_opponent() {
+        let mut t = Tracker::new(setup());
+        t.on_game_full(full("", false), 0).unwrap();
+        let a = t
+            .on_game_state(state("f2f3 e7e5 g2g4 d8h4", "mate", Some("black")), 9)
+            .unwrap();
+        let Some(Action::Finished(r)) = a.into_iter().last() else {
+            panic!("no record")
+        };
+        assert_eq!(r.result, Outcome::Win);
+        assert_eq!(r.color, "black");
+        assert_eq!(r.opponent.id, "alice");
+        assert!(r.opponent.provisional);
+        assert!(!r.opponent.bot);
+        assert_eq!(r.our_rating, Some(1600.0));
+        assert_eq!(r.perf, "blitz");
+        assert_eq!(r.seed, 7);
+        assert_eq!(r.clock.unwrap().increment_ms, 2000);
+        assert_eq!(r.fault, None);
+        assert_eq!(
+            outcome(GameStatus::Outoftime, Some(Color::White), Color::Black),
+            Outcome::Loss
+        );
+        assert_eq!(
+            outcome(GameStatus::Stalemate, None, Color::Black),
+            Outcome::Draw
+        );
+    }
+
+    #[test]
+    fn offers_are_declined_once_and_first_move_abort_is_tracked() {
+        let mut t = Tracker::new(setup());
+        t.on_game_full(full("e2e4", true), 0).unwrap();
+        assert!(t.awaiting_opponent_first_move());
+        let mut s = state("e2e4 e7e5", "started", None);
+        s.bdraw = true;
+        s.btakeback = true;
+        let a = t.on_game_state(s.clone(), 1).unwrap();
+        assert!(a.iter().any(|x| matches!(x, Action::DeclineDraw)));
+        assert!(a.iter().any(|x| matches!(x, Action::DeclineTakeback)));
+        assert!(!t.awaiting_opponent_first_move());
+        let a = t.on_game_state(s, 2).unwrap();
+        assert!(!a.iter().any(|x| matches!(x, Action::DeclineDraw)));
+    }
+}

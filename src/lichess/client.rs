@@ -1,0 +1,709 @@
+//! `Client`: the only place the ladder talks HTTP to Lichess. One client per account (per
+//! token): one ordinary request in flight at a time, streams beside it; HTTP 429 pauses every
+//! call of that client; 5xx and network errors are retried with decorrelated jitter; other
+//! 4xx come back as typed errors. Streams get an idle timeout per read, never a total one.
+
+use std::net::IpAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::{Method, StatusCode, Url};
+use serde::de::DeserializeOwned;
+use tokio::time::Instant;
+
+use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy};
+use super::error::LichessError;
+use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+use super::token::Token;
+use super::types::{
+    ChallengeColor, ChallengeJson, ChatRoom, DeclineReason, Event, GameEvent, GameJson,
+    UserExtended,
+};
+
+/// The real Lichess.
+pub const LICHESS_URL: &str = "https://lichess.org";
+
+/// How long an error body may be when quoted in an error message.
+const MAX_ERROR_TEXT: usize = 300;
+
+/// Everything a client needs; `ClientConfig::new` fills in production defaults.
+#[derive(Clone, Debug)]
+pub struct ClientConfig {
+    /// `https://lichess.org`, or `http://127.0.0.1:port` for the sandbox.
+    pub base_url: String,
+    pub token: Token,
+    pub rate_limit: RateLimitPolicy,
+    pub backoff: BackoffPolicy,
+    /// Longest silence tolerated on a stream (keep-alives count as data).
+    pub stream_idle_timeout: Duration,
+    /// Total time for one attempt of an ordinary request, and for a stream's headers.
+    pub request_timeout: Duration,
+    pub connect_timeout: Duration,
+    pub user_agent: String,
+}
+
+impl ClientConfig {
+    pub fn new(base_url: impl Into<String>, token: Token) -> ClientConfig {
+        ClientConfig {
+            base_url: base_url.into(),
+            token,
+            rate_limit: RateLimitPolicy::default(),
+            backoff: BackoffPolicy::default(),
+            stream_idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            request_timeout: Duration::from_secs(20),
+            connect_timeout: Duration::from_secs(10),
+            user_agent: format!("ladder/{}", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+/// Checks a base URL: https anywhere, plain http only to a loopback host.
+pub fn validate_base_url(raw: &str) -> Result<Url, LichessError> {
+    let bad = |reason: &str| LichessError::BadBaseUrl {
+        url: raw.to_string(),
+        reason: reason.to_string(),
+    };
+    let url = Url::parse(raw.trim()).map_err(|e| bad(&e.to_string()))?;
+    if url.cannot_be_a_base() || url.host_str().is_none() {
+        return Err(bad("not a base URL with a host"));
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(bad("credentials do not belong in the URL"));
+    }
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err(bad(
+            "plain http is only allowed to a loopback host (127.0.0.1, ::1, localhost); use https",
+        )),
+        _ => Err(bad("the scheme must be https (or http to loopback)")),
+    }
+}
+
+fn is_loopback(url: &Url) -> bool {
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    match bare.parse::<IpAddr>() {
+        Ok(ip) => ip.is_loopback(),
+        Err(_) => bare.eq_ignore_ascii_case("localhost"),
+    }
+}
+
+/// A challenge to create (`POST /api/challenge/{username}`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChallengeRequest {
+    pub rated: bool,
+    /// Real-time clock: (initial seconds, increment seconds).
+    pub clock: Option<(u32, u32)>,
+    /// Correspondence days per turn (when `clock` is `None`).
+    pub days: Option<u32>,
+    pub color: ChallengeColor,
+    /// Variant key (`standard`, `chess960`, `fromPosition`, ...).
+    pub variant: String,
+    pub fen: Option<String>,
+}
+
+impl ChallengeRequest {
+    /// A casual standard real-time challenge.
+    pub fn clock(limit_s: u32, increment_s: u32) -> ChallengeRequest {
+        ChallengeRequest {
+            rated: false,
+            clock: Some((limit_s, increment_s)),
+            days: None,
+            color: ChallengeColor::Random,
+            variant: "standard".to_string(),
+            fen: None,
+        }
+    }
+
+    fn form(&self) -> Vec<(String, String)> {
+        let mut form = vec![
+            ("rated".to_string(), self.rated.to_string()),
+            (
+                "color".to_string(),
+                match self.color {
+                    ChallengeColor::White => "white",
+                    ChallengeColor::Black => "black",
+                    ChallengeColor::Random => "random",
+                }
+                .to_string(),
+            ),
+            ("variant".to_string(), self.variant.clone()),
+        ];
+        if let Some((limit, increment)) = self.clock {
+            form.push(("clock.limit".to_string(), limit.to_string()));
+            form.push(("clock.increment".to_string(), increment.to_string()));
+        } else if let Some(days) = self.days {
+            form.push(("days".to_string(), days.to_string()));
+        }
+        if let Some(fen) = &self.fen {
+            form.push(("fen".to_string(), fen.clone()));
+        }
+        form
+    }
+}
+
+/// Filters of `GET /api/games/user/{username}`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ExportQuery {
+    /// Games played since this time (Unix ms).
+    pub since: Option<i64>,
+    /// Games played until this time (Unix ms).
+    pub until: Option<i64>,
+    pub max: Option<u32>,
+    /// Perf keys, e.g. `["blitz", "rapid"]`.
+    pub perf_type: Vec<String>,
+    pub rated: Option<bool>,
+    /// Only games against this user.
+    pub vs: Option<String>,
+}
+
+impl ExportQuery {
+    fn pairs(&self) -> Vec<(String, String)> {
+        let mut q = Vec::new();
+        if let Some(v) = self.since {
+            q.push(("since".to_string(), v.to_string()));
+        }
+        if let Some(v) = self.until {
+            q.push(("until".to_string(), v.to_string()));
+        }
+        if let Some(v) = self.max {
+            q.push(("max".to_string(), v.to_string()));
+        }
+        if !self.perf_type.is_empty() {
+            q.push(("perfType".to_string(), self.perf_type.join(",")));
+        }
+        if let Some(v) = self.rated {
+            q.push(("rated".to_string(), v.to_string()));
+        }
+        if let Some(v) = &self.vs {
+            q.push(("vs".to_string(), v.clone()));
+        }
+        // Only finished games are results; the rest of the flags keep the payload small.
+        q.push(("finished".to_string(), "true".to_string()));
+        q.push(("ongoing".to_string(), "false".to_string()));
+        q.push(("clocks".to_string(), "false".to_string()));
+        q.push(("evals".to_string(), "false".to_string()));
+        q.push(("opening".to_string(), "false".to_string()));
+        q
+    }
+}
+
+/// One request, rebuilt for every attempt.
+struct Req {
+    method: Method,
+    segments: Vec<String>,
+    query: Vec<(String, String)>,
+    form: Option<Vec<(String, String)>>,
+    accept: &'static str,
+}
+
+impl Req {
+    fn new(method: Method, segments: &[&str]) -> Req {
+        Req {
+            method,
+            segments: segments.iter().map(|s| s.to_string()).collect(),
+            query: Vec::new(),
+            form: None,
+            accept: "application/json",
+        }
+    }
+
+    fn query(mut self, key: &str, value: impl ToString) -> Req {
+        self.query.push((key.to_string(), value.to_string()));
+        self
+    }
+
+    fn form(mut self, form: Vec<(String, String)>) -> Req {
+        self.form = Some(form);
+        self
+    }
+
+    fn ndjson(mut self) -> Req {
+        self.accept = "application/x-ndjson";
+        self
+    }
+
+    /// `POST /api/...`: what errors and logs call this endpoint (never holds a secret).
+    fn label(&self) -> String {
+        format!("{} /{}", self.method, self.segments.join("/"))
+    }
+}
+
+struct Inner {
+    http: reqwest::Client,
+    base: Url,
+    token: Token,
+    config: ClientConfig,
+    /// Held for the whole of an ordinary call (retries and pauses included): one request at
+    /// a time per token, as Lichess asks.
+    gate: tokio::sync::Mutex<()>,
+    /// Set by a 429: no call of this client starts before this instant.
+    paused_until: std::sync::Mutex<Option<Instant>>,
+}
+
+/// A Lichess API client for one account. Cheap to clone; clones share the request gate and
+/// the rate-limit pause.
+#[derive(Clone)]
+pub struct Client {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("base", &self.inner.base.as_str())
+            .field("token", &self.inner.token)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Builds a client; fails on a base URL that is not https (or http to loopback).
+    pub fn new(config: ClientConfig) -> Result<Client, LichessError> {
+        let base = validate_base_url(&config.base_url)?;
+        let http = reqwest::Client::builder()
+            .user_agent(config.user_agent.clone())
+            .connect_timeout(config.connect_timeout)
+            // Lichess never redirects the API; a redirect would carry the token elsewhere.
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .map_err(|e| LichessError::BadBaseUrl {
+                url: config.base_url.clone(),
+                reason: format!("cannot build HTTP client: {e}"),
+            })?;
+        Ok(Client {
+            inner: Arc::new(Inner {
+                http,
+                base,
+                token: config.token.clone(),
+                config,
+                gate: tokio::sync::Mutex::new(()),
+                paused_until: std::sync::Mutex::new(None),
+            }),
+        })
+    }
+
+    /// A client for the real Lichess.
+    pub fn lichess(token: Token) -> Result<Client, LichessError> {
+        Client::new(ClientConfig::new(LICHESS_URL, token))
+    }
+
+    pub fn base_url(&self) -> &Url {
+        &self.inner.base
+    }
+
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+
+    /// When the current 429 pause ends, if one is running.
+    pub fn paused_until(&self) -> Option<Instant> {
+        let until = *self.inner.paused_until.lock().expect("pause lock");
+        until.filter(|&t| t > Instant::now())
+    }
+
+    // ------------------------------------------------------------ endpoints
+
+    /// `GET /api/account`: the token's own account.
+    pub async fn account(&self) -> Result<UserExtended, LichessError> {
+        self.json(Req::new(Method::GET, &["api", "account"])).await
+    }
+
+    /// `POST /api/bot/account/upgrade`: irreversibly turns the account into a bot.
+    pub async fn upgrade_to_bot(&self) -> Result<(), LichessError> {
+        self.ok(Req::new(
+            Method::POST,
+            &["api", "bot", "account", "upgrade"],
+        ))
+        .await
+    }
+
+    /// `GET /api/user/{username}`: public data, including ratings per perf.
+    pub async fn user(&self, username: &str) -> Result<UserExtended, LichessError> {
+        self.json(Req::new(Method::GET, &["api", "user", username]))
+            .await
+    }
+
+    /// `GET /api/stream/event`: challenges and game starts/finishes of this account.
+    pub async fn stream_events(&self) -> Result<NdjsonStream<Event>, LichessError> {
+        self.stream(Req::new(Method::GET, &["api", "stream", "event"]).ndjson())
+            .await
+    }
+
+    /// `GET /api/bot/game/stream/{gameId}`: `gameFull`, then `gameState` after every move.
+    pub async fn stream_game(
+        &self,
+        game_id: &str,
+    ) -> Result<NdjsonStream<GameEvent>, LichessError> {
+        self.stream(Req::new(Method::GET, &["api", "bot", "game", "stream", game_id]).ndjson())
+            .await
+    }
+
+    /// `POST /api/bot/game/{gameId}/move/{move}` (UCI), optionally offering a draw.
+    pub async fn make_move(
+        &self,
+        game_id: &str,
+        uci: &str,
+        offering_draw: bool,
+    ) -> Result<(), LichessError> {
+        let mut req = Req::new(Method::POST, &["api", "bot", "game", game_id, "move", uci]);
+        if offering_draw {
+            req = req.query("offeringDraw", "true");
+        }
+        self.ok(req).await
+    }
+
+    /// `POST /api/bot/game/{gameId}/chat`.
+    pub async fn chat(
+        &self,
+        game_id: &str,
+        room: ChatRoom,
+        text: &str,
+    ) -> Result<(), LichessError> {
+        let form = vec![
+            ("room".to_string(), room.as_str().to_string()),
+            ("text".to_string(), text.to_string()),
+        ];
+        self.ok(Req::new(Method::POST, &["api", "bot", "game", game_id, "chat"]).form(form))
+            .await
+    }
+
+    /// `POST /api/bot/game/{gameId}/abort` (only before both sides have moved).
+    pub async fn abort(&self, game_id: &str) -> Result<(), LichessError> {
+        self.game_action(game_id, &["abort"]).await
+    }
+
+    /// `POST /api/bot/game/{gameId}/resign`.
+    pub async fn resign(&self, game_id: &str) -> Result<(), LichessError> {
+        self.game_action(game_id, &["resign"]).await
+    }
+
+    /// `POST /api/bot/game/{gameId}/draw/{yes|no}`: offer/accept, or decline.
+    pub async fn draw(&self, game_id: &str, accept: bool) -> Result<(), LichessError> {
+        self.game_action(game_id, &["draw", yes_no(accept)]).await
+    }
+
+    /// `POST /api/bot/game/{gameId}/takeback/{yes|no}`.
+    pub async fn takeback(&self, game_id: &str, accept: bool) -> Result<(), LichessError> {
+        self.game_action(game_id, &["takeback", yes_no(accept)])
+            .await
+    }
+
+    /// `POST /api/bot/game/{gameId}/claim-victory` (after `opponentGone`).
+    pub async fn claim_victory(&self, game_id: &str) -> Result<(), LichessError> {
+        self.game_action(game_id, &["claim-victory"]).await
+    }
+
+    /// `POST /api/bot/game/{gameId}/claim-draw` (after `opponentGone`).
+    pub async fn claim_draw(&self, game_id: &str) -> Result<(), LichessError> {
+        self.game_action(game_id, &["claim-draw"]).await
+    }
+
+    /// `POST /api/challenge/{challengeId}/accept`.
+    pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
+        self.ok(Req::new(
+            Method::POST,
+            &["api", "challenge", challenge_id, "accept"],
+        ))
+        .await
+    }
+
+    /// `POST /api/challenge/{challengeId}/decline` with a reason.
+    pub async fn decline_challenge(
+        &self,
+        challenge_id: &str,
+        reason: DeclineReason,
+    ) -> Result<(), LichessError> {
+        let form = vec![("reason".to_string(), reason.as_str().to_string())];
+        self.ok(Req::new(Method::POST, &["api", "challenge", challenge_id, "decline"]).form(form))
+            .await
+    }
+
+    /// `POST /api/challenge/{challengeId}/cancel` (a challenge this account sent).
+    pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
+        self.ok(Req::new(
+            Method::POST,
+            &["api", "challenge", challenge_id, "cancel"],
+        ))
+        .await
+    }
+
+    /// `POST /api/challenge/{username}`: challenges a user; the game id is the challenge id.
+    pub async fn create_challenge(
+        &self,
+        username: &str,
+        request: &ChallengeRequest,
+    ) -> Result<ChallengeJson, LichessError> {
+        let req = Req::new(Method::POST, &["api", "challenge", username]).form(request.form());
+        let label = req.label();
+        let value: serde_json::Value = self.json(req).await?;
+        // Older Lichess versions wrapped the challenge in `{"challenge": ...}`.
+        let value = match value.get("challenge") {
+            Some(inner) if inner.is_object() => inner.clone(),
+            _ => value,
+        };
+        serde_json::from_value(value).map_err(|e| LichessError::Decode {
+            endpoint: label,
+            message: e.to_string(),
+        })
+    }
+
+    /// `GET /api/games/user/{username}` as NDJSON: finished games matching `query`, newest
+    /// first. The whole download counts as one request (the gate is held throughout).
+    pub async fn export_games(
+        &self,
+        username: &str,
+        query: &ExportQuery,
+    ) -> Result<Vec<GameJson>, LichessError> {
+        let mut req = Req::new(Method::GET, &["api", "games", "user", username]).ndjson();
+        req.query = query.pairs();
+        let label = req.label();
+        let _turn = self.inner.gate.lock().await;
+        let response = self.send_with_retries(&req, false).await?;
+        let mut stream: NdjsonStream<GameJson> = NdjsonStream::new(
+            response.bytes_stream(),
+            self.inner.config.stream_idle_timeout,
+            label.clone(),
+        );
+        let mut games = Vec::new();
+        loop {
+            match stream.next().await {
+                Ok(game) => games.push(game),
+                Err(StreamEnd::Closed) => return Ok(games),
+                Err(end) => {
+                    return Err(LichessError::Unavailable {
+                        endpoint: label,
+                        attempts: 1,
+                        last: format!("{end} after {} games", games.len()),
+                    });
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ plumbing
+
+    async fn game_action(&self, game_id: &str, tail: &[&str]) -> Result<(), LichessError> {
+        let mut segments = vec!["api", "bot", "game", game_id];
+        segments.extend_from_slice(tail);
+        self.ok(Req::new(Method::POST, &segments)).await
+    }
+
+    /// An ordinary call whose body is `{"ok": true}` (or anything 2xx).
+    async fn ok(&self, req: Req) -> Result<(), LichessError> {
+        let _turn = self.inner.gate.lock().await;
+        let response = self.send_with_retries(&req, true).await?;
+        // Drain the body so the connection can be reused.
+        let _drained = response.bytes().await;
+        Ok(())
+    }
+
+    /// An ordinary call returning JSON.
+    async fn json<T: DeserializeOwned>(&self, req: Req) -> Result<T, LichessError> {
+        let label = req.label();
+        let _turn = self.inner.gate.lock().await;
+        let response = self.send_with_retries(&req, true).await?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| LichessError::Unavailable {
+                endpoint: label.clone(),
+                attempts: 1,
+                last: e.to_string(),
+            })?;
+        serde_json::from_slice(&body).map_err(|e| LichessError::Decode {
+            endpoint: label,
+            message: e.to_string(),
+        })
+    }
+
+    /// Opens a stream: the gate is held until the headers arrive, then released.
+    async fn stream<T: DeserializeOwned>(&self, req: Req) -> Result<NdjsonStream<T>, LichessError> {
+        let label = req.label();
+        let response = {
+            let _turn = self.inner.gate.lock().await;
+            self.send_with_retries(&req, false).await?
+        };
+        Ok(NdjsonStream::new(
+            response.bytes_stream(),
+            self.inner.config.stream_idle_timeout,
+            label,
+        ))
+    }
+
+    fn url(&self, req: &Req) -> Url {
+        let mut url = self.inner.base.clone();
+        {
+            let mut path = url
+                .path_segments_mut()
+                .expect("validated base URLs can be a base");
+            path.pop_if_empty();
+            path.extend(&req.segments);
+        }
+        if !req.query.is_empty() {
+            url.query_pairs_mut().extend_pairs(&req.query);
+        }
+        url
+    }
+
+    /// Sends `req` until it succeeds, waiting out 429 pauses and retrying 5xx and network
+    /// errors with backoff. The caller holds the gate. `whole_timeout` bounds an ordinary
+    /// call's whole response; a stream only bounds the wait for its headers.
+    async fn send_with_retries(
+        &self,
+        req: &Req,
+        whole_timeout: bool,
+    ) -> Result<reqwest::Response, LichessError> {
+        let config = &self.inner.config;
+        let label = req.label();
+        let mut backoff = Backoff::new(config.backoff);
+        let mut failures = 0u32;
+        let mut rate_limited = 0u32;
+        loop {
+            self.wait_for_pause().await;
+            let mut builder = self
+                .inner
+                .http
+                .request(req.method.clone(), self.url(req))
+                .bearer_auth(self.inner.token.expose())
+                .header(reqwest::header::ACCEPT, req.accept);
+            if let Some(form) = &req.form {
+                builder = builder.form(form);
+            }
+            if whole_timeout {
+                builder = builder.timeout(config.request_timeout);
+            }
+            let outcome = tokio::time::timeout(config.request_timeout, builder.send()).await;
+            let failure = match outcome {
+                Err(_) => format!("no response within {:?}", config.request_timeout),
+                Ok(Err(e)) => describe_reqwest_error(&e),
+                Ok(Ok(response)) => {
+                    let status = response.status();
+                    if status.is_success() {
+                        return Ok(response);
+                    }
+                    if status == StatusCode::TOO_MANY_REQUESTS {
+                        rate_limited += 1;
+                        let pause = config.rate_limit.pause;
+                        tracing::warn!(
+                            endpoint = %label,
+                            "HTTP 429: pausing all calls of this account for {pause:?}"
+                        );
+                        *self.inner.paused_until.lock().expect("pause lock") =
+                            Some(Instant::now() + pause);
+                        if rate_limited >= config.rate_limit.max_attempts {
+                            return Err(LichessError::RateLimited {
+                                endpoint: label,
+                                attempts: rate_limited,
+                            });
+                        }
+                        continue;
+                    }
+                    if status.is_server_error() {
+                        format!("HTTP {}", status.as_u16())
+                    } else {
+                        return Err(client_error(label, status, response).await);
+                    }
+                }
+            };
+            failures += 1;
+            if failures >= config.backoff.max_attempts {
+                return Err(LichessError::Unavailable {
+                    endpoint: label,
+                    attempts: failures,
+                    last: failure,
+                });
+            }
+            let delay = backoff.next_delay();
+            tracing::warn!(endpoint = %label, "{failure}; retrying in {delay:?}");
+            tokio::time::sleep(delay).await;
+        }
+    }
+
+    async fn wait_for_pause(&self) {
+        if let Some(until) = self.paused_until() {
+            tokio::time::sleep_until(until).await;
+        }
+    }
+}
+
+fn yes_no(accept: bool) -> &'static str {
+    if accept { "yes" } else { "no" }
+}
+
+/// A reqwest error without its URL (which is harmless, but long) — and never a header.
+fn describe_reqwest_error(e: &reqwest::Error) -> String {
+    let kind = if e.is_connect() {
+        "connection failed"
+    } else if e.is_timeout() {
+        "timed out"
+    } else if e.is_body() || e.is_decode() {
+        "response body failed"
+    } else {
+        "request failed"
+    };
+    let mut source = std::error::Error::source(e);
+    let mut detail = String::new();
+    while let Some(s) = source {
+        detail = s.to_string();
+        source = s.source();
+    }
+    if detail.is_empty() {
+        kind.to_string()
+    } else {
+        format!("{kind}: {detail}")
+    }
+}
+
+/// Turns a 4xx (other than 429) into a typed error, quoting the body's `error` text.
+async fn client_error(
+    label: String,
+    status: StatusCode,
+    response: reqwest::Response,
+) -> LichessError {
+    let body = response.text().await.unwrap_or_default();
+    let message = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| body.trim().chars().take(MAX_ERROR_TEXT).collect());
+    match status {
+        StatusCode::UNAUTHORIZED => LichessError::TokenRejected { endpoint: label },
+        StatusCode::FORBIDDEN => LichessError::Forbidden {
+            endpoint: label,
+            message,
+        },
+        StatusCode::NOT_FOUND => LichessError::NotFound {
+            endpoint: label,
+            message,
+        },
+        StatusCode::BAD_REQUEST => LichessError::BadRequest {
+            endpoint: label,
+            message,
+        },
+        other => LichessError::Status {
+            endpoint: label,
+            status: other.as_u16(),
+            message,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base_url_rules() {
+        assert!(validate_base_url("https://lichess.org").is_ok());
+        assert!(validate_base_url("http://127.0.0.1:8080").is_ok());
+        assert!(validate_base_url("http://localhost:1").is_ok());
+        assert!(validate_base_url("http://[::1]:1").is_ok());
+        let err = validate_base_url("http://lichess.org").unwrap_err();
+        assert!(err.to_string().contains("loopback"), "{err}");
+        assert!(validate_base_url("ftp://127.0.0.1").is_err());
+        assert!(validate_base_url("https://user:pw@lichess.org").is_err());
+    }
+}

@@ -1,0 +1,74 @@
+//! The client's error type: every way a Lichess call can fail, typed so callers can react
+//! (reconnect, give up on a game, stop an account) and worded so no token ever appears.
+
+use std::time::Duration;
+
+/// A failed Lichess call. Messages never contain the token (it travels only in a header).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LichessError {
+    /// The base URL is unusable (not https, or plain http to a host that is not loopback).
+    #[error("invalid Lichess base URL {url:?}: {reason}")]
+    BadBaseUrl { url: String, reason: String },
+    /// HTTP 401: the token is wrong, revoked or expired.
+    #[error(
+        "token rejected by {endpoint} (HTTP 401): check that the token is valid and not revoked"
+    )]
+    TokenRejected { endpoint: String },
+    /// HTTP 403: the token lacks a scope, or the account may not do this (e.g. not a bot).
+    #[error("forbidden: {endpoint} (HTTP 403): {message}")]
+    Forbidden { endpoint: String, message: String },
+    /// HTTP 404.
+    #[error("not found: {endpoint} (HTTP 404): {message}")]
+    NotFound { endpoint: String, message: String },
+    /// HTTP 400 with the body's `error` text (illegal move, game over, ...).
+    #[error("{endpoint} refused (HTTP 400): {message}")]
+    BadRequest { endpoint: String, message: String },
+    /// Any other 4xx.
+    #[error("{endpoint} answered HTTP {status}: {message}")]
+    Status {
+        endpoint: String,
+        status: u16,
+        message: String,
+    },
+    /// Still 429 after the configured number of pauses.
+    #[error("{endpoint} still rate limited (HTTP 429) after {attempts} attempts")]
+    RateLimited { endpoint: String, attempts: u32 },
+    /// 5xx or network failures until the retries ran out.
+    #[error("{endpoint} failed after {attempts} attempts: {last}")]
+    Unavailable {
+        endpoint: String,
+        attempts: u32,
+        last: String,
+    },
+    /// The response body did not parse.
+    #[error("{endpoint}: unexpected response: {message}")]
+    Decode { endpoint: String, message: String },
+    /// A stream went quiet for longer than its idle timeout.
+    #[error("{endpoint}: no data for {0:?}", .idle)]
+    IdleTimeout { endpoint: String, idle: Duration },
+}
+
+impl LichessError {
+    /// The HTTP status behind this error, if it came from a response.
+    pub fn status(&self) -> Option<u16> {
+        match self {
+            LichessError::TokenRejected { .. } => Some(401),
+            LichessError::Forbidden { .. } => Some(403),
+            LichessError::NotFound { .. } => Some(404),
+            LichessError::BadRequest { .. } => Some(400),
+            LichessError::Status { status, .. } => Some(*status),
+            LichessError::RateLimited { .. } => Some(429),
+            _ => None,
+        }
+    }
+
+    /// Whether retrying later could help (network trouble, 5xx, 429, a silent stream).
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            LichessError::RateLimited { .. }
+                | LichessError::Unavailable { .. }
+                | LichessError::IdleTimeout { .. }
+        )
+    }
+}
