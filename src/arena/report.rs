@@ -3,8 +3,11 @@
 //! relative to the first player without anchors), and for our levels the monotonicity and
 //! evenness of the ladder (gaps between adjacent levels).
 //!
-//! The estimator is the arena's own minimal one: a logistic (Elo) model fitted by Newton's
-//! method, anchors held fixed, plus one virtual draw per pairing so a 100% score stays finite.
+//! The joint fit is the arena's own: a logistic (Elo) model over all games (levels against
+//! each other too) fitted by Newton's method, anchors held fixed, plus one virtual draw per
+//! pairing so a 100% score stays finite. Beside it, each level's performance against the
+//! anchors alone comes from the calibration's estimator (`calibration::estimate`), the number
+//! `ladder calibrate` would compute from the same games.
 
 use std::fmt::Write;
 
@@ -215,6 +218,42 @@ pub fn estimate_ratings(known: &[Option<f64>], games: &[Scored]) -> Vec<Option<R
         .collect()
 }
 
+/// Player `i`'s performance rating from its games against anchors of known rating (faults
+/// left out), by the calibration's estimator with 2 virtual draws against the mean anchor
+/// faced. `None` for anchors themselves and players who met none.
+pub fn anchor_performance(
+    i: usize,
+    known: &[Option<f64>],
+    games: &[Scored],
+) -> Option<crate::calibration::estimate::Estimate> {
+    use crate::calibration::estimate::{Observation, Prior, estimate};
+    if known.get(i).copied().flatten().is_some() {
+        return None;
+    }
+    let observations: Vec<Observation> = games
+        .iter()
+        .filter(|g| !g.fault)
+        .filter_map(|g| {
+            let (opponent, score) = if g.white == i {
+                (g.black, g.white_score)
+            } else if g.black == i {
+                (g.white, 1.0 - g.white_score)
+            } else {
+                return None;
+            };
+            Some(Observation::new(
+                known.get(opponent).copied().flatten()?,
+                score,
+            ))
+        })
+        .collect();
+    if observations.is_empty() {
+        return None;
+    }
+    let center = observations.iter().map(|o| o.opponent).sum::<f64>() / observations.len() as f64;
+    estimate(&observations, Prior::VirtualDraws { count: 2, center }).ok()
+}
+
 /// The shape of the ladder: our levels in order with their ratings and adjacent gaps.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LadderShape {
@@ -394,6 +433,10 @@ mod tests {
         assert!((p.rating - 1200.0).abs() < 5.0, "{p:?}");
         assert!(p.ci95 > 30.0 && p.ci95 < 150.0, "{p:?}");
         assert!(r[1].unwrap().fixed);
+        // The calibration's estimator agrees on the same games (its prior pulls a little).
+        let e = anchor_performance(0, &[None, Some(1000.0), Some(1400.0)], &g).unwrap();
+        assert!((e.rating - 1200.0).abs() < 5.0, "{e:?}");
+        assert_eq!(e.games, 80);
     }
 
     #[test]
