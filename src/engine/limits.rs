@@ -28,7 +28,8 @@ impl Limits {
 
 /// The caller's side of a search.
 pub trait SearchObserver {
-    /// Polled every 1024 nodes once depth 1 is complete; `true` stops the search now.
+    /// Polled every 1024 nodes and before every iteration once depth 1 is complete; `true`
+    /// stops the search now.
     fn should_stop(&mut self, _nodes: u64) -> bool {
         false
     }

@@ -5,10 +5,17 @@
 //! stop the search (time, `stop`) and hears about every completed iteration. Same inputs, same
 //! output, bit for bit.
 
+pub mod eval;
 pub mod limits;
+pub mod movegen;
+pub mod movepack;
 pub mod noise;
+mod ordering;
 pub mod position;
+pub mod score;
 pub mod search;
+pub mod see;
+pub mod tt;
 
 pub use limits::{Limits, NoStop, SearchObserver};
 pub use noise::Noise;

@@ -1,8 +1,32 @@
-//! Iterative deepening alpha-beta search. (Placeholder until the engine issue lands: picks the
-//! first legal move; the public API below is the contract the rest of the crate codes against.)
+//! Iterative deepening principal-variation search over shakmaty positions (copy-make).
+//!
+//! What "a node" is: one call of the main search (below the root), of quiescence, or the root
+//! itself, counted on entry before anything else is done. `Limits::nodes(N)` is compared with
+//! that count at every node, so a search that runs out reports exactly N nodes, unless depth 1
+//! alone costs more (depth 1 always completes, so a legal move always comes back). The
+//! observer's `should_stop` is polled whenever the count is a multiple of 1024 and before
+//! every iteration, from depth 2 on.
+//!
+//! Features: aspiration windows, PVS, quiescence on our own capture generator, a transposition
+//! table, hash move / SEE-sorted captures / killers / history ordering, reverse futility
+//! pruning, null-move pruning, late-move reductions and pruning, check extension, and draws by
+//! repetition (twofold inside the search, threefold against the game's history), the 50-move
+//! rule and insufficient material. Nothing depends on time or on hash-map order: the same
+//! inputs (including the table's contents) give the same move and node count.
 
-use shakmaty::Move;
+use std::sync::LazyLock;
 
+use shakmaty::zobrist::{Zobrist64, ZobristValue};
+use shakmaty::{Chess, EnPassantMode, Move, MoveList, Position, Role};
+
+use super::eval::{add_noise, evaluate};
+use super::movegen::captures_and_promotions;
+use super::movepack::PackedMove;
+use super::noise::Noise;
+use super::ordering::{Heuristics, is_quiet, pick, score_captures, score_moves};
+use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, is_mate, mate_in, mated_in, to_public};
+use super::see::{see, see_value};
+use super::tt::{Bound, Tt};
 use super::{Game, SearchObserver, SearchParams};
 
 /// A search score from the side to move's point of view.
@@ -37,11 +61,40 @@ pub struct SearchResult {
 /// A single-threaded search with its own transposition table.
 pub struct Engine {
     hash_mb: usize,
+    tt: Tt,
+    heuristics: Heuristics,
 }
+
+// Search tunables, gathered here.
+const ASPIRATION_MIN_DEPTH: u32 = 4;
+const ASPIRATION_WINDOW: i32 = 25;
+const RFP_MAX_DEPTH: i32 = 6;
+const RFP_MARGIN: i32 = 80;
+const NMP_MIN_DEPTH: i32 = 3;
+const LMR_MIN_DEPTH: i32 = 3;
+const LMP_MAX_DEPTH: i32 = 4;
+const QS_DELTA: i32 = 200;
+/// The deepest iteration started (leaves room for extensions below MAX_PLY).
+const MAX_ITERATION: u32 = (MAX_PLY - 8) as u32;
+
+/// Late-move reduction in plies by [depth][move number].
+static LMR: LazyLock<[[i32; 64]; 64]> = LazyLock::new(|| {
+    let mut table = [[0; 64]; 64];
+    for (depth, row) in table.iter_mut().enumerate().skip(1) {
+        for (index, r) in row.iter_mut().enumerate().skip(1) {
+            *r = (0.75 + (depth as f64).ln() * (index as f64).ln() / 2.25) as i32;
+        }
+    }
+    table
+});
 
 impl Engine {
     pub fn new(hash_mb: usize) -> Engine {
-        Engine { hash_mb }
+        Engine {
+            hash_mb,
+            tt: Tt::new(hash_mb),
+            heuristics: Heuristics::default(),
+        }
     }
 
     pub fn hash_mb(&self) -> usize {
@@ -51,32 +104,706 @@ impl Engine {
     /// Resizes (and clears) the transposition table.
     pub fn set_hash_mb(&mut self, hash_mb: usize) {
         self.hash_mb = hash_mb;
+        self.tt = Tt::new(hash_mb);
     }
 
     /// Forgets everything learned (hash, history): call between games.
-    pub fn new_game(&mut self) {}
+    pub fn new_game(&mut self) {
+        self.tt.clear();
+        self.heuristics.clear();
+    }
+
+    /// Permille of the hash table filled by the last search (UCI `hashfull`).
+    pub fn hashfull(&self) -> u32 {
+        self.tt.hashfull()
+    }
 
     pub fn search(
         &mut self,
         game: &Game,
-        _params: &SearchParams,
+        params: &SearchParams,
         observer: &mut dyn SearchObserver,
     ) -> SearchResult {
-        let best_move = game.legal_moves().first().copied();
-        let result = SearchResult {
-            best_move,
-            score: Score::Cp(0),
-            depth: 1,
-            nodes: 1,
-            pv: best_move.into_iter().collect(),
+        let root = game.position();
+        let root_key = game.key();
+        let mut root_moves: Vec<Move> = root.legal_moves().into_iter().collect();
+        if root_moves.is_empty() {
+            let score = if root.is_check() {
+                super::Score::Mate(0)
+            } else {
+                super::Score::Cp(0)
+            };
+            return SearchResult {
+                best_move: None,
+                score,
+                depth: 0,
+                nodes: 0,
+                pv: Vec::new(),
+            };
+        }
+        self.tt.new_search();
+        // Killers and history are per search: a search's result depends only on its inputs
+        // and the table, which `new_game` clears.
+        self.heuristics.clear();
+
+        // Initial root order: the table's move, then the usual ordering.
+        {
+            let list: MoveList = root_moves.iter().copied().collect();
+            let mut scores = vec![0; list.len()];
+            let hash_move = self.tt.probe(root_key, 0).and_then(|h| h.mv);
+            score_moves(
+                &list,
+                &mut scores,
+                root.board(),
+                root.turn(),
+                hash_move,
+                &self.heuristics,
+                0,
+            );
+            let mut order: Vec<usize> = (0..list.len()).collect();
+            order.sort_by_key(|&i| std::cmp::Reverse(scores[i]));
+            root_moves = order.into_iter().map(|i| list[i]).collect();
+        }
+
+        let mut keys = Vec::with_capacity(game.keys().len() + MAX_PLY + 2);
+        keys.extend_from_slice(game.keys());
+        let mut searcher = Searcher {
+            tt: &mut self.tt,
+            heuristics: &mut self.heuristics,
+            observer,
+            noise: params.noise,
+            nodes: 0,
+            node_limit: params.limits.nodes.unwrap_or(u64::MAX),
+            can_stop: false,
+            stopped: false,
+            root_index: keys.len() - 1,
+            keys,
+            pv: vec![[None; MAX_PLY + 1]; MAX_PLY + 1],
+            pv_len: [0; MAX_PLY + 1],
+            seldepth: 0,
+            iteration_best: None,
         };
-        observer.on_iteration(&SearchInfo {
-            depth: 1,
-            seldepth: 1,
-            score: result.score,
-            nodes: result.nodes,
-            pv: result.pv.clone(),
-        });
+        let max_depth = params
+            .limits
+            .depth
+            .unwrap_or(MAX_ITERATION)
+            .clamp(1, MAX_ITERATION);
+        searcher.iterate(root, root_key, &mut root_moves, max_depth)
+    }
+}
+
+/// Everything one search needs, bundled so the recursive functions keep short signatures.
+struct Searcher<'a> {
+    tt: &'a mut Tt,
+    heuristics: &'a mut Heuristics,
+    observer: &'a mut dyn SearchObserver,
+    noise: Noise,
+    nodes: u64,
+    node_limit: u64,
+    /// False until depth 1 is complete: before that no limit may stop the search.
+    can_stop: bool,
+    stopped: bool,
+    /// Zobrist keys of the game's positions followed by those of the current search path; the
+    /// key of the node at ply p is `keys[root_index + p]`.
+    keys: Vec<u64>,
+    root_index: usize,
+    /// Triangular PV table.
+    pv: Vec<[Option<Move>; MAX_PLY + 1]>,
+    pv_len: [usize; MAX_PLY + 1],
+    seldepth: usize,
+    /// Best root move of the iteration in progress, with its score and PV, once one move has
+    /// been searched to completion inside the window.
+    iteration_best: Option<(Move, i32, Vec<Move>)>,
+}
+
+impl Searcher<'_> {
+    fn iterate(
+        &mut self,
+        root: &Chess,
+        root_key: u64,
+        root_moves: &mut [Move],
+        max_depth: u32,
+    ) -> SearchResult {
+        let mut result = SearchResult {
+            best_move: Some(root_moves[0]),
+            score: super::Score::Cp(0),
+            depth: 0,
+            nodes: 0,
+            pv: vec![root_moves[0]],
+        };
+        let mut previous = 0;
+        for depth in 1..=max_depth {
+            // Also asked between iterations, so a stop raised early does not wait for the next
+            // multiple of 1024 nodes (a small tree may never reach one).
+            if depth > 1 && self.observer.should_stop(self.nodes) {
+                break;
+            }
+            self.seldepth = 0;
+            let mut delta = ASPIRATION_WINDOW;
+            let (mut alpha, mut beta) = if depth >= ASPIRATION_MIN_DEPTH && !is_mate(previous) {
+                (previous - delta, previous + delta)
+            } else {
+                (-INFINITE, INFINITE)
+            };
+            self.iteration_best = None;
+            let score = loop {
+                let score = self.root(root, root_key, root_moves, depth as i32, alpha, beta);
+                if self.stopped {
+                    break score;
+                }
+                if score <= alpha {
+                    beta = (alpha + beta) / 2;
+                    alpha = (score - delta).max(-INFINITE);
+                } else if score >= beta {
+                    beta = (score + delta).min(INFINITE);
+                } else {
+                    break score;
+                }
+                delta += delta;
+            };
+            if self.stopped {
+                // A root move that beat the previous best inside this iteration's window is
+                // better informed than the last completed iteration's choice.
+                if let Some((m, s, pv)) = self.iteration_best.take() {
+                    result.best_move = Some(m);
+                    result.score = to_public(s);
+                    result.pv = pv;
+                }
+                result.nodes = self.nodes;
+                self.observer.on_iteration(&SearchInfo {
+                    depth: result.depth,
+                    seldepth: self.seldepth as u32,
+                    score: result.score,
+                    nodes: self.nodes,
+                    pv: result.pv.clone(),
+                });
+                return result;
+            }
+            previous = score;
+            let pv: Vec<Move> = self.pv[0][..self.pv_len[0]]
+                .iter()
+                .map_while(|m| *m)
+                .collect();
+            result = SearchResult {
+                best_move: Some(root_moves[0]),
+                score: to_public(score),
+                depth,
+                nodes: self.nodes,
+                pv: if pv.first() == Some(&root_moves[0]) {
+                    pv
+                } else {
+                    vec![root_moves[0]]
+                },
+            };
+            self.can_stop = true;
+            self.observer.on_iteration(&SearchInfo {
+                depth,
+                seldepth: self.seldepth as u32,
+                score: result.score,
+                nodes: self.nodes,
+                pv: result.pv.clone(),
+            });
+        }
         result
+    }
+
+    /// Counts a node, or says the search must stop now (node limit, or the observer).
+    #[inline]
+    fn enter_node(&mut self) -> bool {
+        if self.stopped {
+            return true;
+        }
+        if self.can_stop
+            && (self.nodes >= self.node_limit
+                || (self.nodes.is_multiple_of(1024) && self.observer.should_stop(self.nodes)))
+        {
+            self.stopped = true;
+            return true;
+        }
+        self.nodes += 1;
+        false
+    }
+
+    fn update_pv(&mut self, ply: usize, m: Move) {
+        self.pv[ply][ply] = Some(m);
+        let child_len = self.pv_len[ply + 1].max(ply + 1);
+        for i in ply + 1..child_len {
+            self.pv[ply][i] = self.pv[ply + 1][i];
+        }
+        self.pv_len[ply] = child_len;
+    }
+
+    fn root(
+        &mut self,
+        pos: &Chess,
+        key: u64,
+        root_moves: &mut [Move],
+        depth: i32,
+        mut alpha: i32,
+        beta: i32,
+    ) -> i32 {
+        self.pv_len[0] = 0;
+        if self.enter_node() {
+            return 0;
+        }
+        let mut best_score = -INFINITE;
+        let mut best_index = 0;
+        for (i, &m) in root_moves.iter().enumerate() {
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let child_key = next_key(pos, key, m, &child);
+            let new_depth = depth - 1 + i32::from(child.is_check());
+            self.keys.push(child_key);
+            let mut score;
+            if i == 0 {
+                score = -self.negamax(&child, child_key, new_depth, 1, -beta, -alpha, 0, true);
+            } else {
+                score = -self.negamax(&child, child_key, new_depth, 1, -alpha - 1, -alpha, 0, true);
+                if score > alpha && score < beta && !self.stopped {
+                    score = -self.negamax(&child, child_key, new_depth, 1, -beta, -alpha, 0, true);
+                }
+            }
+            self.keys.pop();
+            if self.stopped {
+                break;
+            }
+            if score > best_score {
+                best_score = score;
+                best_index = i;
+                if score > alpha {
+                    alpha = score;
+                    self.update_pv(0, m);
+                    let pv = self.pv[0][..self.pv_len[0]]
+                        .iter()
+                        .map_while(|m| *m)
+                        .collect();
+                    self.iteration_best = Some((m, score, pv));
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        // The best move leads the next iteration; the others keep their relative order.
+        root_moves[..=best_index].rotate_right(1);
+        if !self.stopped {
+            let bound = if best_score >= beta {
+                Bound::Lower
+            } else {
+                Bound::Exact
+            };
+            self.tt.store(
+                key,
+                0,
+                Some(PackedMove::new(root_moves[0])),
+                best_score,
+                evaluate(pos),
+                depth,
+                bound,
+            );
+        }
+        best_score
+    }
+
+    /// Whether the node at the end of `self.keys` is drawn by the rules (checkmate excepted).
+    fn is_draw(&self, pos: &Chess, key: u64, floor: usize) -> bool {
+        let board = pos.board();
+        if (board.pawns() | board.rooks_and_queens()).is_empty() && pos.is_insufficient_material() {
+            return true;
+        }
+        let halfmoves = pos.halfmoves() as usize;
+        if halfmoves >= 100 && !(pos.is_check() && pos.legal_moves().is_empty()) {
+            return true;
+        }
+        let current = self.keys.len() - 1;
+        let lowest = current.saturating_sub(halfmoves).max(floor);
+        let mut index = current;
+        let mut earlier = 0;
+        while index >= lowest + 2 {
+            index -= 2;
+            if self.keys[index] == key {
+                // Once inside the search path is enough (the side repeating could do it
+                // again); a position from the game before the root needs a third occurrence.
+                if index >= self.root_index {
+                    return true;
+                }
+                earlier += 1;
+                if earlier >= 2 {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// The main search below the root. `floor` is the lowest index of `keys` a repetition may
+    /// match (a null move cuts the chain).
+    #[allow(clippy::too_many_arguments)]
+    fn negamax(
+        &mut self,
+        pos: &Chess,
+        key: u64,
+        depth: i32,
+        ply: usize,
+        mut alpha: i32,
+        mut beta: i32,
+        floor: usize,
+        allow_null: bool,
+    ) -> i32 {
+        if depth <= 0 {
+            return self.qsearch(pos, key, ply, alpha, beta);
+        }
+        self.pv_len[ply] = ply;
+        if self.enter_node() {
+            return 0;
+        }
+        self.seldepth = self.seldepth.max(ply);
+        if self.is_draw(pos, key, floor) {
+            return DRAW;
+        }
+        if ply >= MAX_PLY - 1 {
+            return evaluate(pos);
+        }
+        // Mate distance pruning: no line from here beats a mate already found nearer the root.
+        alpha = alpha.max(mated_in(ply));
+        beta = beta.min(mate_in(ply + 1));
+        if alpha >= beta {
+            return alpha;
+        }
+        let pv_node = beta - alpha > 1;
+        let hit = self.tt.probe(key, ply);
+        if let Some(h) = hit
+            && !pv_node
+            && h.depth >= depth
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+            }
+        {
+            return h.score;
+        }
+        let hash_move = hit.and_then(|h| h.mv);
+
+        let in_check = pos.is_check();
+        let raw_eval = match hit {
+            Some(h) => h.eval,
+            None => evaluate(pos),
+        };
+        let eval = if in_check {
+            -INFINITE
+        } else {
+            self.noisy(raw_eval, key)
+        };
+        let us = pos.turn();
+
+        if !pv_node && !in_check && !is_mate(beta) {
+            // Reverse futility: far above beta with little depth left, assume it holds.
+            if depth <= RFP_MAX_DEPTH && eval - RFP_MARGIN * depth >= beta {
+                return eval;
+            }
+            // Null move: if passing still fails high, a real move will too (not in zugzwang-
+            // prone positions without pieces).
+            let board = pos.board();
+            let has_pieces = (board.by_color(us) & !(board.pawns() | board.kings())).any();
+            if allow_null && depth >= NMP_MIN_DEPTH && eval >= beta && has_pieces {
+                let reduction = 3 + depth / 4 + ((eval - beta) / 200).min(3);
+                if let Ok(null_pos) = pos.clone().swap_turn() {
+                    let mut null_key = key ^ Zobrist64::zobrist_for_white_turn().0;
+                    if let Some(ep) = pos.ep_square(EnPassantMode::Legal) {
+                        null_key ^= Zobrist64::zobrist_for_en_passant_file(ep.file()).0;
+                    }
+                    self.keys.push(null_key);
+                    let child_floor = self.keys.len() - 1;
+                    let score = -self.negamax(
+                        &null_pos,
+                        null_key,
+                        depth - 1 - reduction,
+                        ply + 1,
+                        -beta,
+                        -beta + 1,
+                        child_floor,
+                        false,
+                    );
+                    self.keys.pop();
+                    if self.stopped {
+                        return 0;
+                    }
+                    if score >= beta {
+                        return if is_mate(score) { beta } else { score };
+                    }
+                }
+            }
+        }
+
+        let mut moves = pos.legal_moves();
+        if moves.is_empty() {
+            return if in_check { mated_in(ply) } else { DRAW };
+        }
+        let mut scores = [0i32; 256];
+        score_moves(
+            &moves,
+            &mut scores,
+            pos.board(),
+            us,
+            hash_move,
+            self.heuristics,
+            ply,
+        );
+
+        let original_alpha = alpha;
+        let mut best_score = -INFINITE;
+        let mut best_move = None;
+        let mut quiets_tried = MoveList::new();
+        for i in 0..moves.len() {
+            let m = pick(&mut moves, &mut scores, i);
+            let quiet = is_quiet(m);
+            // Late move pruning: at shallow depth, quiet moves far down the list rarely matter.
+            if !pv_node
+                && !in_check
+                && quiet
+                && depth <= LMP_MAX_DEPTH
+                && best_score > -MATE_BOUND
+                && i as i32 >= 4 + 3 * depth * depth
+            {
+                continue;
+            }
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let child_key = next_key(pos, key, m, &child);
+            let gives_check = child.is_check();
+            let new_depth = depth - 1 + i32::from(gives_check);
+            self.keys.push(child_key);
+            let mut score;
+            if i == 0 {
+                score = -self.negamax(
+                    &child,
+                    child_key,
+                    new_depth,
+                    ply + 1,
+                    -beta,
+                    -alpha,
+                    floor,
+                    true,
+                );
+            } else {
+                let mut reduction = 0;
+                if depth >= LMR_MIN_DEPTH && i >= 2 && quiet && !in_check && !gives_check {
+                    reduction = LMR[depth.min(63) as usize][i.min(63)];
+                    if pv_node {
+                        reduction -= 1;
+                    }
+                    if self.heuristics.history(us, m) > 4096 {
+                        reduction -= 1;
+                    }
+                    reduction = reduction.clamp(0, new_depth - 1);
+                }
+                score = -self.negamax(
+                    &child,
+                    child_key,
+                    new_depth - reduction,
+                    ply + 1,
+                    -alpha - 1,
+                    -alpha,
+                    floor,
+                    true,
+                );
+                if score > alpha && reduction > 0 && !self.stopped {
+                    score = -self.negamax(
+                        &child,
+                        child_key,
+                        new_depth,
+                        ply + 1,
+                        -alpha - 1,
+                        -alpha,
+                        floor,
+                        true,
+                    );
+                }
+                if score > alpha && score < beta && !self.stopped {
+                    score = -self.negamax(
+                        &child,
+                        child_key,
+                        new_depth,
+                        ply + 1,
+                        -beta,
+                        -alpha,
+                        floor,
+                        true,
+                    );
+                }
+            }
+            self.keys.pop();
+            if self.stopped {
+                return 0;
+            }
+            if score > best_score {
+                best_score = score;
+                if score > alpha {
+                    best_move = Some(m);
+                    alpha = score;
+                    if pv_node {
+                        self.update_pv(ply, m);
+                    }
+                    if score >= beta {
+                        if quiet {
+                            self.heuristics
+                                .reward(us, ply, depth, m, quiets_tried.as_slice());
+                        }
+                        break;
+                    }
+                }
+            }
+            if quiet {
+                quiets_tried.push(m);
+            }
+        }
+
+        let bound = if best_score >= beta {
+            Bound::Lower
+        } else if best_score > original_alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        self.tt.store(
+            key,
+            ply,
+            best_move.map(PackedMove::new).or(hash_move),
+            best_score,
+            raw_eval,
+            depth,
+            bound,
+        );
+        best_score
+    }
+
+    fn noisy(&self, raw_eval: i32, key: u64) -> i32 {
+        add_noise(raw_eval, key, &self.noise)
+    }
+
+    /// Quiescence: captures and queen promotions until the position is quiet (all evasions
+    /// when in check).
+    fn qsearch(&mut self, pos: &Chess, key: u64, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+        self.pv_len[ply.min(MAX_PLY)] = ply.min(MAX_PLY);
+        if self.enter_node() {
+            return 0;
+        }
+        self.seldepth = self.seldepth.max(ply);
+        let board = pos.board();
+        if (board.pawns() | board.rooks_and_queens()).is_empty() && pos.is_insufficient_material() {
+            return DRAW;
+        }
+        if ply >= MAX_PLY - 1 {
+            return evaluate(pos);
+        }
+        let hit = self.tt.probe(key, ply);
+        if let Some(h) = hit
+            && match h.bound {
+                Bound::Exact => true,
+                Bound::Lower => h.score >= beta,
+                Bound::Upper => h.score <= alpha,
+            }
+        {
+            return h.score;
+        }
+        let in_check = pos.is_check();
+        let original_alpha = alpha;
+        let mut best_score;
+        let mut best_move = None;
+        let mut moves;
+        let mut scores = [0i32; 256];
+        let raw_eval = match hit {
+            Some(h) => h.eval,
+            None => evaluate(pos),
+        };
+        let stand_pat;
+        if in_check {
+            moves = pos.legal_moves();
+            if moves.is_empty() {
+                return mated_in(ply);
+            }
+            score_moves(
+                &moves,
+                &mut scores,
+                board,
+                pos.turn(),
+                hit.and_then(|h| h.mv),
+                self.heuristics,
+                ply,
+            );
+            best_score = -INFINITE;
+            stand_pat = -INFINITE;
+        } else {
+            stand_pat = self.noisy(raw_eval, key);
+            if stand_pat >= beta {
+                return stand_pat;
+            }
+            alpha = alpha.max(stand_pat);
+            best_score = stand_pat;
+            moves = MoveList::new();
+            captures_and_promotions(pos, &mut moves);
+            score_captures(&moves, &mut scores);
+        }
+        for i in 0..moves.len() {
+            let m = pick(&mut moves, &mut scores, i);
+            if !in_check {
+                // Delta pruning: even winning the piece outright cannot reach alpha.
+                let gain = m.capture().map_or(0, see_value)
+                    + m.promotion()
+                        .map_or(0, |p| see_value(p) - see_value(Role::Pawn));
+                if stand_pat + gain + QS_DELTA <= alpha {
+                    continue;
+                }
+                if see(board, pos.turn(), m) < 0 {
+                    continue;
+                }
+            }
+            let mut child = pos.clone();
+            child.play_unchecked(m);
+            let child_key = next_key(pos, key, m, &child);
+            let score = -self.qsearch(&child, child_key, ply + 1, -beta, -alpha);
+            if self.stopped {
+                return 0;
+            }
+            if score > best_score {
+                best_score = score;
+                if score > alpha {
+                    alpha = score;
+                    best_move = Some(m);
+                    if score >= beta {
+                        break;
+                    }
+                }
+            }
+        }
+        let bound = if best_score >= beta {
+            Bound::Lower
+        } else if best_score > original_alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        };
+        self.tt.store(
+            key,
+            ply,
+            best_move.map(PackedMove::new),
+            best_score,
+            raw_eval,
+            0,
+            bound,
+        );
+        best_score
+    }
+}
+
+/// The Zobrist key after `m`: shakmaty's incremental update where it has one, otherwise
+/// recomputed (king and castling-right moves, double pushes, positions with an en passant
+/// square). Same key as [`Game`] computes, so repetitions against the game history are seen.
+#[inline]
+fn next_key(pos: &Chess, key: u64, m: Move, child: &Chess) -> u64 {
+    match pos.update_zobrist_hash(Zobrist64(key), m, EnPassantMode::Legal) {
+        Some(k) => k.0,
+        None => child.zobrist_hash::<Zobrist64>(EnPassantMode::Legal).0,
     }
 }
