@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use ladder::arena::schedule::{self, Format, Shard};
 use ladder::arena::{ArenaOptions, MatchSummary, run_match};
+use ladder::calibration::select::{Filter, Versions, select};
 use ladder::engine::Game;
 use ladder::results::{Outcome, Source, read_results};
 
@@ -98,6 +99,45 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     }
     let text = std::fs::read_to_string(&pgn).unwrap();
     assert_eq!(text.matches("[Event ").count(), 4);
+}
+
+#[test]
+fn results_against_a_rated_uci_engine_feed_calibration() {
+    // Our own binary's UCI front end at level 3 stands in for an anchor of known rating.
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let anchor = format!(
+        "name=uci-l3,cmd={},arg=uci,option.Level=3,rating=1000,nodes=300",
+        env!("CARGO_BIN_EXE_ladder")
+    );
+    let summary = run(&[
+        "--level",
+        "1",
+        "--engine",
+        &anchor,
+        "--games-per-pairing",
+        "4",
+        "--seed",
+        "11",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(summary.games.iter().all(|g| !g.fault), "{}", summary.report);
+    let read = read_results(&[results]).unwrap();
+    assert_eq!(read.records.len(), 4);
+    let filter = Filter {
+        perf: "blitz".to_string(),
+        versions: Versions::Range(1, 1),
+        sources: vec![Source::Arena],
+        provisional_rd: 150.0,
+    };
+    let selection = select(&read.records, &filter);
+    assert_eq!(selection.excluded.total(), 0, "{:?}", selection.excluded);
+    assert_eq!(selection.used, 4);
+    let level = &selection.levels["1"];
+    assert_eq!(level.observations.len(), 4);
+    assert!(level.observations.iter().all(|o| o.opponent == 1000.0));
+    assert!(summary.report.contains("performance vs anchors"));
 }
 
 #[test]

@@ -337,24 +337,28 @@ pub fn render(
             "relative to the first player"
         }
     );
-    let _ = writeln!(out, "| player | rating | 95% interval |");
-    let _ = writeln!(out, "|---|---:|---|");
+    let _ = writeln!(
+        out,
+        "| player | rating | 95% interval | performance vs anchors (calibration estimator) |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---|");
     for (i, r) in ratings.iter().enumerate() {
-        match r {
-            Some(r) if r.fixed => {
-                let _ = writeln!(out, "| {} | {:.0} | fixed |", names[i], r.rating);
-            }
-            Some(r) => {
-                let _ = writeln!(out, "| {} | {:.0} | ±{:.0} |", names[i], r.rating, r.ci95);
-            }
-            None => {
-                let _ = writeln!(
-                    out,
-                    "| {} | - | not connected to a rated player |",
-                    names[i]
-                );
-            }
-        }
+        let performance = anchor_performance(i, known, games).map_or("-".to_string(), |e| {
+            format!("{:.0} ±{:.0} ({} games)", e.rating, e.ci95(), e.games)
+        });
+        let _ = match r {
+            Some(r) if r.fixed => writeln!(out, "| {} | {:.0} | fixed | - |", names[i], r.rating),
+            Some(r) => writeln!(
+                out,
+                "| {} | {:.0} | ±{:.0} | {performance} |",
+                names[i], r.rating, r.ci95
+            ),
+            None => writeln!(
+                out,
+                "| {} | - | not connected to a rated player | {performance} |",
+                names[i]
+            ),
+        };
     }
     let rated_levels: Vec<(f64, f64)> = levels
         .iter()
