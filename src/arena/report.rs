@@ -67,17 +67,34 @@ pub fn elo_of_score(s: f64, eps: f64) -> f64 {
 }
 
 /// Elo difference and 95% interval from individual game scores (normal approximation of the
-/// mean score, mapped through the Elo curve).
+/// mean score, mapped through the Elo curve). The spread is estimated with one virtual draw
+/// added, so an all-win or all-loss sample still gets an interval of honest width.
 pub fn elo_diff(scores: &[f64]) -> EloDiff {
     let n = scores.len().max(1) as f64;
     let mean = scores.iter().sum::<f64>() / n;
-    let var = scores.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n;
+    let spread_mean = (scores.iter().sum::<f64>() + 0.5) / (n + 1.0);
+    let var = (scores
+        .iter()
+        .map(|x| (x - spread_mean).powi(2))
+        .sum::<f64>()
+        + (0.5 - spread_mean).powi(2))
+        / (n + 1.0);
     let se = (var / n).sqrt();
     let eps = 0.5 / n;
     EloDiff {
-        elo: elo_of_score(mean, eps) + 0.0,
+        elo: elo_of_score(mean, eps),
         lo: elo_of_score(mean - 1.96 * se, eps),
         hi: elo_of_score(mean + 1.96 * se, eps),
+    }
+}
+
+/// A signed whole number of Elo, never "-0".
+fn signed(x: f64) -> String {
+    let r = x.round();
+    if r == 0.0 {
+        "+0".to_string()
+    } else {
+        format!("{r:+.0}")
     }
 }
 
@@ -102,7 +119,7 @@ pub fn pairing_stats(games: &[Scored]) -> Vec<PairingStats> {
         scores[i].push(a_score);
         faults[i] += usize::from(g.fault);
     }
-    order
+    let mut stats: Vec<PairingStats> = order
         .into_iter()
         .zip(scores)
         .zip(faults)
@@ -115,7 +132,9 @@ pub fn pairing_stats(games: &[Scored]) -> Vec<PairingStats> {
             faults,
             diff: elo_diff(&s),
         })
-        .collect()
+        .collect();
+    stats.sort_by_key(|p| (p.a, p.b));
+    stats
 }
 
 const K: f64 = std::f64::consts::LN_10 / 400.0;
@@ -312,7 +331,7 @@ pub fn render(
     for p in &pairings {
         let _ = writeln!(
             out,
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {:+.0} | [{:+.0}, {:+.0}] |",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | [{}, {}] |",
             names[p.a],
             names[p.b],
             p.games(),
@@ -321,9 +340,9 @@ pub fn render(
             p.losses,
             p.faults,
             100.0 * p.score(),
-            p.diff.elo,
-            p.diff.lo,
-            p.diff.hi
+            signed(p.diff.elo),
+            signed(p.diff.lo),
+            signed(p.diff.hi)
         );
     }
     let ratings = estimate_ratings(known, games);
@@ -368,7 +387,13 @@ pub fn render(
     if let Some(shape) = LadderShape::new(rated_levels) {
         let _ = writeln!(out, "\n## Ladder\n");
         for (w, gap) in shape.levels.windows(2).zip(&shape.gaps) {
-            let _ = writeln!(out, "- level {} -> {}: {:+.0} Elo", w[0].0, w[1].0, gap);
+            let _ = writeln!(
+                out,
+                "- level {} -> {}: {} Elo",
+                w[0].0,
+                w[1].0,
+                signed(*gap)
+            );
         }
         let _ = writeln!(
             out,
@@ -425,6 +450,10 @@ mod tests {
         assert!((elo_of_score(0.75, 0.01) - 190.85).abs() < 0.1);
         let d = elo_diff(&[1.0, 1.0, 0.0, 0.5]);
         assert!(d.lo < d.elo && d.elo < d.hi);
+        // A clean sweep still has an interval, and it reaches down to a finite gap.
+        let sweep = elo_diff(&[1.0; 10]);
+        assert!(sweep.lo < sweep.elo && sweep.lo > 100.0, "{sweep:?}");
+        assert_eq!(signed(-0.2), "+0");
     }
 
     #[test]
