@@ -2,8 +2,9 @@
 //!
 //! For level L with calibration offset o(L), x = L + o(L); nodes = n0·b^x, noise = s0·d^x,
 //! hash fixed per level. With r = non-pawn material / its starting value (floored at r_min),
-//! endgame scaling multiplies nodes by b^(-log2 r) and noise by d^(-log2 r): one level more per
-//! halving of material. See LEVELS.md and calibration/coefficients.toml.
+//! endgame scaling multiplies nodes by b^(-k·log2 r) and noise by d^(-k·log2 r): k levels more
+//! per halving of material (k = `endgame_levels_per_halving`, 1 in the seed). See LEVELS.md and
+//! calibration/coefficients.toml.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -32,6 +33,10 @@ pub struct Coefficients {
     pub endgame_nodes: bool,
     /// Scale noise down as material comes off.
     pub endgame_noise: bool,
+    /// Levels gained per halving of material in the endgame scaling (1 = the seed's "one level
+    /// per halving"); nodes scale by b^(k·h) and noise by d^(k·h) for h halvings.
+    #[serde(default = "default_levels_per_halving")]
+    pub endgame_levels_per_halving: f64,
     /// Hard cap on nodes per move, whatever the level and material.
     #[serde(default = "default_max_nodes")]
     pub max_nodes: u64,
@@ -51,6 +56,10 @@ pub struct Coefficients {
     /// gain of the next cycle is 1/(cycle + 1) (with a floor). 0 until calibrated.
     #[serde(default)]
     pub calibration_cycle: u32,
+}
+
+fn default_levels_per_halving() -> f64 {
+    1.0
 }
 
 fn default_max_nodes() -> u64 {
@@ -138,6 +147,10 @@ impl Coefficients {
         if !(self.r_min > 0.0 && self.r_min <= 1.0) {
             return invalid("r_min", "must be in (0, 1]");
         }
+        if !(self.endgame_levels_per_halving.is_finite() && self.endgame_levels_per_halving >= 0.0)
+        {
+            return invalid("endgame_levels_per_halving", "must be zero or positive");
+        }
         if self.max_nodes == 0 {
             return invalid("max_nodes", "must be positive");
         }
@@ -221,6 +234,7 @@ pub struct LevelParams {
     b: f64,
     d: f64,
     r_min: f64,
+    levels_per_halving: f64,
     endgame_nodes: bool,
     endgame_noise: bool,
     max_nodes: u64,
@@ -246,15 +260,16 @@ impl LevelParams {
             b: coefficients.b,
             d: coefficients.d,
             r_min: coefficients.r_min,
+            levels_per_halving: coefficients.endgame_levels_per_halving,
             endgame_nodes: coefficients.endgame_nodes,
             endgame_noise: coefficients.endgame_noise,
             max_nodes,
         }
     }
 
-    /// Halvings of material: -log2(max(r, r_min)), 0 at full material.
+    /// Levels gained at material ratio `r`: k · -log2(max(r, r_min)), 0 at full material.
     fn halvings(&self, material_ratio: f64) -> f64 {
-        -material_ratio.clamp(self.r_min, 1.0).log2()
+        -material_ratio.clamp(self.r_min, 1.0).log2() * self.levels_per_halving
     }
 
     /// Multiplier applied to the node budget at material ratio `r`.
@@ -322,7 +337,7 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "coefficients version {}: n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={}",
+        "coefficients version {}: n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
         coefficients.version,
         coefficients.n0,
         coefficients.b,
@@ -330,7 +345,8 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
         coefficients.d,
         coefficients.r_min,
         coefficients.endgame_nodes,
-        coefficients.endgame_noise
+        coefficients.endgame_noise,
+        coefficients.endgame_levels_per_halving
     );
     let _ = writeln!(
         out,
@@ -404,7 +420,9 @@ mod tests {
         let c = Coefficients::builtin();
         let p = LevelParams::new(&c, 3.0);
         assert_eq!(p.node_multiplier(1.0), 1.0);
-        assert!((p.node_multiplier(0.5) - c.b).abs() < 1e-9);
+        let k = c.endgame_levels_per_halving;
+        assert!((p.node_multiplier(0.5) - c.b.powf(k)).abs() < 1e-9);
+        assert!((p.noise_multiplier(0.5) - c.d.powf(k)).abs() < 1e-9);
         // floored at r_min
         assert_eq!(p.node_multiplier(0.0), p.node_multiplier(c.r_min));
         let mut off = c.clone();

@@ -29,7 +29,7 @@ enum Command {
     /// Play offline matches between levels and external UCI engines.
     Arena(ladder::arena::ArenaArgs),
     /// Estimate each level's rating from the results and propose new coefficients.
-    Calibrate(ladder::calibration::CalibrateArgs),
+    Calibrate(Box<ladder::calibration::CalibrateArgs>),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -49,6 +49,6 @@ fn main() -> anyhow::Result<()> {
         Command::Bench(args) => ladder::bench::run(args),
         Command::Perft(args) => ladder::perft::run(args),
         Command::Arena(args) => ladder::arena::run(args),
-        Command::Calibrate(args) => ladder::calibration::run(args),
+        Command::Calibrate(args) => ladder::calibration::run(*args),
     }
 }

@@ -98,7 +98,13 @@ fn play_out(coefficients: &Coefficients, level: f64, mut game: Game, seed: u64) 
 }
 
 /// Mates found out of `count` random positions of king + `piece` vs king.
-fn conversions(coefficients: &Coefficients, level: f64, piece: Role, count: u32, seed: u64) -> u32 {
+pub fn conversions(
+    coefficients: &Coefficients,
+    level: f64,
+    piece: Role,
+    count: u32,
+    seed: u64,
+) -> u32 {
     let mut rng = Rng(seed);
     let mut won = 0;
     for i in 0..count {

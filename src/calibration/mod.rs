@@ -1,19 +1,26 @@
 //! Calibration: rating estimation from the results log, coefficient fit, report, simulation.
 //! This file is the `ladder calibrate` command line; each step lives in its own module.
 
+pub mod apply;
 pub mod estimate;
+pub mod fetch;
 pub mod fit;
 pub mod pipeline;
+pub mod report;
 pub mod select;
 pub mod simulate;
+pub mod svg;
 pub mod update;
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
-use crate::levels::Coefficients;
-use crate::results::{Source, read_results};
+use crate::config::Config;
+use crate::levels::{Coefficients, level_key};
+use crate::results::{GameRecord, ResultsLog, Source, read_results};
+use fetch::{AccountRef, VersionTimeline};
 use pipeline::{Settings, Targets};
 use select::{Filter, Versions};
 use update::UpdateConfig;
@@ -21,7 +28,8 @@ use update::UpdateConfig;
 /// `ladder calibrate` options.
 #[derive(Debug, clap::Args)]
 pub struct CalibrateArgs {
-    /// Results files (JSONL), several hosts allowed; a game id is counted once.
+    /// Results files (JSONL), several hosts allowed; a game id is counted once. Default: the
+    /// daemon's results file named in --accounts.
     #[arg(long = "results", value_name = "FILE")]
     pub results: Vec<PathBuf>,
     /// The coefficients to start from and, with --apply, to replace.
@@ -39,7 +47,11 @@ pub struct CalibrateArgs {
     /// Sources to use (lichess, arena, sandbox); default: all.
     #[arg(long = "source", value_parser = parse_source)]
     pub sources: Vec<Source>,
-    /// Targets as "1=600,2=800,…".
+    /// accounts.toml: targets (accounts whose target perf is --perf), and the accounts, tokens
+    /// and Lichess URL for --fetch and --lichess-ratings.
+    #[arg(long)]
+    pub accounts: Option<PathBuf>,
+    /// Targets as "1=600,2=800,…" (instead of accounts.toml).
     #[arg(long, conflicts_with_all = ["target_from", "target_step"])]
     pub targets: Option<String>,
     /// Linear targets: level 1's target …
@@ -75,9 +87,20 @@ pub struct CalibrateArgs {
     /// Where the previous versions go (default: history/ beside the coefficients file).
     #[arg(long)]
     pub history_dir: Option<PathBuf>,
-    /// Where the Markdown report and the SVG plot go.
-    #[arg(long, default_value = "calibration/report")]
-    pub report_dir: PathBuf,
+    /// Where the Markdown report and the SVG plot go (with --apply: calibration/report by
+    /// default; a dry run prints the report and writes files only when this is given).
+    #[arg(long)]
+    pub report_dir: Option<PathBuf>,
+    /// Pull the accounts' finished games from Lichess (since the newest logged game) and merge
+    /// them with the results, each game id once. Needs --accounts.
+    #[arg(long, requires = "accounts")]
+    pub fetch: bool,
+    /// With --fetch: also append the fetched games to this results file.
+    #[arg(long, requires = "fetch", value_name = "FILE")]
+    pub save_fetched: Option<PathBuf>,
+    /// Show each account's current Lichess rating beside the estimate. Needs --accounts.
+    #[arg(long, requires = "accounts")]
+    pub lichess_ratings: bool,
     /// Run the simulator instead of reading results.
     #[arg(long)]
     pub simulate: bool,
@@ -126,7 +149,7 @@ impl CalibrateArgs {
         if !(self.gain_floor > 0.0 && self.gain_floor <= 1.0) {
             bail!("--gain-floor must be in (0, 1]");
         }
-        if !(self.max_step > 0.0) {
+        if self.max_step.is_nan() || self.max_step <= 0.0 {
             bail!("--max-step must be positive");
         }
         Ok(Settings {
@@ -147,14 +170,33 @@ impl CalibrateArgs {
         })
     }
 
-    fn targets(&self) -> anyhow::Result<Targets> {
+    fn targets(&self, config: Option<&Config>) -> anyhow::Result<Targets> {
         if let Some(t) = &self.targets {
             return Targets::parse_table(t).map_err(|e| anyhow::anyhow!("--targets: {e}"));
         }
         if let (Some(from), Some(step)) = (self.target_from, self.target_step) {
             return Ok(Targets::Linear { from, step });
         }
-        bail!("no targets: give --targets \"1=600,2=800,…\" or --target-from 600 --target-step 200")
+        if let Some(config) = config {
+            let table: BTreeMap<String, f64> = config
+                .accounts
+                .iter()
+                .filter(|a| a.target_perf == self.perf)
+                .map(|a| (level_key(a.level), a.target_rating))
+                .collect();
+            if table.is_empty() {
+                bail!(
+                    "{}: no account has target perf `{}`",
+                    config.path.display(),
+                    self.perf
+                );
+            }
+            return Ok(Targets::Table(table));
+        }
+        bail!(
+            "no targets: give --accounts accounts.toml, --targets \"1=600,2=800,…\" or \
+             --target-from 600 --target-step 200"
+        )
     }
 }
 
@@ -164,31 +206,222 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     }
     let current = Coefficients::load(&args.coefficients)?;
     let settings = args.settings(&current)?;
-    let targets = args.targets()?;
-    if args.results.is_empty() {
-        bail!("no results: give --results FILE (repeatable)");
+    let config = match &args.accounts {
+        Some(path) => Some(Config::load(path)?),
+        None => None,
+    };
+    let targets = args.targets(config.as_ref())?;
+    // Without --results, the daemon's own log (from accounts.toml) is the input when it exists.
+    let mut paths = args.results.clone();
+    if paths.is_empty()
+        && let Some(c) = &config
+        && c.daemon.results.exists()
+    {
+        paths.push(c.daemon.results.clone());
     }
-    let read = read_results(&args.results).context("reading results")?;
+    if paths.is_empty() && !args.fetch {
+        bail!("no games: give --results FILE (repeatable) and/or --fetch");
+    }
+    let read = read_results(&paths).context("reading results")?;
     for w in &read.warnings {
         tracing::warn!("skipped {w}");
     }
-    let source = format!(
-        "calibrated from {} on {}",
-        args.results
+    let mut records = read.records;
+    let mut duplicates = read.duplicates;
+    let mut inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+
+    let mut fetched_line = None;
+    let mut lichess = BTreeMap::new();
+    if let Some(config) = config
+        .as_ref()
+        .filter(|_| args.fetch || args.lichess_ratings)
+    {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .context("starting the HTTP runtime")?;
+        let accounts: Vec<_> = config
+            .accounts
             .iter()
-            .map(|p| p.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        settings.filter.perf
-    );
-    let result = pipeline::calibrate(&read.records, &current, &targets, &settings, &source)?;
-    for u in &result.proposal.levels {
+            .filter(|a| a.target_perf == args.perf)
+            .collect();
+        let timeline = VersionTimeline::new(&records, current.version);
+        let mut fetched = fetch::Fetched::default();
+        for account in &accounts {
+            let token = account
+                .load_token()
+                .map_err(|e| anyhow::anyhow!("{e}"))
+                .and_then(|raw| {
+                    crate::lichess::Token::new(&raw, &account.username)
+                        .map_err(|e| anyhow::anyhow!("{e}"))
+                })?;
+            let client = crate::lichess::Client::new(crate::lichess::ClientConfig::new(
+                config.lichess.base_url.clone(),
+                token,
+            ))?;
+            let who = AccountRef {
+                username: account.username.clone(),
+                level: account.level,
+            };
+            if args.fetch {
+                let got = runtime.block_on(fetch::fetch_games(
+                    &client,
+                    std::slice::from_ref(&who),
+                    &args.perf,
+                    &timeline,
+                ));
+                fetched.records.extend(got.records);
+                fetched.per_account.extend(got.per_account);
+                fetched.failures.extend(got.failures);
+            }
+            if args.lichess_ratings {
+                match runtime.block_on(fetch::lichess_rating(
+                    &client,
+                    &account.username,
+                    &args.perf,
+                )) {
+                    Ok(Some(r)) => {
+                        lichess.insert(level_key(account.level), (account.username.clone(), r));
+                    }
+                    Ok(None) => {}
+                    Err(e) => tracing::warn!("{}: no Lichess rating: {e}", account.username),
+                }
+            }
+        }
+        if args.fetch {
+            for (who, why) in &fetched.failures {
+                tracing::warn!("{who}: fetch failed: {why}");
+            }
+            let (added, dup) = merge(&mut records, fetched.records.clone());
+            duplicates += dup;
+            if let Some(path) = &args.save_fetched {
+                let mut log = ResultsLog::open(path)
+                    .with_context(|| format!("opening {}", path.display()))?;
+                for r in &records[records.len() - added..] {
+                    log.append(r)
+                        .with_context(|| format!("appending to {}", path.display()))?;
+                }
+            }
+            fetched_line = Some(format!(
+                "{} games downloaded from {} accounts, {} new after deduplication by game id{}",
+                fetched.per_account.values().sum::<usize>(),
+                fetched.per_account.len(),
+                added,
+                if fetched.failures.is_empty() {
+                    String::new()
+                } else {
+                    format!("; {} accounts failed", fetched.failures.len())
+                }
+            ));
+            inputs.push(format!("Lichess export ({})", config.lichess.base_url));
+        }
+    }
+
+    const MEASURED: &str = "calibrated";
+    let mut result = pipeline::calibrate(&records, &current, &targets, &settings, MEASURED)?;
+    // The description needs the number of games used, known only after selection.
+    if result.proposal.coefficients.ratings_source == MEASURED {
+        result.proposal.coefficients.ratings_source = format!(
+            "calibrated {} from {} {} games ({})",
+            today(),
+            result.selection.used,
+            settings.filter.perf,
+            settings.filter.versions.describe()
+        );
+    }
+    let next = result.proposal.coefficients.clone();
+
+    let outcome = if args.apply {
+        let history = args.history_dir.clone().unwrap_or_else(|| {
+            args.coefficients
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("history")
+        });
+        let kept = apply::apply(&args.coefficients, &current, &next, &history)?;
+        format!(
+            "Applied: {} is now version {}; version {} kept as {}.",
+            args.coefficients.display(),
+            next.version,
+            current.version,
+            kept.display()
+        )
+    } else {
+        "Dry run: nothing written; `--apply` writes this proposal.".to_string()
+    };
+    let ctx = report::ReportContext {
+        perf: args.perf.clone(),
+        versions: settings.filter.versions.describe(),
+        inputs,
+        read_warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
+        duplicates,
+        fetched: fetched_line,
+        lichess,
+        outcome,
+        svg_name: "calibration.svg".to_string(),
+    };
+    let markdown = report::markdown(&result, &ctx);
+    let report_dir = args
+        .report_dir
+        .clone()
+        .or_else(|| args.apply.then(|| PathBuf::from("calibration/report")));
+    match report_dir {
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            apply::write_atomically(&dir.join("calibration.md"), &markdown)?;
+            apply::write_atomically(
+                &dir.join("calibration.svg"),
+                &svg::plot(&result, &args.perf),
+            )?;
+            print!("{markdown}");
+            println!(
+                "\nReport written to {}",
+                dir.join("calibration.md").display()
+            );
+        }
+        None => print!("{markdown}"),
+    }
+    if !args.apply {
         println!(
-            "level {} {:?} {:?} -> x {:.3} -> {:.3}",
-            u.level, u.status, u.estimate, u.exponent_old, u.exponent_new
+            "\n## Proposed coefficients (not written)\n\n```toml\n{}```",
+            next.to_toml()
         );
     }
     Ok(())
+}
+
+/// Appends the `fetched` records whose game id is not already in `records`; returns how many
+/// were added and how many were duplicates.
+pub fn merge(records: &mut Vec<GameRecord>, fetched: Vec<GameRecord>) -> (usize, usize) {
+    let mut seen: HashSet<String> = records.iter().map(|r| r.game_id.clone()).collect();
+    let (mut added, mut duplicates) = (0, 0);
+    for r in fetched {
+        if seen.insert(r.game_id.clone()) {
+            records.push(r);
+            added += 1;
+        } else {
+            duplicates += 1;
+        }
+    }
+    (added, duplicates)
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, for the ratings_source line.
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
 }
 
 fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
@@ -211,6 +444,30 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
         aborted_share: 0.01,
         settings,
     };
+    if let Some(path) = &args.write_results {
+        let start = config.start();
+        let mut rng = rand::SeedableRng::seed_from_u64(args.seed);
+        let records = config.play(&start, 1, &mut rng);
+        let mut text = String::with_capacity(records.len() * 700);
+        for r in &records {
+            text.push_str(&serde_json::to_string(r)?);
+            text.push('\n');
+        }
+        apply::write_atomically(path, &text)?;
+        let coefficients = path.with_extension("coefficients.toml");
+        apply::write_atomically(&coefficients, &start.to_toml())?;
+        println!(
+            "wrote {} simulated games to {} and their coefficients to {} (targets: --target-from 600 --target-step 200)",
+            records.len(),
+            path.display(),
+            coefficients.display()
+        );
+        return Ok(());
+    }
+    println!(
+        "truth: {:?}; start: reference with b x{}, d x{}; {} games per level per cycle",
+        config.truth, config.b_factor, config.d_factor, config.games
+    );
     println!("cycle  gain  rms_before  floor  rms_after  games");
     config.run(|s| {
         println!(

@@ -190,7 +190,7 @@ pub fn propose(
         let mut x_new = x;
         match (&input.estimate, input.target) {
             (_, None) => status = Status::NoTarget,
-            (e, Some(_)) if !e.as_ref().is_some_and(|e| e.games >= config.min_games) => {
+            (e, Some(_)) if e.as_ref().is_none_or(|e| e.games < config.min_games) => {
                 status = Status::TooFewGames
             }
             (Some(e), Some(target)) => {
@@ -217,6 +217,27 @@ pub fn propose(
         }
         updates.push((input.clone(), status, local_slope, x, x_new));
     }
+    // Levels must stay in order: where bounded slopes would make a level overtake its
+    // neighbour, the crossing exponents are pooled (isotonic regression) and the next cycle's
+    // measurements separate them again.
+    let wanted: Vec<f64> = updates.iter().map(|u| u.4).collect();
+    let ordered = isotonic(&wanted);
+    if ordered != wanted {
+        let pooled: Vec<String> = updates
+            .iter()
+            .zip(&ordered)
+            .filter(|(u, o)| (u.4 - **o).abs() > 1e-12)
+            .map(|(u, _)| level_key(u.0.level))
+            .collect();
+        notes.push(format!(
+            "levels {} would have crossed a neighbour; their exponents were pooled to keep the \
+             levels in order",
+            pooled.join(", ")
+        ));
+        for (u, o) in updates.iter_mut().zip(ordered) {
+            u.4 = o;
+        }
+    }
 
     // Closed form: the best line x_new ≈ p + q·L becomes the new (n0, b, s0, d); what the
     // line misses stays as the level's offset. x_old-scale exponent = p + q · x_new-scale.
@@ -235,7 +256,7 @@ pub fn propose(
     next.b = current.b.powf(q);
     next.s0 = current.s0 * current.d.powf(p);
     next.d = current.d.powf(q);
-    let to_offset = |level: f64, x_old_scale: f64| round4((x_old_scale - p) / q - level);
+    let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
     // Offsets of levels this run does not see keep their old exponent.
     let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
     for key in current.offsets.keys() {
@@ -340,8 +361,35 @@ fn secant(measured: &[(f64, f64, f64)], x: f64, rating: f64, target: f64) -> Opt
     (slope.is_finite() && slope > 0.0).then_some(slope)
 }
 
-fn round4(v: f64) -> f64 {
-    (v * 1e4).round() / 1e4
+/// The non-decreasing sequence closest to `values` in least squares (pool adjacent violators).
+fn isotonic(values: &[f64]) -> Vec<f64> {
+    // Blocks of (mean, count).
+    let mut blocks: Vec<(f64, usize)> = Vec::with_capacity(values.len());
+    for &v in values {
+        blocks.push((v, 1));
+        while blocks.len() > 1 {
+            let (m2, n2) = blocks[blocks.len() - 1];
+            let (m1, n1) = blocks[blocks.len() - 2];
+            if m1 <= m2 {
+                break;
+            }
+            blocks.pop();
+            let merged = (
+                (m1 * n1 as f64 + m2 * n2 as f64) / (n1 + n2) as f64,
+                n1 + n2,
+            );
+            *blocks.last_mut().expect("two blocks") = merged;
+        }
+    }
+    blocks
+        .into_iter()
+        .flat_map(|(m, n)| std::iter::repeat_n(m, n))
+        .collect()
+}
+
+/// Rounds away float dust (1e-9 of a level) so the file stays readable; far below a node.
+fn round9(v: f64) -> f64 {
+    (v * 1e9).round() / 1e9
 }
 
 #[cfg(test)]
@@ -475,6 +523,13 @@ mod tests {
         cfg.restart_schedule = true;
         let p = propose(&c, &inputs, &cfg, "t").unwrap();
         assert_eq!((p.gain, p.coefficients.calibration_cycle), (1.0, 1));
+    }
+
+    #[test]
+    fn isotonic_pools_only_crossings() {
+        assert_eq!(isotonic(&[1.0, 2.0, 3.0]), [1.0, 2.0, 3.0]);
+        assert_eq!(isotonic(&[1.0, 3.0, 2.0, 4.0]), [1.0, 2.5, 2.5, 4.0]);
+        assert_eq!(isotonic(&[3.0, 2.0, 1.0]), [2.0, 2.0, 2.0]);
     }
 
     #[test]

@@ -114,44 +114,35 @@ const fn build_pst() -> [[(i32, i32); 64]; 6] {
 /// Material plus piece-square values, white's point of view, (mg, eg).
 static PST: [[(i32, i32); 64]; 6] = build_pst();
 
-/// Squares in front of a pawn on its own and the adjacent files, per color and square.
-const fn build_front_spans() -> [[u64; 64]; 2] {
-    let mut spans = [[0u64; 64]; 2];
-    let mut sq = 0;
-    while sq < 64 {
-        let file = sq % 8;
-        let rank = sq / 8;
-        let mut files = FILE_A << file;
-        if file > 0 {
-            files |= FILE_A << (file - 1);
-        }
-        if file < 7 {
-            files |= FILE_A << (file + 1);
-        }
-        let above = if rank == 7 {
-            0
-        } else {
-            !0u64 << (8 * (rank + 1))
-        };
-        let below = if rank == 0 {
-            0
-        } else {
-            !0u64 >> (8 * (8 - rank))
-        };
-        spans[0][sq] = files & above;
-        spans[1][sq] = files & below;
-        sq += 1;
-    }
-    spans
+/// The files holding at least one of `pawns`, as an 8-bit set (bit i = file i).
+fn file_set(pawns: u64) -> u64 {
+    let mut x = pawns;
+    x |= x >> 32;
+    x |= x >> 16;
+    x |= x >> 8;
+    x & 0xff
 }
 
-static FRONT_SPANS: [[u64; 64]; 2] = build_front_spans();
-
-fn color_index(color: Color) -> usize {
+/// Squares where a pawn of `color` is not passed: those on or beside the files of the enemy
+/// `their_pawns` and behind them (from `color`'s point of view, strictly behind their rank).
+fn stoppable(color: Color, their_pawns: u64) -> u64 {
+    let mut fill = match color {
+        Color::White => their_pawns >> 8,
+        Color::Black => their_pawns << 8,
+    };
     match color {
-        Color::White => 0,
-        Color::Black => 1,
+        Color::White => {
+            fill |= fill >> 8;
+            fill |= fill >> 16;
+            fill |= fill >> 32;
+        }
+        Color::Black => {
+            fill |= fill << 8;
+            fill |= fill << 16;
+            fill |= fill << 32;
+        }
     }
+    fill | ((fill << 1) & !FILE_A) | ((fill >> 1) & !FILE_H)
 }
 
 fn pawn_attacks_of(color: Color, pawns: u64) -> u64 {
@@ -216,7 +207,6 @@ pub fn add_noise(eval: i32, key: u64, noise: &Noise) -> i32 {
 
 /// All terms of one side, from white's point of view sign-free: (mg, eg, phase contribution).
 fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
-    let ci = color_index(color);
     let us = board.by_color(color);
     let them = board.by_color(!color);
     let occupied = board.occupied();
@@ -284,34 +274,24 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
         eg += BISHOP_PAIR.1;
     }
 
-    // Pawn structure.
+    // Pawn structure, file by file with bit tricks: one pass instead of one per pawn.
     let our_king = board.king_of(color);
-    for sq in Bitboard(our_pawns) {
-        let file = sq as u32 % 8;
-        let file_mask = FILE_A << file;
-        let adjacent = ((file_mask << 1) & !FILE_A) | ((file_mask >> 1) & !FILE_H);
-        if our_pawns & adjacent == 0 {
-            mg += ISOLATED.0;
-            eg += ISOLATED.1;
-        }
-        if FRONT_SPANS[ci][sq as usize] & their_pawns == 0 {
-            let rank = relative(color, sq) / 8;
-            mg += PASSED_MG[rank];
-            eg += PASSED_EG[rank];
-            // A passer is worth more when the defending king is far from its path.
-            let step = if color == Color::White { 8 } else { -8 };
-            if let (Some(stop), Some(ours), Some(theirs)) = (sq.offset(step), our_king, their_king)
-            {
-                let weight = rank as i32 - 1;
-                eg += weight * (4 * theirs.distance(stop) as i32 - 2 * ours.distance(stop) as i32);
-            }
-        }
-    }
-    for file in 0..8 {
-        let n = (our_pawns & (FILE_A << file)).count_ones() as i32;
-        if n > 1 {
-            mg += DOUBLED.0 * (n - 1);
-            eg += DOUBLED.1 * (n - 1);
+    let files = file_set(our_pawns);
+    let pawn_count = our_pawns.count_ones() as i32;
+    let doubled = pawn_count - files.count_ones() as i32;
+    let isolated_files = files & !((files << 1) | (files >> 1)) & 0xff;
+    let isolated = (our_pawns & (isolated_files * FILE_A)).count_ones() as i32;
+    mg += DOUBLED.0 * doubled + ISOLATED.0 * isolated;
+    eg += DOUBLED.1 * doubled + ISOLATED.1 * isolated;
+    for sq in Bitboard(our_pawns & !stoppable(color, their_pawns)) {
+        let rank = relative(color, sq) / 8;
+        mg += PASSED_MG[rank];
+        eg += PASSED_EG[rank];
+        // A passer is worth more when the defending king is far from its path.
+        let step = if color == Color::White { 8 } else { -8 };
+        if let (Some(stop), Some(ours), Some(theirs)) = (sq.offset(step), our_king, their_king) {
+            let weight = rank as i32 - 1;
+            eg += weight * (4 * theirs.distance(stop) as i32 - 2 * ours.distance(stop) as i32);
         }
     }
 

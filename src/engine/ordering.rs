@@ -5,7 +5,7 @@ use shakmaty::{Color, Move, MoveList, Role};
 
 use super::movepack::PackedMove;
 use super::score::MAX_PLY;
-use super::see::{see, see_value};
+use super::see::{see_non_negative, see_value};
 
 const HASH_MOVE: i32 = 30_000_000;
 const GOOD_CAPTURE: i32 = 20_000_000;
@@ -99,7 +99,7 @@ pub fn score_moves(
             let mvv_lva = 16 * victim - see_value(m.role()) / 10;
             if m.promotion().is_some_and(|p| p != Role::Queen) {
                 UNDER_PROMOTION + mvv_lva
-            } else if see(board, color, m) >= 0 {
+            } else if see_non_negative(board, color, m) {
                 GOOD_CAPTURE + mvv_lva + m.promotion().map_or(0, see_value)
             } else {
                 BAD_CAPTURE + mvv_lva
@@ -124,17 +124,36 @@ pub fn score_captures(moves: &MoveList, scores: &mut [i32]) {
     }
 }
 
-/// Swaps the best-scored remaining move into position `index` and returns it (selection sort:
-/// most nodes cut off after a few moves, so sorting everything would be wasted work).
-/// Ties keep generation order, so the ordering is deterministic.
+/// Returns the move to try at position `index`. The first few are found by selection (most
+/// cut-nodes cut off after one or two moves, so sorting everything would be wasted work);
+/// at [`SORT_AFTER`] the rest is sorted once, as a node that got that far usually searches
+/// everything. Ties keep generation order either way, so the ordering is deterministic.
 pub fn pick(moves: &mut MoveList, scores: &mut [i32], index: usize) -> Move {
-    let mut best = index;
-    for j in index + 1..moves.len() {
-        if scores[j] > scores[best] {
-            best = j;
+    if index < SORT_AFTER {
+        let mut best = index;
+        for j in index + 1..moves.len() {
+            if scores[j] > scores[best] {
+                best = j;
+            }
+        }
+        moves.swap(index, best);
+        scores.swap(index, best);
+    } else if index == SORT_AFTER {
+        // Stable insertion sort, descending.
+        for j in index + 1..moves.len() {
+            let (m, s) = (moves[j], scores[j]);
+            let mut k = j;
+            while k > index && scores[k - 1] < s {
+                moves[k] = moves[k - 1];
+                scores[k] = scores[k - 1];
+                k -= 1;
+            }
+            moves[k] = m;
+            scores[k] = s;
         }
     }
-    moves.swap(index, best);
-    scores.swap(index, best);
     moves[index]
 }
+
+/// Moves picked one at a time before the rest is sorted.
+const SORT_AFTER: usize = 3;

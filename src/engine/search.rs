@@ -25,7 +25,7 @@ use super::movepack::PackedMove;
 use super::noise::Noise;
 use super::ordering::{Heuristics, is_quiet, pick, score_captures, score_moves};
 use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, is_mate, mate_in, mated_in, to_public};
-use super::see::{see, see_value};
+use super::see::{see_non_negative, see_value};
 use super::tt::{Bound, Tt};
 use super::{Game, SearchObserver, SearchParams};
 
@@ -349,18 +349,16 @@ impl Searcher<'_> {
         let mut best_score = -INFINITE;
         let mut best_index = 0;
         for (i, &m) in root_moves.iter().enumerate() {
-            let mut child = pos.clone();
-            child.play_unchecked(m);
-            let child_key = next_key(pos, key, m, &child);
-            let new_depth = depth - 1 + i32::from(child.is_check());
-            self.keys.push(child_key);
+            let child = Node::child(pos, key, m);
+            let new_depth = depth - 1 + i32::from(child.in_check);
+            self.keys.push(child.key);
             let mut score;
             if i == 0 {
-                score = -self.negamax(&child, child_key, new_depth, 1, -beta, -alpha, 0, true);
+                score = -self.negamax(&child, new_depth, 1, -beta, -alpha, 0, true);
             } else {
-                score = -self.negamax(&child, child_key, new_depth, 1, -alpha - 1, -alpha, 0, true);
+                score = -self.negamax(&child, new_depth, 1, -alpha - 1, -alpha, 0, true);
                 if score > alpha && score < beta && !self.stopped {
-                    score = -self.negamax(&child, child_key, new_depth, 1, -beta, -alpha, 0, true);
+                    score = -self.negamax(&child, new_depth, 1, -beta, -alpha, 0, true);
                 }
             }
             self.keys.pop();
@@ -406,13 +404,13 @@ impl Searcher<'_> {
     }
 
     /// Whether the node at the end of `self.keys` is drawn by the rules (checkmate excepted).
-    fn is_draw(&self, pos: &Chess, key: u64, floor: usize) -> bool {
+    fn is_draw(&self, pos: &Chess, key: u64, in_check: bool, floor: usize) -> bool {
         let board = pos.board();
         if (board.pawns() | board.rooks_and_queens()).is_empty() && pos.is_insufficient_material() {
             return true;
         }
         let halfmoves = pos.halfmoves() as usize;
-        if halfmoves >= 100 && !(pos.is_check() && pos.legal_moves().is_empty()) {
+        if halfmoves >= 100 && !(in_check && pos.legal_moves().is_empty()) {
             return true;
         }
         let current = self.keys.len() - 1;
@@ -441,8 +439,7 @@ impl Searcher<'_> {
     #[allow(clippy::too_many_arguments)]
     fn negamax(
         &mut self,
-        pos: &Chess,
-        key: u64,
+        node: &Node,
         depth: i32,
         ply: usize,
         mut alpha: i32,
@@ -451,14 +448,15 @@ impl Searcher<'_> {
         allow_null: bool,
     ) -> i32 {
         if depth <= 0 {
-            return self.qsearch(pos, key, ply, alpha, beta);
+            return self.qsearch(node, ply, alpha, beta);
         }
+        let (pos, key, in_check) = (&node.pos, node.key, node.in_check);
         self.pv_len[ply] = ply;
         if self.enter_node() {
             return 0;
         }
         self.seldepth = self.seldepth.max(ply);
-        if self.is_draw(pos, key, floor) {
+        if self.is_draw(pos, key, in_check, floor) {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
@@ -485,7 +483,6 @@ impl Searcher<'_> {
         }
         let hash_move = hit.and_then(|h| h.mv);
 
-        let in_check = pos.is_check();
         let raw_eval = match hit {
             Some(h) => h.eval,
             None => evaluate(pos),
@@ -509,15 +506,23 @@ impl Searcher<'_> {
             if allow_null && depth >= NMP_MIN_DEPTH && eval >= beta && has_pieces {
                 let reduction = 3 + depth / 4 + ((eval - beta) / 200).min(3);
                 if let Ok(null_pos) = pos.clone().swap_turn() {
+                    let null_pos = Node {
+                        pos: null_pos,
+                        key: 0,
+                        in_check: false,
+                    };
                     let mut null_key = key ^ Zobrist64::zobrist_for_white_turn().0;
                     if let Some(ep) = pos.ep_square(EnPassantMode::Legal) {
                         null_key ^= Zobrist64::zobrist_for_en_passant_file(ep.file()).0;
                     }
+                    let null_pos = Node {
+                        key: null_key,
+                        ..null_pos
+                    };
                     self.keys.push(null_key);
                     let child_floor = self.keys.len() - 1;
                     let score = -self.negamax(
                         &null_pos,
-                        null_key,
                         depth - 1 - reduction,
                         ply + 1,
                         -beta,
@@ -568,24 +573,13 @@ impl Searcher<'_> {
             {
                 continue;
             }
-            let mut child = pos.clone();
-            child.play_unchecked(m);
-            let child_key = next_key(pos, key, m, &child);
-            let gives_check = child.is_check();
+            let child = Node::child(pos, key, m);
+            let gives_check = child.in_check;
             let new_depth = depth - 1 + i32::from(gives_check);
-            self.keys.push(child_key);
+            self.keys.push(child.key);
             let mut score;
             if i == 0 {
-                score = -self.negamax(
-                    &child,
-                    child_key,
-                    new_depth,
-                    ply + 1,
-                    -beta,
-                    -alpha,
-                    floor,
-                    true,
-                );
+                score = -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true);
             } else {
                 let mut reduction = 0;
                 if depth >= LMR_MIN_DEPTH && i >= 2 && quiet && !in_check && !gives_check {
@@ -600,7 +594,6 @@ impl Searcher<'_> {
                 }
                 score = -self.negamax(
                     &child,
-                    child_key,
                     new_depth - reduction,
                     ply + 1,
                     -alpha - 1,
@@ -609,28 +602,11 @@ impl Searcher<'_> {
                     true,
                 );
                 if score > alpha && reduction > 0 && !self.stopped {
-                    score = -self.negamax(
-                        &child,
-                        child_key,
-                        new_depth,
-                        ply + 1,
-                        -alpha - 1,
-                        -alpha,
-                        floor,
-                        true,
-                    );
+                    score =
+                        -self.negamax(&child, new_depth, ply + 1, -alpha - 1, -alpha, floor, true);
                 }
                 if score > alpha && score < beta && !self.stopped {
-                    score = -self.negamax(
-                        &child,
-                        child_key,
-                        new_depth,
-                        ply + 1,
-                        -beta,
-                        -alpha,
-                        floor,
-                        true,
-                    );
+                    score = -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true);
                 }
             }
             self.keys.pop();
@@ -684,7 +660,8 @@ impl Searcher<'_> {
 
     /// Quiescence: captures and queen promotions until the position is quiet (all evasions
     /// when in check).
-    fn qsearch(&mut self, pos: &Chess, key: u64, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+    fn qsearch(&mut self, node: &Node, ply: usize, mut alpha: i32, beta: i32) -> i32 {
+        let (pos, key, in_check) = (&node.pos, node.key, node.in_check);
         self.pv_len[ply.min(MAX_PLY)] = ply.min(MAX_PLY);
         if self.enter_node() {
             return 0;
@@ -707,7 +684,6 @@ impl Searcher<'_> {
         {
             return h.score;
         }
-        let in_check = pos.is_check();
         let original_alpha = alpha;
         let mut best_score;
         let mut best_move = None;
@@ -755,14 +731,12 @@ impl Searcher<'_> {
                 if stand_pat + gain + QS_DELTA <= alpha {
                     continue;
                 }
-                if see(board, pos.turn(), m) < 0 {
+                if !see_non_negative(board, pos.turn(), m) {
                     continue;
                 }
             }
-            let mut child = pos.clone();
-            child.play_unchecked(m);
-            let child_key = next_key(pos, key, m, &child);
-            let score = -self.qsearch(&child, child_key, ply + 1, -beta, -alpha);
+            let child = Node::child(pos, key, m);
+            let score = -self.qsearch(&child, ply + 1, -beta, -alpha);
             if self.stopped {
                 return 0;
             }
@@ -794,6 +768,25 @@ impl Searcher<'_> {
             bound,
         );
         best_score
+    }
+}
+
+/// A position in the search with what its parent already knows about it.
+struct Node {
+    pos: Chess,
+    key: u64,
+    in_check: bool,
+}
+
+impl Node {
+    /// The position after `m` (legal in `parent`), its key and whether it is check.
+    #[inline]
+    fn child(parent: &Chess, key: u64, m: Move) -> Node {
+        let mut pos = parent.clone();
+        pos.play_unchecked(m);
+        let key = next_key(parent, key, m, &pos);
+        let in_check = pos.is_check();
+        Node { pos, key, in_check }
     }
 }
 

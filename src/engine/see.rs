@@ -58,6 +58,22 @@ pub fn see(board: &Board, us: Color, m: Move) -> i32 {
     gain[0]
 }
 
+/// Whether `m` does not lose material by the exchange (SEE ≥ 0). Taking a piece worth at least
+/// the capturer can never lose, which settles most captures without the exchange loop.
+#[inline]
+pub fn see_non_negative(board: &Board, us: Color, m: Move) -> bool {
+    if let Move::Normal {
+        role,
+        capture: Some(victim),
+        ..
+    } = m
+        && see_value(victim) >= see_value(role)
+    {
+        return true;
+    }
+    see(board, us, m) >= 0
+}
+
 fn least_valuable(board: &Board, attackers: Bitboard) -> Option<(shakmaty::Square, i32)> {
     if attackers.is_empty() {
         return None;

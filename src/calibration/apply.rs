@@ -1,0 +1,90 @@
+//! Writing a new coefficients version: the previous file is kept as
+//! history/coefficients-v<N>.toml, then the new one replaces it atomically (temp file, fsync,
+//! rename), so a crash leaves either the old or the new file, never half of one.
+
+use std::fs::{self, File};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, bail};
+
+use crate::levels::Coefficients;
+
+/// The header written above the generated TOML.
+const HEADER: &str = "\
+# The living level coefficients of the ladder (see LEVELS.md in the design notes and src/levels.rs).
+# For level L with offset o(L), x = L + o(L):
+#   nodes = n0 * b^x,   noise (logistic scale, centipawns) = s0 * d^x
+# Written by `ladder calibrate --apply`; earlier versions are in history/.
+";
+
+/// Where version `version` of `coefficients` is kept.
+pub fn history_path(history_dir: &Path, version: u32) -> PathBuf {
+    history_dir.join(format!("coefficients-v{version}.toml"))
+}
+
+/// Replaces `path` (which holds `current`) with `next`, keeping the old text in `history_dir`.
+/// Refuses when the file on disk is no longer the version the proposal was computed from, or
+/// when the history already holds a different file for that version.
+pub fn apply(
+    path: &Path,
+    current: &Coefficients,
+    next: &Coefficients,
+    history_dir: &Path,
+) -> anyhow::Result<PathBuf> {
+    let old_text =
+        fs::read_to_string(path).with_context(|| format!("re-reading {}", path.display()))?;
+    let on_disk = Coefficients::parse(&old_text, &path.display().to_string())?;
+    if on_disk.version != current.version {
+        bail!(
+            "{} changed while calibrating (now version {}, expected {}); nothing written",
+            path.display(),
+            on_disk.version,
+            current.version
+        );
+    }
+    if next.version != current.version + 1 {
+        bail!("the proposal is not version {} + 1", current.version);
+    }
+    fs::create_dir_all(history_dir)
+        .with_context(|| format!("creating {}", history_dir.display()))?;
+    let kept = history_path(history_dir, current.version);
+    match fs::read_to_string(&kept) {
+        Ok(existing) if existing == old_text => {}
+        Ok(_) => bail!(
+            "{} already exists with different contents; nothing written",
+            kept.display()
+        ),
+        Err(_) => write_atomically(&kept, &old_text)?,
+    }
+    write_atomically(path, &format!("{HEADER}{}", next.to_toml()))?;
+    Ok(kept)
+}
+
+/// Writes `text` to a temporary file beside `path`, syncs it, and renames it over `path`.
+pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
+    let dir = path
+        .parent()
+        .filter(|d| !d.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "coefficients".into());
+    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+    let result = (|| -> std::io::Result<()> {
+        let mut f = File::create(&tmp)?;
+        f.write_all(text.as_bytes())?;
+        f.sync_all()?;
+        fs::rename(&tmp, path)?;
+        // The rename itself is durable once the directory is synced.
+        if let Ok(d) = File::open(dir) {
+            let _ = d.sync_all();
+        }
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", path.display()))
+}

@@ -1,0 +1,588 @@
+//! Calibration: the estimator against hand-computed cases, the loop converging in simulation,
+//! and `ladder calibrate` end to end (bad input, duplicates, dry run, apply, report and plot).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use ladder::calibration::estimate::{Observation, Prior, Q, estimate, expected};
+use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
+use ladder::calibration::pipeline::Settings;
+use ladder::calibration::select::{Filter, Versions};
+use ladder::calibration::simulate::{SimConfig, Truth};
+use ladder::calibration::update::UpdateConfig;
+use ladder::levels::Coefficients;
+use ladder::lichess::GameJson;
+use ladder::results::{Outcome, sample_record};
+
+const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration");
+
+fn games(opponent: f64, wins: usize, draws: usize, losses: usize) -> Vec<Observation> {
+    let mut v = vec![Observation::new(opponent, 1.0); wins];
+    v.extend(vec![Observation::new(opponent, 0.5); draws]);
+    v.extend(vec![Observation::new(opponent, 0.0); losses]);
+    v
+}
+
+#[test]
+fn even_score_against_equal_opponents_is_their_rating() {
+    let e = estimate(&games(1500.0, 10, 6, 10), Prior::None).unwrap();
+    assert!((e.rating - 1500.0).abs() < 1e-6, "{e:?}");
+    assert_eq!((e.wins, e.draws, e.losses, e.games), (10, 6, 10, 26));
+    assert!((e.score - 0.5).abs() < 1e-12);
+}
+
+#[test]
+fn three_quarters_against_equal_opponents_is_190_8_above() {
+    let e = estimate(&games(1200.0, 30, 0, 10), Prior::None).unwrap();
+    let want = 1200.0 + 400.0 * 3f64.log10();
+    assert!((e.rating - want).abs() < 1e-6, "{} vs {want}", e.rating);
+    assert!((e.rating - 1390.8).abs() < 0.1);
+    // Draws count ½: 20 wins + 20 draws is also 75%.
+    let d = estimate(&games(1200.0, 20, 20, 0), Prior::None).unwrap();
+    assert!((d.rating - want).abs() < 1e-6);
+}
+
+#[test]
+fn standard_error_matches_the_formula() {
+    let obs: Vec<Observation> = [
+        (1100.0, 1.0),
+        (1300.0, 0.0),
+        (1250.0, 0.5),
+        (1400.0, 1.0),
+        (900.0, 1.0),
+        (1500.0, 0.0),
+        (1200.0, 0.0),
+    ]
+    .iter()
+    .map(|&(r, s)| Observation::new(r, s))
+    .collect();
+    let e = estimate(&obs, Prior::None).unwrap();
+    let info: f64 = obs
+        .iter()
+        .map(|o| {
+            let p = expected(e.rating, o.opponent);
+            p * (1.0 - p)
+        })
+        .sum();
+    let se = 1.0 / (Q * Q * info).sqrt();
+    assert!((e.se - se).abs() < 1e-9, "{} vs {se}", e.se);
+    assert!((e.ci95() - 1.96 * se).abs() < 1e-9);
+    // 100 games at 50% against equals: SE = 1 / (q · sqrt(25)) ≈ 34.7.
+    let e = estimate(&games(1500.0, 50, 0, 50), Prior::None).unwrap();
+    assert!((e.se - 1.0 / (Q * 5.0)).abs() < 1e-9 && (e.se - 34.74).abs() < 0.01);
+}
+
+#[test]
+fn all_wins_are_finite_with_the_prior_and_above_the_opponents() {
+    let obs = games(1000.0, 12, 0, 0);
+    assert!(estimate(&obs, Prior::None).is_err());
+    let e = estimate(
+        &obs,
+        Prior::VirtualDraws {
+            count: 2,
+            center: 1000.0,
+        },
+    )
+    .unwrap();
+    assert!(e.rating.is_finite() && e.rating > 1000.0, "{e:?}");
+    // 12 wins + 2 virtual draws vs 1000 = 13/14: the closed form for one opponent rating.
+    let want = 1000.0 + 400.0 * (13.0f64 / 1.0).log10();
+    assert!((e.rating - want).abs() < 1e-6, "{} vs {want}", e.rating);
+    assert!(e.se.is_finite() && e.se > 0.0);
+}
+
+#[test]
+fn mixed_opponents_match_a_brute_force_root() {
+    let obs: Vec<Observation> = [
+        (800.0, 1.0),
+        (950.0, 1.0),
+        (1100.0, 0.5),
+        (1200.0, 0.0),
+        (1350.0, 1.0),
+        (1500.0, 0.0),
+        (1010.0, 0.5),
+        (1700.0, 0.0),
+        (600.0, 1.0),
+    ]
+    .iter()
+    .map(|&(r, s)| Observation::new(r, s))
+    .collect();
+    let e = estimate(&obs, Prior::None).unwrap();
+    // Brute force: scan R in 0.01 steps for the sign change of Σ E(R, r_j) − Σ s_j.
+    let total: f64 = obs.iter().map(|o| o.score).sum();
+    let f = |r: f64| obs.iter().map(|o| expected(r, o.opponent)).sum::<f64>() - total;
+    let mut r = 0.0;
+    while f(r) < 0.0 {
+        r += 0.01;
+    }
+    assert!(
+        (e.rating - r).abs() < 0.02,
+        "{} vs brute force {r}",
+        e.rating
+    );
+}
+
+#[test]
+fn provisional_opponents_count_less() {
+    // A win against a strong provisional opponent moves the estimate less than the same win
+    // against an established one.
+    let mut base = games(1500.0, 10, 0, 10);
+    let strong_win = |weight: f64| Observation {
+        opponent: 2000.0,
+        weight,
+        score: 1.0,
+    };
+    base.push(strong_win(1.0));
+    let established = estimate(&base, Prior::None).unwrap();
+    base.pop();
+    base.push(strong_win(ladder::calibration::estimate::glicko_g(300.0)));
+    let provisional = estimate(&base, Prior::None).unwrap();
+    assert!(provisional.rating < established.rating);
+    assert!(provisional.rating > 1500.0);
+}
+
+fn sim(seed: u64) -> SimConfig {
+    SimConfig {
+        truth: Truth::default(),
+        levels: 10,
+        target_from: 600.0,
+        target_step: 200.0,
+        games: 200,
+        cycles: 4,
+        seed,
+        b_factor: 1.3,
+        d_factor: 0.7,
+        opponent_sd: 200.0,
+        draw_rate: 0.3,
+        provisional_share: 0.1,
+        aborted_share: 0.01,
+        settings: Settings {
+            filter: Filter {
+                perf: "blitz".into(),
+                versions: Versions::Range(1, 1),
+                sources: vec![],
+                provisional_rd: 150.0,
+            },
+            prior_draws: 2,
+            update: UpdateConfig::default(),
+        },
+    }
+}
+
+#[test]
+fn simulation_converges_to_the_statistical_floor_in_four_cycles() {
+    for seed in [1, 2, 3] {
+        let stats = sim(seed).run(|_| {}).unwrap();
+        assert_eq!(stats.len(), 4);
+        let first = &stats[0];
+        let last = &stats[3];
+        // The start really is wrong, and the floor is what 200 games give (≈ 26–30 Elo).
+        assert!(first.rms_before > 200.0, "{first:?}");
+        assert!(last.floor > 20.0 && last.floor < 35.0, "{last:?}");
+        assert!(
+            last.rms_after <= 1.5 * last.floor,
+            "seed {seed}: RMS {:.1} after 4 cycles vs floor {:.1}: {stats:?}",
+            last.rms_after,
+            last.floor
+        );
+        // Aborted games are played, logged and left out.
+        assert!(first.games < 2000 && first.games > 1900);
+        let gains: Vec<f64> = stats.iter().map(|s| s.gain).collect();
+        assert_eq!(gains, [1.0, 0.5, 1.0 / 3.0, 0.25]);
+    }
+}
+
+#[test]
+fn exported_games_become_records_marked_as_fetched() {
+    let text = fs::read_to_string(Path::new(FIXTURES).join("export.ndjson")).unwrap();
+    let games: Vec<GameJson> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let mut logged = sample_record("logged", Outcome::Win);
+    logged.started_at_ms = 1_700_000_000_000;
+    logged.coefficients_version = 4;
+    let timeline = VersionTimeline::new(&[logged], 4);
+    let account = AccountRef {
+        username: "Ladder-L3".into(),
+        level: 3.0,
+    };
+    let records: Vec<_> = games
+        .iter()
+        .map(|g| to_record(g, &account, &timeline).unwrap())
+        .collect();
+    let lost = &records[0];
+    assert_eq!(lost.result, Outcome::Loss);
+    assert_eq!(lost.color, "black");
+    assert_eq!(lost.opponent.rating, Some(1234.0));
+    assert_eq!(lost.our_rating, Some(1100.0));
+    assert_eq!(lost.moves, "e2e4 e7e5 d1h5 b8c6 f1c4 g8f6 h5f7");
+    assert_eq!(lost.engine.nodes, 0, "fetched games are marked");
+    assert_eq!(
+        lost.coefficients_version, 4,
+        "after the last logged v4 game"
+    );
+    assert_eq!(lost.clock.unwrap().initial_ms, 180_000);
+    assert_eq!(records[1].result, Outcome::None);
+    assert_eq!(records[2].result, Outcome::Draw);
+    assert!(records[2].opponent.provisional);
+    // A game the account did not play is not its record.
+    let stranger = AccountRef {
+        username: "someone".into(),
+        level: 1.0,
+    };
+    assert!(to_record(&games[0], &stranger, &timeline).is_none());
+    // Merging with the log counts each game id once.
+    let mut log = vec![records[0].clone()];
+    let (added, dup) = ladder::calibration::merge(&mut log, records.clone());
+    assert_eq!((added, dup, log.len()), (2, 1, 3));
+}
+
+// ---------------------------------------------------------------- the command line
+
+fn ladder(args: &[&str]) -> (bool, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("run ladder");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Simulated results (10 levels × `games`) and their coefficients in `dir`.
+fn simulated(dir: &Path, games: usize) -> (PathBuf, PathBuf) {
+    let results = dir.join("sim.jsonl");
+    let (ok, out, err) = ladder(&[
+        "calibrate",
+        "--simulate",
+        "--games",
+        &games.to_string(),
+        "--seed",
+        "7",
+        "--write-results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    (results, dir.join("sim.coefficients.toml"))
+}
+
+fn files_under(dir: &Path) -> BTreeMap<PathBuf, Vec<u8>> {
+    let mut out = BTreeMap::new();
+    for entry in fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(files_under(&path));
+        } else {
+            out.insert(path.clone(), fs::read(&path).unwrap());
+        }
+    }
+    out
+}
+
+/// The report table: level → (games, performance, ±95%, status).
+fn table(markdown: &str) -> BTreeMap<String, (String, String, String, String)> {
+    markdown
+        .lines()
+        .skip_while(|l| !l.starts_with("| level |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+            (
+                cells[1].clone(),
+                (
+                    cells[3].clone(),
+                    cells[6].clone(),
+                    cells[7].clone(),
+                    cells[13].clone(),
+                ),
+            )
+        })
+        .collect()
+}
+
+const TARGETS: [&str; 4] = ["--target-from", "600", "--target-step", "200"];
+
+#[test]
+fn duplicates_and_bad_lines_are_reported_and_nothing_is_counted_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (results, coefficients) = simulated(dir.path(), 40);
+    let text = fs::read_to_string(&results).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    // Two hosts' files overlapping by a third of the games, plus bad lines and a torn tail.
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    let third = lines.len() / 3;
+    fs::write(&a, lines[..2 * third].join("\n") + "\n").unwrap();
+    let broken = fs::read_to_string(Path::new(FIXTURES).join("broken-lines.jsonl")).unwrap();
+    let torn = fs::read_to_string(Path::new(FIXTURES).join("torn-tail.txt")).unwrap();
+    fs::write(&b, lines[third..].join("\n") + "\n" + &broken + &torn).unwrap();
+
+    let c = coefficients.to_str().unwrap();
+    let mut args = vec!["calibrate", "--coefficients", c];
+    args.extend(TARGETS);
+    let mut whole = args.clone();
+    whole.extend(["--results", results.to_str().unwrap()]);
+    let (ok, clean, err) = ladder(&whole);
+    assert!(ok, "{err}");
+    let mut split = args.clone();
+    split.extend([
+        "--results",
+        a.to_str().unwrap(),
+        "--results",
+        b.to_str().unwrap(),
+    ]);
+    let (ok, merged, err) = ladder(&split);
+    assert!(ok, "{err}");
+
+    let overlap = 2 * third - third;
+    assert!(
+        merged.contains(&format!("duplicate game ids ignored: {overlap};")),
+        "{merged}"
+    );
+    assert!(merged.contains("unreadable lines: 4."), "{merged}");
+    assert!(merged.contains("schema version 99 is newer"), "{merged}");
+    assert!(merged.contains("torn last line"), "{merged}");
+    // The same games give the same estimates, however they are split across files.
+    assert_eq!(table(&clean), table(&merged));
+    assert_eq!(table(&clean).len(), 10);
+    let used = |report: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with("Games used:"))
+            .unwrap()
+            .split(';')
+            .next()
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(used(&clean), used(&merged));
+
+    // A missing file is a clear error.
+    let mut missing = args.clone();
+    missing.extend(["--results", "/nonexistent/results.jsonl"]);
+    let (ok, _, err) = ladder(&missing);
+    assert!(!ok);
+    assert!(err.contains("/nonexistent/results.jsonl"), "{err}");
+}
+
+#[test]
+fn dry_run_writes_nothing_and_apply_keeps_history() {
+    let dir = tempfile::tempdir().unwrap();
+    let (results, coefficients) = simulated(dir.path(), 40);
+    let before = files_under(dir.path());
+    let c = coefficients.to_str().unwrap();
+    let r = results.to_str().unwrap();
+    let mut args = vec!["calibrate", "--coefficients", c, "--results", r];
+    args.extend(TARGETS);
+
+    let mut dry = args.clone();
+    dry.push("--dry-run");
+    let (ok, out, err) = ladder(&dry);
+    assert!(ok, "{err}");
+    assert!(out.contains("Dry run: nothing written"), "{out}");
+    assert!(
+        out.contains("version = 2"),
+        "the proposal is printed: {out}"
+    );
+    assert_eq!(files_under(dir.path()), before, "a dry run writes nothing");
+
+    let report_dir = dir.path().join("report");
+    let history = dir.path().join("history");
+    let mut apply = args.clone();
+    apply.extend(["--apply", "--report-dir", report_dir.to_str().unwrap()]);
+    let (ok, out, err) = ladder(&apply);
+    assert!(ok, "{out}{err}");
+    let old = Coefficients::parse(
+        std::str::from_utf8(&before[&coefficients]).unwrap(),
+        "before",
+    )
+    .unwrap();
+    let new = Coefficients::load(&coefficients).unwrap();
+    assert_eq!(new.version, old.version + 1);
+    assert_eq!(new.calibration_cycle, 1);
+    assert!(
+        new.ratings_source.contains("calibrated"),
+        "{}",
+        new.ratings_source
+    );
+    let kept = history.join(format!("coefficients-v{}.toml", old.version));
+    assert_eq!(fs::read(&kept).unwrap(), before[&coefficients]);
+
+    // The report's table and the plot agree, and the measured ratings went into the file.
+    let markdown = fs::read_to_string(report_dir.join("calibration.md")).unwrap();
+    let rows = table(&markdown);
+    let svg = fs::read_to_string(report_dir.join("calibration.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("the plot is well-formed XML");
+    let root = doc.root_element();
+    assert_eq!(root.tag_name().name(), "svg");
+    assert_eq!(
+        root.tag_name().namespace(),
+        Some("http://www.w3.org/2000/svg")
+    );
+    let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
+    assert!(texts.contains(&"level"));
+    assert!(texts.iter().any(|t| t.contains("rating (Elo)")));
+    let points: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("level"))
+        .collect();
+    assert_eq!(points.len(), rows.len());
+    for p in points {
+        let level = p.attribute("data-level").unwrap();
+        let (_, perf, ci, status) = &rows[level];
+        assert_eq!(
+            p.attribute("data-rating"),
+            Some(perf.as_str()),
+            "level {level}"
+        );
+        assert_eq!(p.attribute("data-ci95"), Some(ci.as_str()), "level {level}");
+        assert_eq!(new.ratings[level], perf.parse::<f64>().unwrap());
+        assert!(
+            ["moved", "converged"].contains(&status.as_str()),
+            "{status}"
+        );
+    }
+    for class in ["target", "fit"] {
+        assert!(
+            doc.descendants()
+                .any(|n| n.attribute("class") == Some(class) && n.has_tag_name("polyline")),
+            "{class} line"
+        );
+    }
+
+    // Applying again uses the new version's games (none yet): every level is left alone, the
+    // levels' parameters do not change, and the history keeps version 2 as well.
+    let (ok, out, err) = ladder(&apply);
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("too few games"), "{out}");
+    let third = Coefficients::load(&coefficients).unwrap();
+    assert_eq!(third.version, 3);
+    assert!(history.join("coefficients-v2.toml").exists());
+    for level in 1..=10 {
+        let a = ladder::levels::LevelParams::new(&new, level as f64);
+        let b = ladder::levels::LevelParams::new(&third, level as f64);
+        let (na, nb) = (a.nodes as f64, b.nodes as f64);
+        assert!(
+            (na - nb).abs() <= 1.0 + 1e-6 * na,
+            "level {level}: {na} vs {nb}"
+        );
+        assert!((a.noise_cp - b.noise_cp).abs() < 1e-3 * a.noise_cp.max(1.0));
+    }
+}
+
+/// `--fetch` and `--lichess-ratings` against a local stand-in for Lichess: the exported games
+/// are merged with the log without counting the logged one twice, the aborted one is left out,
+/// the export resumes after the newest logged game, and the account's rating is shown.
+#[test]
+fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
+    use std::sync::{Arc, Mutex};
+
+    use axum::extract::{Path as UrlPath, RawQuery};
+    use axum::routing::get;
+
+    let export = fs::read_to_string(Path::new(FIXTURES).join("export.ndjson")).unwrap();
+    let queries: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = queries.clone();
+    let app = axum::Router::new()
+        .route(
+            "/api/games/user/{name}",
+            get(
+                move |UrlPath(name): UrlPath<String>, RawQuery(q): RawQuery| {
+                    seen.lock()
+                        .unwrap()
+                        .push(format!("{name}?{}", q.unwrap_or_default()));
+                    let body = if name == "Ladder-L3" {
+                        export.clone()
+                    } else {
+                        String::new()
+                    };
+                    async move { ([("content-type", "application/x-ndjson")], body) }
+                },
+            ),
+        )
+        .route(
+            "/api/user/{name}",
+            get(|UrlPath(name): UrlPath<String>| async move {
+                axum::Json(serde_json::json!({
+                    "id": name.to_lowercase(), "username": name,
+                    "perfs": {"blitz": {"games": 37, "rating": 1105, "rd": 80, "prog": 12}}
+                }))
+            }),
+        );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    runtime.spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().unwrap();
+    let accounts = dir.path().join("accounts.toml");
+    fs::write(
+        &accounts,
+        format!(
+            "[lichess]\nbase_url = \"http://127.0.0.1:{port}\"\n\n[[accounts]]\n\
+             username = \"Ladder-L3\"\ntoken_env = \"CALIBRATION_TEST_TOKEN\"\nlevel = 3\n\
+             target_rating = 1000\ntarget_perf = \"blitz\"\n"
+        ),
+    )
+    .unwrap();
+    let coefficients = dir.path().join("coefficients.toml");
+    fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+    // 35 logged games, then the export's first game, also logged by the daemon.
+    let results = dir.path().join("results.jsonl");
+    let mut log = ladder::results::ResultsLog::open(&results).unwrap();
+    for i in 0..35 {
+        let mut r = sample_record(&format!("logged{i}"), Outcome::Draw);
+        r.started_at_ms = 1_699_999_000_000 + i;
+        log.append(&r).unwrap();
+    }
+    let mut same = sample_record("q7ZvsdUF", Outcome::Loss);
+    same.started_at_ms = 1_700_000_500_000;
+    log.append(&same).unwrap();
+    drop(log);
+
+    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
+        .args([
+            "calibrate",
+            "--accounts",
+            accounts.to_str().unwrap(),
+            "--coefficients",
+            coefficients.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--fetch",
+            "--lichess-ratings",
+        ])
+        .env("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(!stdout.contains("secretToken") && !stderr.contains("secretToken"));
+    assert!(
+        stdout.contains("3 games downloaded from 1 accounts, 2 new after deduplication"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("duplicate game ids ignored: 1;"),
+        "{stdout}"
+    );
+    let rows = table(&stdout);
+    // 35 + the logged export game + the fetched draw; the fetched aborted game is left out.
+    assert_eq!(rows["3"].0, "37", "{stdout}");
+    assert!(stdout.contains("| aborted / no result | 1 |"), "{stdout}");
+    assert!(stdout.contains("1105 (RD 80)"), "{stdout}");
+    let queries = queries.lock().unwrap();
+    assert_eq!(queries.len(), 1, "{queries:?}");
+    assert!(queries[0].contains("since=1700000500001"), "{queries:?}");
+    assert!(queries[0].contains("perfType=blitz"), "{queries:?}");
+}
