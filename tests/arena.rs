@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use ladder::arena::schedule::{self, Format, Shard};
-use ladder::arena::{ArenaOptions, MatchSummary, run_match};
+use ladder::arena::{ArenaOptions, MatchSummary, report_from_results, run_match};
 use ladder::calibration::select::{Filter, Versions, select};
 use ladder::engine::Game;
 use ladder::results::{Outcome, Source, read_results};
@@ -99,6 +99,16 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     }
     let text = std::fs::read_to_string(&pgn).unwrap();
     assert_eq!(text.matches("[Event ").count(), 4);
+    // The report rebuilt from the results counts each game once, with the same scores.
+    let again = report_from_results(&[results]).unwrap();
+    let row = |report: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with("| level-1 | level-2 |"))
+            .map(str::to_string)
+    };
+    assert!(row(&again).is_some(), "{again}");
+    assert_eq!(row(&again), row(&summary.report));
 }
 
 #[test]

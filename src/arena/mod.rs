@@ -93,6 +93,10 @@ pub struct ArenaOptions {
     /// PGN of every game, in schedule order.
     #[arg(long)]
     pub pgn: Option<PathBuf>,
+    /// Play nothing: report on these arena results files (repeatable; e.g. several shards or
+    /// runs sharing a level).
+    #[arg(long, value_name = "FILE")]
+    pub from_results: Vec<PathBuf>,
     /// Also write the report (Markdown) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -127,9 +131,89 @@ pub struct MatchSummary {
 }
 
 pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
-    let summary = run_match(&args.options)?;
-    println!("{}", summary.report);
+    let text = if args.options.from_results.is_empty() {
+        run_match(&args.options)?.report
+    } else {
+        let text = report_from_results(&args.options.from_results)?;
+        if let Some(path) = &args.options.report {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        text
+    };
+    println!("{text}");
     Ok(())
+}
+
+/// The report of games already played, read back from arena results files. A game between two
+/// levels has a record for each side and counts once; players are named as in the records, an
+/// opponent's rating (if any) makes it an anchor.
+pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
+    let read = crate::results::read_results(paths).context("reading results")?;
+    for w in &read.warnings {
+        tracing::warn!("skipped {w}");
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut levels: Vec<Option<f64>> = Vec::new();
+    let mut known: Vec<Option<f64>> = Vec::new();
+    let mut index_of = |name: &str, level: Option<f64>, rating: Option<f64>| {
+        let i = names.iter().position(|n| n == name).unwrap_or_else(|| {
+            names.push(name.to_string());
+            levels.push(None);
+            known.push(None);
+            names.len() - 1
+        });
+        levels[i] = levels[i].or(level);
+        known[i] = known[i].or(rating);
+        i
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut scored = Vec::new();
+    for r in read.records.iter().filter(|r| r.source == Source::Arena) {
+        let Some(score) = r.result.score() else {
+            continue;
+        };
+        let me = index_of(&r.account, Some(r.level), None);
+        let them = index_of(&r.opponent.name, None, r.opponent.rating);
+        // "<match>-<index>-<colour>": both sides of one game share the part before the colour.
+        let game = r
+            .game_id
+            .rsplit_once('-')
+            .map_or(r.game_id.as_str(), |(g, _)| g);
+        if !seen.insert(game.to_string()) {
+            continue;
+        }
+        let (white, black, white_score) = if r.color == "white" {
+            (me, them, score)
+        } else {
+            (them, me, 1.0 - score)
+        };
+        scored.push(report::Scored {
+            white,
+            black,
+            white_score,
+            fault: r.fault.is_some(),
+        });
+    }
+    if scored.is_empty() {
+        bail!("no arena games in the given results files");
+    }
+    // A level met only as an opponent still sits on the ladder.
+    for (i, name) in names.iter().enumerate() {
+        if levels[i].is_none() && known[i].is_none() {
+            levels[i] = name.strip_prefix("level-").and_then(|l| l.parse().ok());
+        }
+    }
+    let mut text = format!(
+        "# Arena report from {}\n\n{} games\n\n",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        scored.len()
+    );
+    text.push_str(&report::render(&names, &levels, &known, &scored));
+    Ok(text)
 }
 
 /// Plays the match described by `args` and returns its summary (also writing results, PGN
