@@ -1,0 +1,284 @@
+//! One arena game: seat both players, play from the opening under a clock or fixed per-move
+//! limits, and end it by the rules of chess only (mate, stalemate, repetition, 50 moves,
+//! insufficient material), by the clock, or by a player's malfunction (crash, hang, illegal
+//! move), which loses that game for the broken side.
+
+use std::str::FromStr;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use shakmaty::{Color, Position};
+
+use super::player::{Clocks, Fault, Roster, Seat};
+use super::schedule::{ScheduledGame, derive};
+use crate::engine::Game;
+use crate::engine::position::GameEnd;
+
+/// A clock: initial time plus increment per move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TimeControl {
+    pub initial_ms: u64,
+    pub increment_ms: u64,
+}
+
+impl FromStr for TimeControl {
+    type Err = String;
+    /// `60+0.6` (seconds + seconds per move) or `180` (no increment).
+    fn from_str(s: &str) -> Result<TimeControl, String> {
+        let bad = || format!("time control {s:?}: expected SECONDS+INCREMENT, e.g. 60+0.6");
+        let (base, inc) = s.split_once('+').unwrap_or((s, "0"));
+        let seconds = |v: &str| -> Result<u64, String> {
+            let v: f64 = v.trim().parse().map_err(|_| bad())?;
+            if !(v.is_finite() && v >= 0.0) {
+                return Err(bad());
+            }
+            Ok((v * 1000.0).round() as u64)
+        };
+        let tc = TimeControl {
+            initial_ms: seconds(base)?,
+            increment_ms: seconds(inc)?,
+        };
+        if tc.initial_ms == 0 && tc.increment_ms == 0 {
+            return Err(bad());
+        }
+        Ok(tc)
+    }
+}
+
+impl std::fmt::Display for TimeControl {
+    /// PGN's TimeControl form: seconds, `+` increment in seconds.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let secs = |ms: u64| {
+            if ms.is_multiple_of(1000) {
+                format!("{}", ms / 1000)
+            } else {
+                format!("{}", ms as f64 / 1000.0)
+            }
+        };
+        write!(f, "{}+{}", secs(self.initial_ms), secs(self.increment_ms))
+    }
+}
+
+/// How a game ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Termination {
+    Rules(GameEnd),
+    /// `loser` ran out of time; a draw when the other side cannot mate.
+    Time {
+        loser: Color,
+    },
+    /// `side` malfunctioned and loses.
+    Fault {
+        side: Color,
+        fault: Fault,
+    },
+}
+
+impl Termination {
+    /// The Lichess status name, or the arena's own for malfunctions.
+    pub fn status(&self) -> &'static str {
+        match self {
+            Termination::Rules(GameEnd::Checkmate { .. }) => "mate",
+            Termination::Rules(GameEnd::Stalemate) => "stalemate",
+            Termination::Rules(_) => "draw",
+            Termination::Time { .. } => "outoftime",
+            Termination::Fault {
+                fault: Fault::Crash(_),
+                ..
+            } => "crash",
+            Termination::Fault {
+                fault: Fault::Illegal(_),
+                ..
+            } => "illegalmove",
+            Termination::Fault {
+                fault: Fault::Hang(_),
+                ..
+            } => "hang",
+        }
+    }
+
+    /// A sentence for logs and the PGN.
+    pub fn describe(&self) -> String {
+        let side = |c: Color| if c.is_white() { "White" } else { "Black" };
+        match self {
+            Termination::Rules(GameEnd::Checkmate { winner }) => {
+                format!("{} mates", side(*winner))
+            }
+            Termination::Rules(GameEnd::Stalemate) => "stalemate".to_string(),
+            Termination::Rules(GameEnd::InsufficientMaterial) => {
+                "insufficient material".to_string()
+            }
+            Termination::Rules(GameEnd::Repetition) => "threefold repetition".to_string(),
+            Termination::Rules(GameEnd::FiftyMoves) => "fifty-move rule".to_string(),
+            Termination::Time { loser } => format!("{} ran out of time", side(*loser)),
+            Termination::Fault { side: s, fault } => format!("{} {fault}", side(*s)),
+        }
+    }
+}
+
+/// A finished game.
+#[derive(Clone, Debug)]
+pub struct PlayedGame {
+    pub scheduled: ScheduledGame,
+    /// From the opening's initial position: the opening moves, then the players' moves.
+    pub game: Game,
+    pub opening_plies: usize,
+    /// `None`: a draw.
+    pub winner: Option<Color>,
+    pub termination: Termination,
+    /// Each side's own seed (the level's noise seed when it is a level).
+    pub white_seed: u64,
+    pub black_seed: u64,
+    pub started_at_ms: i64,
+    pub finished_at_ms: i64,
+}
+
+impl PlayedGame {
+    /// White's score: 1, ½ or 0.
+    pub fn white_score(&self) -> f64 {
+        match self.winner {
+            Some(Color::White) => 1.0,
+            Some(Color::Black) => 0.0,
+            None => 0.5,
+        }
+    }
+
+    /// The PGN result string.
+    pub fn result_str(&self) -> &'static str {
+        match self.winner {
+            Some(Color::White) => "1-0",
+            Some(Color::Black) => "0-1",
+            None => "1/2-1/2",
+        }
+    }
+}
+
+/// Plays `scheduled` from `opening` (a game already at the players' first move).
+pub async fn play(
+    roster: &Roster,
+    scheduled: ScheduledGame,
+    opening: Game,
+    tc: Option<TimeControl>,
+) -> PlayedGame {
+    let white_seed = derive(scheduled.seed, 1);
+    let black_seed = derive(scheduled.seed, 2);
+    let started_at_ms = unix_ms();
+    let opening_plies = opening.moves().len();
+    let mut game = opening;
+    let (termination, seats) = match seat_both(roster, scheduled, white_seed, black_seed).await {
+        Ok(mut seats) => (play_moves(&mut game, &mut seats, tc).await, Some(seats)),
+        Err(termination) => (termination, None),
+    };
+    if let Some([white, black]) = seats {
+        roster.release(white);
+        roster.release(black);
+    }
+    let winner = match &termination {
+        Termination::Rules(end) => end.winner(),
+        Termination::Time { loser } => {
+            // Lichess: the flag loses unless the other side has no way to mate.
+            (!game.position().has_insufficient_material(!*loser)).then_some(!*loser)
+        }
+        Termination::Fault { side, .. } => Some(!*side),
+    };
+    PlayedGame {
+        scheduled,
+        game,
+        opening_plies,
+        winner,
+        termination,
+        white_seed,
+        black_seed,
+        started_at_ms,
+        finished_at_ms: unix_ms(),
+    }
+}
+
+async fn seat_both(
+    roster: &Roster,
+    scheduled: ScheduledGame,
+    white_seed: u64,
+    black_seed: u64,
+) -> Result<[Seat; 2], Termination> {
+    let white = roster
+        .seat(scheduled.white, white_seed)
+        .await
+        .map_err(|fault| Termination::Fault {
+            side: Color::White,
+            fault,
+        })?;
+    match roster.seat(scheduled.black, black_seed).await {
+        Ok(black) => Ok([white, black]),
+        Err(fault) => {
+            roster.release(white);
+            Err(Termination::Fault {
+                side: Color::Black,
+                fault,
+            })
+        }
+    }
+}
+
+async fn play_moves(
+    game: &mut Game,
+    seats: &mut [Seat; 2],
+    tc: Option<TimeControl>,
+) -> Termination {
+    let mut clocks = tc.map(|tc| Clocks {
+        white_ms: tc.initial_ms,
+        black_ms: tc.initial_ms,
+        increment_ms: tc.increment_ms,
+    });
+    loop {
+        if let Some(end) = game.outcome() {
+            return Termination::Rules(end);
+        }
+        let side = game.turn();
+        let seat = &mut seats[if side.is_white() { 0 } else { 1 }];
+        let started = Instant::now();
+        let answer = seat.choose(game, clocks).await;
+        let elapsed_ms = started.elapsed().as_millis() as u64;
+        let uci = match answer {
+            Ok(uci) => uci,
+            Err(fault) => return Termination::Fault { side, fault },
+        };
+        if let Some(c) = clocks.as_mut() {
+            let own = if side.is_white() {
+                &mut c.white_ms
+            } else {
+                &mut c.black_ms
+            };
+            if elapsed_ms > *own {
+                return Termination::Time { loser: side };
+            }
+            *own = *own - elapsed_ms + c.increment_ms;
+        }
+        if let Err(e) = game.play_uci(&uci) {
+            seat.discard();
+            return Termination::Fault {
+                side,
+                fault: Fault::Illegal(e.to_string()),
+            };
+        }
+    }
+}
+
+fn unix_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn time_controls_parse_and_print() {
+        let tc: TimeControl = "60+0.6".parse().unwrap();
+        assert_eq!((tc.initial_ms, tc.increment_ms), (60_000, 600));
+        assert_eq!(tc.to_string(), "60+0.6");
+        assert_eq!("180".parse::<TimeControl>().unwrap().to_string(), "180+0");
+        assert!("0+0".parse::<TimeControl>().is_err());
+        assert!("fast".parse::<TimeControl>().is_err());
+    }
+}

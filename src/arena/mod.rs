@@ -1,0 +1,627 @@
+//! Offline matches between our levels and external UCI engines (`ladder arena`): the command
+//! line, the match loop (games on `--concurrency` workers, results written as they finish), the
+//! results JSONL for calibration, the PGN and the final report.
+
+pub mod game;
+pub mod openings;
+pub mod pgn;
+pub mod player;
+pub mod report;
+pub mod schedule;
+pub mod uci_client;
+
+use std::collections::VecDeque;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use shakmaty::Color;
+
+use crate::levels::Coefficients;
+use crate::results::{
+    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, ResultsLog, SCHEMA_VERSION,
+    Source,
+};
+use game::{PlayedGame, Termination, TimeControl};
+use openings::Opening;
+use player::{MoveLimits, PlayerKind, PlayerSpec, Roster, Timeouts};
+use schedule::{Format, Shard};
+
+/// `ladder arena` options (boxed: they are many, and the CLI's command enum stays small).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ArenaArgs {
+    #[command(flatten)]
+    pub options: Box<ArenaOptions>,
+}
+
+/// Everything `ladder arena` takes.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ArenaOptions {
+    /// Our levels taking part: `3`, `1..5`, `1,3,5` (repeatable).
+    #[arg(long = "level", value_name = "LEVELS")]
+    pub levels: Vec<String>,
+    /// An external UCI engine: `name=sf1500,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,
+    /// option.UCI_Elo=1500,rating=1500` (also arg=, nodes=, depth=, movetime=) (repeatable).
+    #[arg(long = "engine", value_name = "SPEC")]
+    pub engines: Vec<String>,
+    /// Lichess AI levels emulated with Fairy-Stockfish: `1..8`, `1,3` (repeatable).
+    #[arg(long = "lichess-ai", value_name = "LEVELS")]
+    pub lichess_ai: Vec<String>,
+    /// The Fairy-Stockfish binary for --lichess-ai.
+    #[arg(long, default_value = "/usr/games/fairy-stockfish")]
+    pub fairy_stockfish: PathBuf,
+    /// Everyone plays everyone (the default).
+    #[arg(long, conflicts_with = "gauntlet")]
+    pub round_robin: bool,
+    /// Every level plays every external engine (without engines: the first level plays the
+    /// others).
+    #[arg(long)]
+    pub gauntlet: bool,
+    /// Clock for both sides, seconds+increment: `60+0.6`.
+    #[arg(long, value_name = "TC")]
+    pub tc: Option<TimeControl>,
+    /// Fixed nodes per move for external engines without their own limits (no clock).
+    #[arg(long, conflicts_with = "tc")]
+    pub nodes: Option<u64>,
+    /// Fixed milliseconds per move for external engines without their own limits (no clock).
+    #[arg(long, value_name = "MS", conflicts_with = "tc")]
+    pub movetime: Option<u64>,
+    /// Fixed depth per move for external engines without their own limits (no clock).
+    #[arg(long, conflicts_with = "tc")]
+    pub depth: Option<u32>,
+    /// Openings file (.epd, or .pgn); default: the built-in balanced lines.
+    #[arg(long)]
+    pub openings: Option<PathBuf>,
+    /// Games per pairing; each opening is played with both colours.
+    #[arg(long, default_value_t = 20)]
+    pub games_per_pairing: usize,
+    /// Games played at once (default: number of cores).
+    #[arg(long)]
+    pub concurrency: Option<usize>,
+    /// Play only part i of n of the schedule (for several machines): `2/4`.
+    #[arg(long, default_value = "1/1")]
+    pub shard: Shard,
+    /// Match seed; every game's seed derives from it and the game index (default: random).
+    #[arg(long)]
+    pub seed: Option<u64>,
+    /// Results JSONL (appended; the schema `ladder calibrate` reads).
+    #[arg(long, default_value = "arena-results.jsonl")]
+    pub results: PathBuf,
+    /// PGN of every game, in schedule order.
+    #[arg(long)]
+    pub pgn: Option<PathBuf>,
+    /// Play nothing: report on these arena results files (repeatable; e.g. several shards or
+    /// runs sharing a level).
+    #[arg(long, value_name = "FILE")]
+    pub from_results: Vec<PathBuf>,
+    /// Also write the report (Markdown) here.
+    #[arg(long)]
+    pub report: Option<PathBuf>,
+    /// Coefficients file (default: the built-in calibration/coefficients.toml).
+    #[arg(long)]
+    pub coefficients: Option<PathBuf>,
+    /// Prefix of the game ids in the results (default: arena-<seed in hex>).
+    #[arg(long)]
+    pub match_id: Option<String>,
+    /// Lichess perf the results count for (default: the clock's speed, blitz without clock).
+    #[arg(long)]
+    pub perf: Option<String>,
+    /// Time allowed for an engine to start and get ready, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 10_000)]
+    pub startup_timeout: u64,
+    /// Time allowed for a move without clock or movetime, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 60_000)]
+    pub move_timeout: u64,
+    /// Grace beyond the clock or movetime before an engine counts as hung, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 1_000)]
+    pub timeout_margin: u64,
+}
+
+/// What a match produced, for callers (tests, benchmarks) besides the printed report.
+#[derive(Debug, Clone)]
+pub struct MatchSummary {
+    pub players: Vec<PlayerSpec>,
+    pub games: Vec<report::Scored>,
+    pub report: String,
+    pub seed: u64,
+    pub elapsed: Duration,
+}
+
+pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
+    let text = if args.options.from_results.is_empty() {
+        run_match(&args.options)?.report
+    } else {
+        let text = report_from_results(&args.options.from_results)?;
+        if let Some(path) = &args.options.report {
+            std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+        }
+        text
+    };
+    println!("{text}");
+    Ok(())
+}
+
+/// The report of games already played, read back from arena results files. A game between two
+/// levels has a record for each side and counts once; players are named as in the records, an
+/// opponent's rating (if any) makes it an anchor.
+pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
+    let read = crate::results::read_results(paths).context("reading results")?;
+    for w in &read.warnings {
+        tracing::warn!("skipped {w}");
+    }
+    let mut names: Vec<String> = Vec::new();
+    let mut levels: Vec<Option<f64>> = Vec::new();
+    let mut known: Vec<Option<f64>> = Vec::new();
+    let mut index_of = |name: &str, level: Option<f64>, rating: Option<f64>| {
+        let i = names.iter().position(|n| n == name).unwrap_or_else(|| {
+            names.push(name.to_string());
+            levels.push(None);
+            known.push(None);
+            names.len() - 1
+        });
+        levels[i] = levels[i].or(level);
+        known[i] = known[i].or(rating);
+        i
+    };
+    let mut seen = std::collections::HashSet::new();
+    let mut scored = Vec::new();
+    for r in read.records.iter().filter(|r| r.source == Source::Arena) {
+        let Some(score) = r.result.score() else {
+            continue;
+        };
+        let me = index_of(&r.account, Some(r.level), None);
+        let them = index_of(&r.opponent.name, None, r.opponent.rating);
+        // "<match>-<index>-<colour>": both sides of one game share the part before the colour.
+        let game = r
+            .game_id
+            .rsplit_once('-')
+            .map_or(r.game_id.as_str(), |(g, _)| g);
+        if !seen.insert(game.to_string()) {
+            continue;
+        }
+        let (white, black, white_score) = if r.color == "white" {
+            (me, them, score)
+        } else {
+            (them, me, 1.0 - score)
+        };
+        scored.push(report::Scored {
+            white,
+            black,
+            white_score,
+            fault: r.fault.is_some(),
+        });
+    }
+    if scored.is_empty() {
+        bail!("no arena games in the given results files");
+    }
+    // A level met only as an opponent still sits on the ladder.
+    for (i, name) in names.iter().enumerate() {
+        if levels[i].is_none() && known[i].is_none() {
+            levels[i] = name.strip_prefix("level-").and_then(|l| l.parse().ok());
+        }
+    }
+    let mut text = format!(
+        "# Arena report from {}\n\n{} games\n\n",
+        paths
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        scored.len()
+    );
+    text.push_str(&report::render(&names, &levels, &known, &scored));
+    Ok(text)
+}
+
+/// Plays the match described by `args` and returns its summary (also writing results, PGN
+/// and report files).
+pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
+    let coefficients = match &args.coefficients {
+        Some(path) => Coefficients::load(path)?,
+        None => Coefficients::builtin(),
+    };
+    let (players, levels_count) = players_of(args)?;
+    let fixed = MoveLimits {
+        nodes: args.nodes,
+        depth: args.depth,
+        movetime_ms: args.movetime,
+    };
+    for p in &players {
+        if let PlayerKind::Uci { limits, .. } = &p.kind
+            && args.tc.is_none()
+            && limits.is_empty()
+            && fixed.is_empty()
+        {
+            bail!(
+                "engine {} has no per-move limit: give --tc, or --nodes/--movetime/--depth",
+                p.name
+            );
+        }
+    }
+    let openings: Vec<Opening> = match &args.openings {
+        Some(path) => openings::load(path)?,
+        None => openings::builtin(),
+    };
+    let opening_games = openings
+        .iter()
+        .map(|o| o.game().with_context(|| format!("opening {}", o.name)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if args.games_per_pairing == 0 {
+        bail!("--games-per-pairing must be at least 1");
+    }
+    let seed = args.seed.unwrap_or_else(rand::random);
+    let format = if args.gauntlet {
+        Format::Gauntlet
+    } else {
+        Format::RoundRobin
+    };
+    let pairings = schedule::pairings(format, players.len(), levels_count);
+    let games = schedule::shard(
+        schedule::schedule(&pairings, openings.len(), args.games_per_pairing, seed),
+        args.shard,
+    );
+    let concurrency = args
+        .concurrency
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+        .max(1);
+    let match_id = args
+        .match_id
+        .clone()
+        .unwrap_or_else(|| format!("arena-{seed:016x}"));
+    tracing::info!(
+        "arena {match_id}: {} players, {} pairings, {} games in shard {}/{}, seed {seed}, concurrency {concurrency}",
+        players.len(),
+        pairings.len(),
+        games.len(),
+        args.shard.index,
+        args.shard.count
+    );
+
+    let timeouts = Timeouts {
+        startup: Duration::from_millis(args.startup_timeout),
+        move_timeout: Duration::from_millis(args.move_timeout),
+        margin: Duration::from_millis(args.timeout_margin),
+    };
+    let roster = Arc::new(Roster::new(players.clone(), coefficients, fixed, timeouts));
+    let mut log = ResultsLog::open(&args.results)
+        .with_context(|| format!("opening results file {}", args.results.display()))?;
+    let mut pgn_writer = match &args.pgn {
+        Some(path) => Some(
+            pgn::PgnWriter::create(path, games.iter().map(|g| g.index).collect())
+                .with_context(|| format!("creating PGN file {}", path.display()))?,
+        ),
+        None => None,
+    };
+    let date = utc_date();
+    let perf = args.perf.clone().unwrap_or_else(|| {
+        args.tc
+            .map_or("blitz".to_string(), |tc| speed_of(tc).to_string())
+    });
+    let record_ctx = RecordContext {
+        match_id: &match_id,
+        tc: args.tc,
+        perf: &perf,
+        openings: &openings,
+    };
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(concurrency + 2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let started = Instant::now();
+    let total = games.len();
+    let mut scored = Vec::with_capacity(total);
+    let terminal = std::io::stderr().is_terminal();
+    runtime.block_on(async {
+        let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
+        let stop = Arc::new(AtomicBool::new(false));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PlayedGame>();
+        for _ in 0..concurrency {
+            let (queue, stop, tx, roster) =
+                (queue.clone(), stop.clone(), tx.clone(), roster.clone());
+            let opening_games = opening_games.clone();
+            let tc = args.tc;
+            tokio::spawn(async move {
+                loop {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    let Some(next) = queue.lock().expect("queue lock").pop_front() else {
+                        break;
+                    };
+                    let opening = opening_games[next.opening].clone();
+                    let played = game::play(&roster, next, opening, tc).await;
+                    if tx.send(played).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(tx);
+        let mut interrupted = false;
+        loop {
+            let played = tokio::select! {
+                played = rx.recv() => match played {
+                    Some(p) => p,
+                    None => break,
+                },
+                _ = tokio::signal::ctrl_c(), if !interrupted => {
+                    interrupted = true;
+                    stop.store(true, Ordering::Relaxed);
+                    tracing::warn!("interrupted: finishing the games in progress, starting no new ones");
+                    continue;
+                }
+            };
+            for record in records_of(&played, &roster, &record_ctx) {
+                log.append(&record)
+                    .with_context(|| format!("writing {}", args.results.display()))?;
+            }
+            if let Some(w) = pgn_writer.as_mut() {
+                let ctx = pgn::PgnContext {
+                    event: &match_id,
+                    date: &date,
+                    players: &roster.players,
+                    opening_name: &openings[played.scheduled.opening].name,
+                    tc: args.tc,
+                };
+                w.add(played.scheduled.index, pgn::format_game(&played, &ctx))
+                    .context("writing the PGN")?;
+            }
+            scored.push(report::Scored {
+                white: played.scheduled.white,
+                black: played.scheduled.black,
+                white_score: played.white_score(),
+                fault: matches!(played.termination, Termination::Fault { .. }),
+            });
+            progress(&roster.players, &played, &scored, total, started, terminal);
+        }
+        if terminal {
+            eprintln!();
+        }
+        roster.shutdown().await;
+        anyhow::Ok(())
+    })?;
+    if let Some(w) = pgn_writer {
+        w.finish().context("writing the PGN")?;
+    }
+    let names: Vec<String> = players.iter().map(|p| p.name.clone()).collect();
+    let levels: Vec<Option<f64>> = players.iter().map(PlayerSpec::level_number).collect();
+    let known: Vec<Option<f64>> = players.iter().map(|p| p.rating).collect();
+    let elapsed = started.elapsed();
+    let mut text = format!(
+        "# Arena {match_id}\n\n{} games in {:.0} s ({:.0} games/hour), seed {seed}, {}\n\n",
+        scored.len(),
+        elapsed.as_secs_f64(),
+        scored.len() as f64 / elapsed.as_secs_f64().max(1e-9) * 3600.0,
+        args.tc
+            .map_or_else(|| "fixed limits".to_string(), |tc| format!("clock {tc}"))
+    );
+    text.push_str(&report::render(&names, &levels, &known, &scored));
+    if let Some(path) = &args.report {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(MatchSummary {
+        players,
+        games: scored,
+        report: text,
+        seed,
+        elapsed,
+    })
+}
+
+/// The players in order: levels first (they form the gauntlet's first group), then external
+/// engines, then Lichess AI presets. Returns them with the number of levels.
+fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
+    let mut players = Vec::new();
+    for list in &args.levels {
+        for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
+            players.push(PlayerSpec::level(level));
+        }
+    }
+    let levels = players.len();
+    for spec in &args.engines {
+        players.push(player::parse_engine(spec).map_err(anyhow::Error::msg)?);
+    }
+    for list in &args.lichess_ai {
+        for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
+            if level.fract() != 0.0 {
+                bail!("Lichess AI level {level} is not a whole number");
+            }
+            players.push(
+                player::lichess_ai(level as u32, &args.fairy_stockfish)
+                    .map_err(anyhow::Error::msg)?,
+            );
+        }
+    }
+    for (i, p) in players.iter().enumerate() {
+        if players[..i].iter().any(|q| q.name == p.name) {
+            bail!(
+                "two players are named {}: give engines distinct name=",
+                p.name
+            );
+        }
+    }
+    if players.len() < 2 {
+        bail!("a match needs at least two players (--level, --engine, --lichess-ai)");
+    }
+    Ok((players, levels))
+}
+
+struct RecordContext<'a> {
+    match_id: &'a str,
+    tc: Option<TimeControl>,
+    perf: &'a str,
+    openings: &'a [Opening],
+}
+
+/// The results records of a game: one for each side that is one of our levels, from its side.
+fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> Vec<GameRecord> {
+    let s = played.scheduled;
+    let opening = &ctx.openings[s.opening];
+    let moves: Vec<String> = played
+        .game
+        .moves()
+        .iter()
+        .map(|m| played.game.to_uci(*m))
+        .collect();
+    let mut out = Vec::new();
+    for (color, me, them, seed) in [
+        (Color::White, s.white, s.black, played.white_seed),
+        (Color::Black, s.black, s.white, played.black_seed),
+    ] {
+        let Some(params) = roster.level_params(me) else {
+            continue;
+        };
+        let opponent = &roster.players[them];
+        let result = match played.winner {
+            None => Outcome::Draw,
+            Some(w) if w == color => Outcome::Win,
+            Some(_) => Outcome::Loss,
+        };
+        let fault = match &played.termination {
+            Termination::Fault { side, .. } => Some(format!(
+                "{} side ({}) {}",
+                if *side == color {
+                    "our"
+                } else {
+                    "the opponent's"
+                },
+                roster.players[if side.is_white() { s.white } else { s.black }].name,
+                played.termination.describe()
+            )),
+            _ => None,
+        };
+        out.push(GameRecord {
+            schema: SCHEMA_VERSION,
+            game_id: format!("{}-{:05}-{}", ctx.match_id, s.index, color_name(color)),
+            source: Source::Arena,
+            account: roster.players[me].name.clone(),
+            level: params.level,
+            offset: params.offset,
+            coefficients_version: params.coefficients_version,
+            engine: EngineRecord {
+                nodes: params.nodes,
+                noise_cp: params.noise_cp,
+                hash_mb: params.hash_mb,
+            },
+            seed,
+            started_at_ms: played.started_at_ms,
+            finished_at_ms: played.finished_at_ms,
+            rated: true,
+            speed: ctx
+                .tc
+                .map_or_else(|| ctx.perf.to_string(), |tc| speed_of(tc).to_string()),
+            perf: ctx.perf.to_string(),
+            variant: "standard".to_string(),
+            initial_fen: opening
+                .fen
+                .clone()
+                .unwrap_or_else(|| "startpos".to_string()),
+            clock: ctx.tc.map(|tc| ClockRecord {
+                initial_ms: tc.initial_ms,
+                increment_ms: tc.increment_ms,
+            }),
+            color: color_name(color).to_string(),
+            opponent: OpponentRecord {
+                id: opponent.name.clone(),
+                name: opponent.name.clone(),
+                title: None,
+                rating: opponent.rating,
+                provisional: false,
+                rd: None,
+                bot: true,
+            },
+            our_rating: None,
+            result,
+            status: played.termination.status().to_string(),
+            winner: played.winner.map(|w| color_name(w).to_string()),
+            moves: moves.join(" "),
+            fault,
+        });
+    }
+    out
+}
+
+fn color_name(c: Color) -> &'static str {
+    if c.is_white() { "white" } else { "black" }
+}
+
+/// Lichess's speed category of a clock (estimated duration = initial + 40 increments).
+pub fn speed_of(tc: TimeControl) -> &'static str {
+    let secs = (tc.initial_ms + 40 * tc.increment_ms) / 1000;
+    match secs {
+        0..29 => "ultraBullet",
+        29..179 => "bullet",
+        179..479 => "blitz",
+        479..1499 => "rapid",
+        _ => "classical",
+    }
+}
+
+/// After every game: a rewritten status line on a terminal, a log line otherwise.
+fn progress(
+    players: &[PlayerSpec],
+    played: &PlayedGame,
+    scored: &[report::Scored],
+    total: usize,
+    started: Instant,
+    terminal: bool,
+) {
+    let done = scored.len();
+    let elapsed = started.elapsed().as_secs_f64();
+    let eta = elapsed / done as f64 * (total - done) as f64;
+    // The first player's score so far (in a gauntlet: the first level's).
+    let (mut w, mut d, mut l) = (0, 0, 0);
+    for g in scored.iter().filter(|g| g.white == 0 || g.black == 0) {
+        let s = if g.white == 0 {
+            g.white_score
+        } else {
+            1.0 - g.white_score
+        };
+        match s {
+            1.0 => w += 1,
+            0.0 => l += 1,
+            _ => d += 1,
+        }
+    }
+    let line = format!(
+        "{done}/{total} games, {} +{w} ={d} -{l}, {:.0} s elapsed, ~{:.0} s left",
+        players[0].name, elapsed, eta
+    );
+    if terminal {
+        eprint!("\r{line}   ");
+    } else {
+        let s = played.scheduled;
+        tracing::info!(
+            "game {} {} - {} {} ({}); {line}",
+            s.index + 1,
+            players[s.white].name,
+            players[s.black].name,
+            played.result_str(),
+            played.termination.describe()
+        );
+    }
+}
+
+/// Today's date (UTC) as PGN writes it.
+fn utc_date() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() / 86_400) as i64;
+    // Civil-from-days (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}.{month:02}.{day:02}")
+}

@@ -1,0 +1,158 @@
+//! PGN of arena games, written in schedule order (games finishing out of order wait for the
+//! ones before them), so a rerun with the same seed writes the same file.
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Write};
+use std::path::Path;
+
+use shakmaty::fen::Fen;
+use shakmaty::san::SanPlus;
+use shakmaty::{Chess, EnPassantMode, Position};
+
+use super::game::{PlayedGame, TimeControl};
+use super::player::PlayerSpec;
+
+/// Everything a PGN header needs besides the game itself.
+pub struct PgnContext<'a> {
+    pub event: &'a str,
+    /// `YYYY.MM.DD`.
+    pub date: &'a str,
+    pub players: &'a [PlayerSpec],
+    pub opening_name: &'a str,
+    pub tc: Option<TimeControl>,
+}
+
+/// One game as PGN text (ends with a blank line).
+pub fn format_game(played: &PlayedGame, ctx: &PgnContext<'_>) -> String {
+    let white = &ctx.players[played.scheduled.white];
+    let black = &ctx.players[played.scheduled.black];
+    let mut out = String::new();
+    let mut tag = |name: &str, value: &str| {
+        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
+        out.push_str(&format!("[{name} \"{escaped}\"]\n"));
+    };
+    tag("Event", ctx.event);
+    tag("Site", "ladder arena");
+    tag("Date", ctx.date);
+    tag("Round", &(played.scheduled.index + 1).to_string());
+    tag("White", &white.name);
+    tag("Black", &black.name);
+    tag("Result", played.result_str());
+    if let Some(r) = white.rating {
+        tag("WhiteElo", &format!("{r:.0}"));
+    }
+    if let Some(r) = black.rating {
+        tag("BlackElo", &format!("{r:.0}"));
+    }
+    tag(
+        "TimeControl",
+        &ctx.tc.map_or("-".to_string(), |tc| tc.to_string()),
+    );
+    let initial = played.game.initial_position();
+    if *initial != Chess::default() {
+        tag("SetUp", "1");
+        tag(
+            "FEN",
+            &Fen::from_position(initial, EnPassantMode::Legal).to_string(),
+        );
+    }
+    tag("Opening", ctx.opening_name);
+    tag("GameSeed", &played.scheduled.seed.to_string());
+    tag(
+        "Termination",
+        match played.termination {
+            super::game::Termination::Rules(_) => "normal",
+            super::game::Termination::Time { .. } => "time forfeit",
+            super::game::Termination::Fault { .. } => "rules infraction",
+        },
+    );
+    out.push('\n');
+
+    let mut tokens = Vec::new();
+    let mut position = initial.clone();
+    let mut need_number = true;
+    for (ply, m) in played.game.moves().iter().enumerate() {
+        if ply == played.opening_plies && ply > 0 {
+            tokens.push("{end of opening}".to_string());
+            need_number = true;
+        }
+        let number = position.fullmoves().get();
+        if position.turn().is_white() {
+            tokens.push(format!("{number}."));
+        } else if need_number {
+            tokens.push(format!("{number}..."));
+        }
+        need_number = false;
+        tokens.push(SanPlus::from_move_and_play_unchecked(&mut position, *m).to_string());
+    }
+    tokens.push(format!("{{{}}}", played.termination.describe()));
+    tokens.push(played.result_str().to_string());
+    wrap(&tokens, 79, &mut out);
+    out.push('\n');
+    out
+}
+
+/// Joins tokens with spaces into lines of at most `width` characters.
+fn wrap(tokens: &[String], width: usize, out: &mut String) {
+    let mut line = String::new();
+    for t in tokens {
+        if !line.is_empty() && line.len() + 1 + t.len() > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(t);
+    }
+    out.push_str(&line);
+    out.push('\n');
+}
+
+/// Appends games to a PGN file in the order of `expected` (the shard's game indices), holding
+/// back games that finish before an earlier one.
+pub struct PgnWriter {
+    file: File,
+    expected: Vec<usize>,
+    next: usize,
+    pending: BTreeMap<usize, String>,
+}
+
+impl PgnWriter {
+    /// Creates (truncates) `path`.
+    pub fn create(path: &Path, mut expected: Vec<usize>) -> io::Result<PgnWriter> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir)?;
+        }
+        expected.sort_unstable();
+        Ok(PgnWriter {
+            file: File::create(path)?,
+            expected,
+            next: 0,
+            pending: BTreeMap::new(),
+        })
+    }
+
+    /// Queues game `index`'s text and writes every game that is now in order.
+    pub fn add(&mut self, index: usize, text: String) -> io::Result<()> {
+        self.pending.insert(index, text);
+        while let Some(&want) = self.expected.get(self.next) {
+            let Some(text) = self.pending.remove(&want) else {
+                break;
+            };
+            self.file.write_all(text.as_bytes())?;
+            self.next += 1;
+        }
+        self.file.flush()
+    }
+
+    /// Writes whatever is still held back (games after one that never finished).
+    pub fn finish(mut self) -> io::Result<()> {
+        for text in std::mem::take(&mut self.pending).into_values() {
+            self.file.write_all(text.as_bytes())?;
+        }
+        self.file.flush()
+    }
+}

@@ -1,0 +1,611 @@
+//! The players of a match and their seats in one game: our levels, searched in process exactly
+//! as the daemon plays them (an `Engine` per game with the level's hash, `search_params` per move
+//! with the game's seed, the search on a blocking thread), and external UCI engines from a
+//! command line, options and optional per-move limits (Stockfish `UCI_Elo`, the Lichess AI
+//! levels on Fairy-Stockfish). External processes are reused between games; one that crashes,
+//! hangs or plays an illegal move is dropped (killed) and a fresh one starts for its next game.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use shakmaty::fen::Fen;
+use shakmaty::{Chess, EnPassantMode};
+
+use super::uci_client::{EngineCommand, UciEngine};
+use crate::engine::{Engine, Game, SearchInfo, SearchObserver};
+use crate::levels::{Coefficients, LevelParams};
+
+/// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MoveLimits {
+    pub nodes: Option<u64>,
+    pub depth: Option<u32>,
+    pub movetime_ms: Option<u64>,
+}
+
+impl MoveLimits {
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_none() && self.depth.is_none() && self.movetime_ms.is_none()
+    }
+
+    /// These limits, or `fallback` when there are none.
+    pub fn or(self, fallback: MoveLimits) -> MoveLimits {
+        if self.is_empty() { fallback } else { self }
+    }
+
+    fn go_args(&self) -> String {
+        let mut out = String::new();
+        if let Some(n) = self.nodes {
+            out.push_str(&format!(" nodes {n}"));
+        }
+        if let Some(d) = self.depth {
+            out.push_str(&format!(" depth {d}"));
+        }
+        if let Some(ms) = self.movetime_ms {
+            out.push_str(&format!(" movetime {ms}"));
+        }
+        out
+    }
+}
+
+/// What kind of player.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayerKind {
+    /// One of our levels (may be fractional).
+    Level(f64),
+    /// An external UCI engine with its own per-move limits (empty: the match's).
+    Uci {
+        command: EngineCommand,
+        limits: MoveLimits,
+    },
+}
+
+/// A player of the match.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayerSpec {
+    pub name: String,
+    /// Known rating of an anchor (Stockfish `UCI_Elo`, a Lichess AI nominal rating).
+    pub rating: Option<f64>,
+    pub kind: PlayerKind,
+}
+
+impl PlayerSpec {
+    pub fn level(level: f64) -> PlayerSpec {
+        PlayerSpec {
+            name: format!("level-{}", crate::levels::level_key(level)),
+            rating: None,
+            kind: PlayerKind::Level(level),
+        }
+    }
+
+    pub fn level_number(&self) -> Option<f64> {
+        match self.kind {
+            PlayerKind::Level(l) => Some(l),
+            PlayerKind::Uci { .. } => None,
+        }
+    }
+}
+
+/// Parses a level list: `3`, `1..5` (inclusive), `1,3,5`, `2.5`.
+pub fn parse_levels(text: &str) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let number = |s: &str| -> Result<f64, String> {
+            let v: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("level {s:?} is not a number"))?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("level {s:?} must be positive"));
+            }
+            Ok(v)
+        };
+        if let Some((a, b)) = part.split_once("..") {
+            let (a, b) = (number(a)?, number(b)?);
+            if b < a {
+                return Err(format!("level range {part:?} is empty"));
+            }
+            let mut l = a;
+            while l <= b + 1e-9 {
+                out.push(l);
+                l += 1.0;
+            }
+        } else {
+            out.push(number(part)?);
+        }
+    }
+    Ok(out)
+}
+
+/// Parses `name=sf1500,cmd=/usr/games/stockfish,option.UCI_Elo=1500,rating=1500` (also `arg=`
+/// repeated for program arguments, and `nodes=`, `depth=`, `movetime=` per-move limits).
+pub fn parse_engine(text: &str) -> Result<PlayerSpec, String> {
+    let mut name = None;
+    let mut program = None;
+    let mut args = Vec::new();
+    let mut options = Vec::new();
+    let mut rating = None;
+    let mut limits = MoveLimits::default();
+    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let (key, value) = part
+            .split_once('=')
+            .ok_or_else(|| format!("engine spec {text:?}: {part:?} is not key=value"))?;
+        let number = |what: &str| -> Result<u64, String> {
+            value
+                .parse()
+                .map_err(|_| format!("engine spec: {what} {value:?} is not a whole number"))
+        };
+        match key.trim() {
+            "name" => name = Some(value.to_string()),
+            "cmd" => program = Some(PathBuf::from(value)),
+            "arg" => args.push(value.to_string()),
+            "rating" => {
+                rating = Some(
+                    value
+                        .parse::<f64>()
+                        .ok()
+                        .filter(|r| r.is_finite())
+                        .ok_or_else(|| format!("engine spec: rating {value:?} is not a number"))?,
+                )
+            }
+            "nodes" => limits.nodes = Some(number("nodes")?),
+            "depth" => limits.depth = Some(number("depth")? as u32),
+            "movetime" => limits.movetime_ms = Some(number("movetime")?),
+            k => match k.strip_prefix("option.") {
+                Some(option) if !option.is_empty() => {
+                    options.push((option.to_string(), value.to_string()))
+                }
+                _ => {
+                    return Err(format!(
+                        "engine spec: unknown key {k:?} (expected name, cmd, arg, option.NAME, \
+                         rating, nodes, depth, movetime)"
+                    ));
+                }
+            },
+        }
+    }
+    let program = program.ok_or_else(|| format!("engine spec {text:?}: cmd= is required"))?;
+    let name = name.unwrap_or_else(|| {
+        program
+            .file_name()
+            .map_or("engine".to_string(), |f| f.to_string_lossy().into_owned())
+    });
+    Ok(PlayerSpec {
+        name,
+        rating,
+        kind: PlayerKind::Uci {
+            command: EngineCommand {
+                program,
+                args,
+                options,
+            },
+            limits,
+        },
+    })
+}
+
+/// Lichess's AI levels 1-8 on Fairy-Stockfish: Skill Level, depth and movetime per move, and
+/// the nominal rating Lichess shows for each.
+const LICHESS_AI: [(i32, u32, u64, f64); 8] = [
+    (-9, 5, 50, 800.0),
+    (-5, 5, 100, 1100.0),
+    (-1, 5, 150, 1400.0),
+    (3, 5, 200, 1700.0),
+    (7, 5, 300, 2000.0),
+    (11, 8, 400, 2300.0),
+    (16, 13, 500, 2700.0),
+    (20, 22, 1000, 3000.0),
+];
+
+/// The preset reproducing Lichess AI level `level` (1-8) with Fairy-Stockfish at `program`.
+pub fn lichess_ai(level: u32, program: &Path) -> Result<PlayerSpec, String> {
+    let (skill, depth, movetime, rating) = *level
+        .checked_sub(1)
+        .and_then(|i| LICHESS_AI.get(i as usize))
+        .ok_or_else(|| format!("Lichess AI level {level} does not exist (1-8)"))?;
+    Ok(PlayerSpec {
+        name: format!("lichess-ai-{level}"),
+        rating: Some(rating),
+        kind: PlayerKind::Uci {
+            command: EngineCommand {
+                program: program.to_path_buf(),
+                args: Vec::new(),
+                options: vec![("Skill Level".to_string(), skill.to_string())],
+            },
+            limits: MoveLimits {
+                nodes: None,
+                depth: Some(depth),
+                movetime_ms: Some(movetime),
+            },
+        },
+    })
+}
+
+/// Why a player lost a game by malfunction rather than by chess.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Fault {
+    /// Could not start, exited, or broke the pipe.
+    Crash(String),
+    /// Answered with a move that is not legal (or not a move).
+    Illegal(String),
+    /// Did not answer in time (beyond its clock plus the margin, or the move timeout).
+    Hang(String),
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Fault::Crash(m) => write!(f, "crashed: {m}"),
+            Fault::Illegal(m) => write!(f, "illegal move: {m}"),
+            Fault::Hang(m) => write!(f, "hung: {m}"),
+        }
+    }
+}
+
+fn fault_of(error: super::uci_client::UciError) -> Fault {
+    use super::uci_client::UciError;
+    match error {
+        UciError::Timeout { .. } => Fault::Hang(error.to_string()),
+        _ => Fault::Crash(error.to_string()),
+    }
+}
+
+/// The clocks when a game is played with a time control.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Clocks {
+    pub white_ms: u64,
+    pub black_ms: u64,
+    pub increment_ms: u64,
+}
+
+/// How long the arena waits for engines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Start-up handshake and `isready` before a game.
+    pub startup: Duration,
+    /// A move without a clock or movetime (nodes or depth limits).
+    pub move_timeout: Duration,
+    /// Grace beyond the clock or movetime before an engine counts as hung.
+    pub margin: Duration,
+}
+
+/// The players of a match with their idle external engine processes.
+pub struct Roster {
+    pub players: Vec<PlayerSpec>,
+    pub coefficients: Coefficients,
+    /// The match's per-move limits for external engines without their own.
+    pub fixed: MoveLimits,
+    pub timeouts: Timeouts,
+    idle: Vec<Mutex<Vec<UciEngine>>>,
+}
+
+impl Roster {
+    pub fn new(
+        players: Vec<PlayerSpec>,
+        coefficients: Coefficients,
+        fixed: MoveLimits,
+        timeouts: Timeouts,
+    ) -> Roster {
+        let idle = players.iter().map(|_| Mutex::new(Vec::new())).collect();
+        Roster {
+            players,
+            coefficients,
+            fixed,
+            timeouts,
+            idle,
+        }
+    }
+
+    /// The level parameters of player `index`, if it is a level.
+    pub fn level_params(&self, index: usize) -> Option<LevelParams> {
+        let level = self.players[index].level_number()?;
+        Some(LevelParams::new(&self.coefficients, level))
+    }
+
+    /// Seats player `index` for a game whose own seed (this side's) is `seed`: a fresh engine
+    /// for a level, an idle or newly started process for an external engine. A process that
+    /// fails to start or to get ready is a fault of that player for this game.
+    pub async fn seat(&self, index: usize, seed: u64) -> Result<Seat, Fault> {
+        match &self.players[index].kind {
+            PlayerKind::Level(_) => {
+                let params = self.level_params(index).expect("a level");
+                let mut engine = Engine::new(params.hash_mb);
+                engine.new_game();
+                Ok(Seat::Level {
+                    params,
+                    engine: Some(engine),
+                    seed,
+                })
+            }
+            PlayerKind::Uci { command, limits } => {
+                let idle = self.idle[index]
+                    .lock()
+                    .expect("pool lock")
+                    .pop()
+                    .map(Box::new);
+                let mut engine = match idle {
+                    Some(engine) => engine,
+                    None => Box::new(
+                        UciEngine::start(command, self.timeouts.startup)
+                            .await
+                            .map_err(fault_of)?,
+                    ),
+                };
+                engine
+                    .new_game(self.timeouts.startup)
+                    .await
+                    .map_err(fault_of)?;
+                Ok(Seat::Uci {
+                    index,
+                    engine: Some(engine),
+                    limits: limits.or(self.fixed),
+                    timeouts: self.timeouts,
+                })
+            }
+        }
+    }
+
+    /// Returns a seat after its game: a healthy external process goes back to the pool.
+    pub fn release(&self, seat: Seat) {
+        if let Seat::Uci {
+            index,
+            engine: Some(engine),
+            ..
+        } = seat
+        {
+            self.idle[index].lock().expect("pool lock").push(*engine);
+        }
+    }
+
+    /// Stops every idle external engine.
+    pub async fn shutdown(&self) {
+        let engines: Vec<UciEngine> = self
+            .idle
+            .iter()
+            .flat_map(|pool| std::mem::take(&mut *pool.lock().expect("pool lock")))
+            .collect();
+        for engine in engines {
+            engine.quit().await;
+        }
+    }
+}
+
+/// One player's seat in one game.
+pub enum Seat {
+    Level {
+        params: LevelParams,
+        /// `None` only while a search runs on the blocking pool.
+        engine: Option<Engine>,
+        seed: u64,
+    },
+    Uci {
+        index: usize,
+        /// `None` after a fault: the process was dropped (killed).
+        engine: Option<Box<UciEngine>>,
+        limits: MoveLimits,
+        timeouts: Timeouts,
+    },
+}
+
+impl Seat {
+    /// The move this player chooses (UCI notation, not yet checked for legality).
+    pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<String, Fault> {
+        match self {
+            Seat::Level {
+                params,
+                engine,
+                seed,
+            } => {
+                let search_params = params.search_params(game, *seed);
+                let mut taken = engine
+                    .take()
+                    .expect("the engine is back after every search");
+                let position = game.clone();
+                let budget = clocks.map(|c| level_time_budget(c, game));
+                let (returned, result) = tokio::task::spawn_blocking(move || {
+                    let mut observer = TimeBudget {
+                        deadline: budget.map(|b| std::time::Instant::now() + b),
+                    };
+                    let result = taken.search(&position, &search_params, &mut observer);
+                    (taken, result)
+                })
+                .await
+                .map_err(|e| Fault::Crash(format!("our search panicked: {e}")))?;
+                *engine = Some(returned);
+                let best = result
+                    .best_move
+                    .ok_or_else(|| Fault::Illegal("our search returned no move".to_string()))?;
+                Ok(game.to_uci(best))
+            }
+            Seat::Uci {
+                engine: slot,
+                limits,
+                timeouts,
+                ..
+            } => {
+                let engine = slot
+                    .as_mut()
+                    .ok_or_else(|| Fault::Crash("the engine is gone".to_string()))?;
+                let (go, wait) = go_command(*limits, clocks, *timeouts, game.turn());
+                let answer = engine.best_move(&position_command(game), &go, wait).await;
+                match answer {
+                    Ok(uci) => Ok(uci),
+                    Err(e) => {
+                        // Killed on drop; the pool starts a fresh process next game.
+                        *slot = None;
+                        Err(fault_of(e))
+                    }
+                }
+            }
+        }
+    }
+
+    /// Drops a misbehaving external process so it is not reused.
+    pub fn discard(&mut self) {
+        if let Seat::Uci { engine, .. } = self {
+            *engine = None;
+        }
+    }
+}
+
+/// `go` for an external engine and how long to wait for its answer.
+fn go_command(
+    limits: MoveLimits,
+    clocks: Option<Clocks>,
+    timeouts: Timeouts,
+    turn: shakmaty::Color,
+) -> (String, Duration) {
+    match clocks {
+        Some(c) => {
+            let own = if turn.is_white() {
+                c.white_ms
+            } else {
+                c.black_ms
+            };
+            let go = format!(
+                "go wtime {} btime {} winc {} binc {}{}",
+                c.white_ms,
+                c.black_ms,
+                c.increment_ms,
+                c.increment_ms,
+                limits.go_args()
+            );
+            (go, Duration::from_millis(own) + timeouts.margin)
+        }
+        None => {
+            let wait = match limits.movetime_ms {
+                Some(ms) => Duration::from_millis(ms) + timeouts.margin,
+                None => timeouts.move_timeout,
+            };
+            (format!("go{}", limits.go_args()), wait)
+        }
+    }
+}
+
+/// `position startpos moves ...` or `position fen ... moves ...`.
+pub fn position_command(game: &Game) -> String {
+    let mut out = if *game.initial_position() == Chess::default() {
+        "position startpos".to_string()
+    } else {
+        format!(
+            "position fen {}",
+            Fen::from_position(game.initial_position(), EnPassantMode::Legal)
+        )
+    };
+    if !game.moves().is_empty() {
+        out.push_str(" moves");
+        for m in game.moves() {
+            out.push(' ');
+            out.push_str(&game.to_uci(*m));
+        }
+    }
+    out
+}
+
+/// Wall time a level may spend on this move with a clock: like a player of its own, a share of
+/// the remaining time plus most of the increment, never more than a quarter of what is left.
+/// The node budget is the real limit; this only stops a level from losing on time.
+fn level_time_budget(clocks: Clocks, game: &Game) -> Duration {
+    let own = if game.turn().is_white() {
+        clocks.white_ms
+    } else {
+        clocks.black_ms
+    };
+    let share = own / 30 + clocks.increment_ms * 3 / 4;
+    Duration::from_millis(share.min(own / 4).max(1))
+}
+
+/// Stops a level's search at its wall-clock deadline, if it has one.
+struct TimeBudget {
+    deadline: Option<std::time::Instant>,
+}
+
+impl SearchObserver for TimeBudget {
+    fn should_stop(&mut self, _nodes: u64) -> bool {
+        self.deadline
+            .is_some_and(|d| std::time::Instant::now() >= d)
+    }
+    fn on_iteration(&mut self, _info: &SearchInfo) {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn engine_specs_parse_and_reject_unknown_keys() {
+        let p = parse_engine(
+            "name=sf1500,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,option.UCI_Elo=1500,rating=1500",
+        )
+        .unwrap();
+        assert_eq!(p.name, "sf1500");
+        assert_eq!(p.rating, Some(1500.0));
+        let PlayerKind::Uci { command, limits } = p.kind else {
+            panic!("an engine")
+        };
+        assert_eq!(command.options.len(), 2);
+        assert_eq!(command.options[1], ("UCI_Elo".into(), "1500".into()));
+        assert!(limits.is_empty());
+        assert!(
+            parse_engine("cmd=x,colour=red")
+                .unwrap_err()
+                .contains("colour")
+        );
+        assert!(parse_engine("name=x").unwrap_err().contains("cmd="));
+    }
+
+    #[test]
+    fn level_lists_and_lichess_presets() {
+        assert_eq!(parse_levels("1..3,5").unwrap(), [1.0, 2.0, 3.0, 5.0]);
+        assert!(parse_levels("0").is_err());
+        assert!(parse_levels("4..2").is_err());
+        let ai = lichess_ai(1, Path::new("/usr/games/fairy-stockfish")).unwrap();
+        assert_eq!(ai.rating, Some(800.0));
+        let PlayerKind::Uci { command, limits } = ai.kind else {
+            panic!("an engine")
+        };
+        assert_eq!(command.options[0], ("Skill Level".into(), "-9".into()));
+        assert_eq!((limits.depth, limits.movetime_ms), (Some(5), Some(50)));
+        assert!(lichess_ai(9, Path::new("x")).is_err());
+    }
+
+    #[test]
+    fn go_commands_carry_clock_or_limits() {
+        let t = Timeouts {
+            startup: Duration::from_secs(1),
+            move_timeout: Duration::from_secs(7),
+            margin: Duration::from_millis(500),
+        };
+        let clocks = Clocks {
+            white_ms: 1000,
+            black_ms: 2000,
+            increment_ms: 100,
+        };
+        let (go, wait) = go_command(
+            MoveLimits::default(),
+            Some(clocks),
+            t,
+            shakmaty::Color::Black,
+        );
+        assert_eq!(go, "go wtime 1000 btime 2000 winc 100 binc 100");
+        assert_eq!(wait, Duration::from_millis(2500));
+        let nodes = MoveLimits {
+            nodes: Some(500),
+            ..MoveLimits::default()
+        };
+        assert_eq!(
+            go_command(nodes, None, t, shakmaty::Color::White),
+            ("go nodes 500".to_string(), Duration::from_secs(7))
+        );
+    }
+
+    #[test]
+    fn position_command_lists_moves_from_the_initial_position() {
+        let game = Game::from_uci_moves(None, &["e2e4", "e7e5"], false).unwrap();
+        assert_eq!(position_command(&game), "position startpos moves e2e4 e7e5");
+        let fen = "4k3/8/8/8/8/8/4P3/4K3 w - - 0 1";
+        let game = Game::new(Some(fen), false).unwrap();
+        assert_eq!(position_command(&game), format!("position fen {fen}"));
+    }
+}

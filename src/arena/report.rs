@@ -1,0 +1,501 @@
+//! What a match measured: scores and Elo differences with 95% intervals per pairing, every
+//! player's rating by maximum likelihood (on the scale of the anchors of known rating, or
+//! relative to the first player without anchors), and for our levels the monotonicity and
+//! evenness of the ladder (gaps between adjacent levels).
+//!
+//! The joint fit is the arena's own: a logistic (Elo) model over all games (levels against
+//! each other too) fitted by Newton's method, anchors held fixed, plus one virtual draw per
+//! pairing so a 100% score stays finite. Beside it, each level's performance against the
+//! anchors alone comes from the calibration's estimator (`calibration::estimate`), the number
+//! `ladder calibrate` would compute from the same games.
+
+use std::fmt::Write;
+
+/// One finished game as the report sees it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Scored {
+    pub white: usize,
+    pub black: usize,
+    /// 1, ½ or 0.
+    pub white_score: f64,
+    /// Lost by a malfunction: counted in the table, left out of the rating fit.
+    pub fault: bool,
+}
+
+/// A score with its Elo equivalent and 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EloDiff {
+    pub elo: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// One pairing from the point of view of its first player `a`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PairingStats {
+    pub a: usize,
+    pub b: usize,
+    pub wins: usize,
+    pub draws: usize,
+    pub losses: usize,
+    pub faults: usize,
+    pub diff: EloDiff,
+}
+
+impl PairingStats {
+    pub fn games(&self) -> usize {
+        self.wins + self.draws + self.losses
+    }
+    pub fn score(&self) -> f64 {
+        (self.wins as f64 + 0.5 * self.draws as f64) / self.games().max(1) as f64
+    }
+}
+
+/// A rating estimate with its 95% interval half-width.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rating {
+    pub rating: f64,
+    pub ci95: f64,
+    /// Held at a known value (an anchor, or the reference player).
+    pub fixed: bool,
+}
+
+/// The Elo difference that gives expected score `s` (clamped away from 0 and 1 by `eps`).
+pub fn elo_of_score(s: f64, eps: f64) -> f64 {
+    let s = s.clamp(eps, 1.0 - eps);
+    -400.0 * (1.0 / s - 1.0).log10()
+}
+
+/// Elo difference and 95% interval from individual game scores (normal approximation of the
+/// mean score, mapped through the Elo curve). The spread is estimated with one virtual draw
+/// added, so an all-win or all-loss sample still gets an interval of honest width.
+pub fn elo_diff(scores: &[f64]) -> EloDiff {
+    let n = scores.len().max(1) as f64;
+    let mean = scores.iter().sum::<f64>() / n;
+    let spread_mean = (scores.iter().sum::<f64>() + 0.5) / (n + 1.0);
+    let var = (scores
+        .iter()
+        .map(|x| (x - spread_mean).powi(2))
+        .sum::<f64>()
+        + (0.5 - spread_mean).powi(2))
+        / (n + 1.0);
+    let se = (var / n).sqrt();
+    let eps = 0.5 / n;
+    EloDiff {
+        elo: elo_of_score(mean, eps),
+        lo: elo_of_score(mean - 1.96 * se, eps),
+        hi: elo_of_score(mean + 1.96 * se, eps),
+    }
+}
+
+/// A signed whole number of Elo, never "-0".
+fn signed(x: f64) -> String {
+    let r = x.round();
+    if r == 0.0 {
+        "+0".to_string()
+    } else {
+        format!("{r:+.0}")
+    }
+}
+
+/// Per-pairing statistics, pairings in order of first appearance, `a` the lower index.
+pub fn pairing_stats(games: &[Scored]) -> Vec<PairingStats> {
+    let mut order: Vec<(usize, usize)> = Vec::new();
+    let mut scores: Vec<Vec<f64>> = Vec::new();
+    let mut faults: Vec<usize> = Vec::new();
+    for g in games {
+        let key = (g.white.min(g.black), g.white.max(g.black));
+        let i = order.iter().position(|k| *k == key).unwrap_or_else(|| {
+            order.push(key);
+            scores.push(Vec::new());
+            faults.push(0);
+            order.len() - 1
+        });
+        let a_score = if g.white == key.0 {
+            g.white_score
+        } else {
+            1.0 - g.white_score
+        };
+        scores[i].push(a_score);
+        faults[i] += usize::from(g.fault);
+    }
+    let mut stats: Vec<PairingStats> = order
+        .into_iter()
+        .zip(scores)
+        .zip(faults)
+        .map(|(((a, b), s), faults)| PairingStats {
+            a,
+            b,
+            wins: s.iter().filter(|&&x| x == 1.0).count(),
+            draws: s.iter().filter(|&&x| x == 0.5).count(),
+            losses: s.iter().filter(|&&x| x == 0.0).count(),
+            faults,
+            diff: elo_diff(&s),
+        })
+        .collect();
+    stats.sort_by_key(|p| (p.a, p.b));
+    stats
+}
+
+const K: f64 = std::f64::consts::LN_10 / 400.0;
+
+fn expected(r: f64, opponent: f64) -> f64 {
+    1.0 / (1.0 + 10f64.powf((opponent - r) / 400.0))
+}
+
+/// Ratings of all players by maximum likelihood. Players with `known` ratings are held fixed;
+/// without any, player 0 is held at 0 (relative ratings). Players not connected by games to a
+/// fixed one get `None`. Faulted games are left out.
+pub fn estimate_ratings(known: &[Option<f64>], games: &[Scored]) -> Vec<Option<Rating>> {
+    let n = known.len();
+    let mut fixed: Vec<Option<f64>> = known.to_vec();
+    if fixed.iter().all(Option::is_none) && n > 0 {
+        fixed[0] = Some(0.0);
+    }
+    // Pairwise totals: games and points of i against j, plus one virtual draw per pairing.
+    let mut played = vec![vec![0.0f64; n]; n];
+    let mut points = vec![vec![0.0f64; n]; n];
+    for g in games.iter().filter(|g| !g.fault) {
+        let (w, b) = (g.white, g.black);
+        if w == b || w >= n || b >= n {
+            continue;
+        }
+        played[w][b] += 1.0;
+        played[b][w] += 1.0;
+        points[w][b] += g.white_score;
+        points[b][w] += 1.0 - g.white_score;
+    }
+    for i in 0..n {
+        for j in 0..n {
+            if played[i][j] > 0.0 {
+                played[i][j] += 1.0;
+                points[i][j] += 0.5;
+            }
+        }
+    }
+    // Reachability from the fixed players.
+    let mut reached: Vec<bool> = fixed.iter().map(Option::is_some).collect();
+    let mut stack: Vec<usize> = (0..n).filter(|&i| reached[i]).collect();
+    while let Some(i) = stack.pop() {
+        for j in 0..n {
+            if played[i][j] > 0.0 && !reached[j] {
+                reached[j] = true;
+                stack.push(j);
+            }
+        }
+    }
+    let start = {
+        let anchors: Vec<f64> = fixed.iter().flatten().copied().collect();
+        anchors.iter().sum::<f64>() / anchors.len().max(1) as f64
+    };
+    let mut r: Vec<f64> = fixed.iter().map(|f| f.unwrap_or(start)).collect();
+    for _ in 0..500 {
+        let mut biggest = 0.0f64;
+        for i in (0..n).filter(|&i| fixed[i].is_none() && reached[i]) {
+            let (mut grad, mut hess) = (0.0, 0.0);
+            for j in (0..n).filter(|&j| played[i][j] > 0.0 && reached[j]) {
+                let e = expected(r[i], r[j]);
+                grad += K * (points[i][j] - played[i][j] * e);
+                hess += K * K * played[i][j] * e * (1.0 - e);
+            }
+            if hess > 0.0 {
+                // Damped so one step never jumps past the range of plausible ratings.
+                let step = (grad / hess).clamp(-400.0, 400.0);
+                r[i] += step;
+                biggest = biggest.max(step.abs());
+            }
+        }
+        if biggest < 1e-3 {
+            break;
+        }
+    }
+    (0..n)
+        .map(|i| {
+            if !reached[i] {
+                return None;
+            }
+            if fixed[i].is_some() {
+                return Some(Rating {
+                    rating: r[i],
+                    ci95: 0.0,
+                    fixed: true,
+                });
+            }
+            let info: f64 = (0..n)
+                .filter(|&j| played[i][j] > 0.0 && reached[j])
+                .map(|j| {
+                    let e = expected(r[i], r[j]);
+                    K * K * played[i][j] * e * (1.0 - e)
+                })
+                .sum();
+            Some(Rating {
+                rating: r[i],
+                ci95: 1.96 / info.sqrt(),
+                fixed: false,
+            })
+        })
+        .collect()
+}
+
+/// Player `i`'s performance rating from its games against anchors of known rating (faults
+/// left out), by the calibration's estimator with 2 virtual draws against the mean anchor
+/// faced. `None` for anchors themselves and players who met none.
+pub fn anchor_performance(
+    i: usize,
+    known: &[Option<f64>],
+    games: &[Scored],
+) -> Option<crate::calibration::estimate::Estimate> {
+    use crate::calibration::estimate::{Observation, Prior, estimate};
+    if known.get(i).copied().flatten().is_some() {
+        return None;
+    }
+    let observations: Vec<Observation> = games
+        .iter()
+        .filter(|g| !g.fault)
+        .filter_map(|g| {
+            let (opponent, score) = if g.white == i {
+                (g.black, g.white_score)
+            } else if g.black == i {
+                (g.white, 1.0 - g.white_score)
+            } else {
+                return None;
+            };
+            Some(Observation::new(
+                known.get(opponent).copied().flatten()?,
+                score,
+            ))
+        })
+        .collect();
+    if observations.is_empty() {
+        return None;
+    }
+    let center = observations.iter().map(|o| o.opponent).sum::<f64>() / observations.len() as f64;
+    estimate(&observations, Prior::VirtualDraws { count: 2, center }).ok()
+}
+
+/// The shape of the ladder: our levels in order with their ratings and adjacent gaps.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LadderShape {
+    /// (level, rating) in level order.
+    pub levels: Vec<(f64, f64)>,
+    pub gaps: Vec<f64>,
+    pub strictly_increasing: bool,
+    pub mean_gap: f64,
+    /// Largest |gap - mean| / mean.
+    pub max_relative_deviation: f64,
+}
+
+impl LadderShape {
+    /// `levels`: (level number, rating) for every rated level; `None` with fewer than two.
+    pub fn new(mut levels: Vec<(f64, f64)>) -> Option<LadderShape> {
+        if levels.len() < 2 {
+            return None;
+        }
+        levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let gaps: Vec<f64> = levels.windows(2).map(|w| w[1].1 - w[0].1).collect();
+        let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        let max_relative_deviation = gaps
+            .iter()
+            .map(|g| ((g - mean_gap) / mean_gap).abs())
+            .fold(0.0, f64::max);
+        Some(LadderShape {
+            strictly_increasing: gaps.iter().all(|&g| g > 0.0),
+            levels,
+            gaps,
+            mean_gap,
+            max_relative_deviation,
+        })
+    }
+
+    /// The goal: strictly increasing, every adjacent gap within ±20% of the mean gap.
+    pub fn meets_goal(&self) -> bool {
+        self.strictly_increasing && self.max_relative_deviation <= 0.20
+    }
+}
+
+/// The whole report as text (Markdown tables).
+pub fn render(
+    names: &[String],
+    levels: &[Option<f64>],
+    known: &[Option<f64>],
+    games: &[Scored],
+) -> String {
+    let mut out = String::new();
+    let pairings = pairing_stats(games);
+    let _ = writeln!(out, "## Pairings ({} games)\n", games.len());
+    let _ = writeln!(
+        out,
+        "| player | opponent | games | +  | =  | -  | faults | score | Elo diff | 95% interval |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---|");
+    for p in &pairings {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1}% | {} | [{}, {}] |",
+            names[p.a],
+            names[p.b],
+            p.games(),
+            p.wins,
+            p.draws,
+            p.losses,
+            p.faults,
+            100.0 * p.score(),
+            signed(p.diff.elo),
+            signed(p.diff.lo),
+            signed(p.diff.hi)
+        );
+    }
+    let ratings = estimate_ratings(known, games);
+    let anchored = known.iter().any(Option::is_some);
+    let _ = writeln!(
+        out,
+        "\n## Ratings ({})\n",
+        if anchored {
+            "on the anchors' scale; anchors fixed"
+        } else {
+            "relative to the first player"
+        }
+    );
+    let _ = writeln!(
+        out,
+        "| player | rating | 95% interval | performance vs anchors (calibration estimator) |"
+    );
+    let _ = writeln!(out, "|---|---:|---|---|");
+    for (i, r) in ratings.iter().enumerate() {
+        let performance = anchor_performance(i, known, games).map_or("-".to_string(), |e| {
+            format!("{:.0} ±{:.0} ({} games)", e.rating, e.ci95(), e.games)
+        });
+        let _ = match r {
+            Some(r) if r.fixed => writeln!(out, "| {} | {:.0} | fixed | - |", names[i], r.rating),
+            Some(r) => writeln!(
+                out,
+                "| {} | {:.0} | ±{:.0} | {performance} |",
+                names[i], r.rating, r.ci95
+            ),
+            None => writeln!(
+                out,
+                "| {} | - | not connected to a rated player | {performance} |",
+                names[i]
+            ),
+        };
+    }
+    let rated_levels: Vec<(f64, f64)> = levels
+        .iter()
+        .zip(&ratings)
+        .filter_map(|(l, r)| Some(((*l)?, r.as_ref()?.rating)))
+        .collect();
+    if let Some(shape) = LadderShape::new(rated_levels) {
+        let _ = writeln!(out, "\n## Ladder\n");
+        for (w, gap) in shape.levels.windows(2).zip(&shape.gaps) {
+            let _ = writeln!(
+                out,
+                "- level {} -> {}: {} Elo",
+                w[0].0,
+                w[1].0,
+                signed(*gap)
+            );
+        }
+        let _ = writeln!(
+            out,
+            "\nstrictly increasing: {}; mean gap {:.0} Elo; largest deviation from the mean \
+             {:.0}% (goal: increasing, within ±20%: {})",
+            if shape.strictly_increasing {
+                "yes"
+            } else {
+                "NO"
+            },
+            shape.mean_gap,
+            100.0 * shape.max_relative_deviation,
+            if shape.meets_goal() { "met" } else { "not met" }
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn games(a: usize, b: usize, a_points: f64, n: usize) -> Vec<Scored> {
+        // n games, colours alternating, a scoring a_points in total (wins then draws).
+        let mut out = Vec::new();
+        let mut left = a_points;
+        for k in 0..n {
+            let s = if left >= 1.0 {
+                1.0
+            } else if left >= 0.5 {
+                0.5
+            } else {
+                0.0
+            };
+            left -= s;
+            let (white, black, white_score) = if k % 2 == 0 {
+                (a, b, s)
+            } else {
+                (b, a, 1.0 - s)
+            };
+            out.push(Scored {
+                white,
+                black,
+                white_score,
+                fault: false,
+            });
+        }
+        out
+    }
+
+    #[test]
+    fn elo_of_known_scores() {
+        assert!((elo_of_score(0.5, 0.01)).abs() < 1e-9);
+        assert!((elo_of_score(0.75, 0.01) - 190.85).abs() < 0.1);
+        let d = elo_diff(&[1.0, 1.0, 0.0, 0.5]);
+        assert!(d.lo < d.elo && d.elo < d.hi);
+        // A clean sweep still has an interval, and it reaches down to a finite gap.
+        let sweep = elo_diff(&[1.0; 10]);
+        assert!(sweep.lo < sweep.elo && sweep.lo > 100.0, "{sweep:?}");
+        assert_eq!(signed(-0.2), "+0");
+    }
+
+    #[test]
+    fn anchored_fit_recovers_a_rating_between_anchors() {
+        // Player 0 scores 75% against an anchor at 1000 and 25% against one at 1400: ~1200.
+        let mut g = games(0, 1, 30.0, 40);
+        g.extend(games(0, 2, 10.0, 40));
+        let r = estimate_ratings(&[None, Some(1000.0), Some(1400.0)], &g);
+        let p = r[0].unwrap();
+        assert!((p.rating - 1200.0).abs() < 5.0, "{p:?}");
+        assert!(p.ci95 > 30.0 && p.ci95 < 150.0, "{p:?}");
+        assert!(r[1].unwrap().fixed);
+        // The calibration's estimator agrees on the same games (its prior pulls a little).
+        let e = anchor_performance(0, &[None, Some(1000.0), Some(1400.0)], &g).unwrap();
+        assert!((e.rating - 1200.0).abs() < 5.0, "{e:?}");
+        assert_eq!(e.games, 80);
+    }
+
+    #[test]
+    fn perfect_scores_stay_finite_and_unconnected_players_are_none() {
+        let g = games(0, 1, 10.0, 10);
+        let r = estimate_ratings(&[None, Some(1500.0), None], &g);
+        let p = r[0].unwrap();
+        assert!(p.rating > 1800.0 && p.rating < 2500.0, "{p:?}");
+        assert!(r[2].is_none());
+    }
+
+    #[test]
+    fn ladder_shape_checks_monotonicity_and_evenness() {
+        let even = LadderShape::new(vec![(2.0, 1200.0), (1.0, 1000.0), (3.0, 1390.0)]).unwrap();
+        assert!(even.strictly_increasing && even.meets_goal());
+        assert_eq!(even.gaps, [200.0, 190.0]);
+        let uneven = LadderShape::new(vec![(1.0, 1000.0), (2.0, 1300.0), (3.0, 1250.0)]).unwrap();
+        assert!(!uneven.strictly_increasing && !uneven.meets_goal());
+    }
+
+    #[test]
+    fn pairing_stats_count_from_the_lower_index() {
+        let mut g = games(1, 0, 3.0, 4);
+        g[0].fault = true;
+        let p = &pairing_stats(&g)[0];
+        assert_eq!((p.a, p.b), (0, 1));
+        assert_eq!((p.wins, p.draws, p.losses, p.faults), (1, 0, 3, 1));
+    }
+}

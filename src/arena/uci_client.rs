@@ -1,0 +1,181 @@
+//! A UCI client for external engines over tokio child processes. Every exchange has a deadline:
+//! an engine that does not start, hangs or dies surfaces as a [`UciError`] and the process is
+//! killed when the client is dropped, so the arena can start a fresh one for the next game.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
+use tokio::process::{Child, ChildStdin, ChildStdout, Command};
+use tokio::time::{Instant, timeout_at};
+
+/// How to start an engine.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EngineCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
+    /// `setoption` pairs sent after `uciok`, in order.
+    pub options: Vec<(String, String)>,
+}
+
+/// What went wrong talking to an engine.
+#[derive(Debug, thiserror::Error)]
+pub enum UciError {
+    #[error("cannot start {program}: {source}")]
+    Spawn {
+        program: String,
+        source: std::io::Error,
+    },
+    #[error("no answer to `{request}` within {waited:?}")]
+    Timeout { request: String, waited: Duration },
+    #[error("the engine exited (waiting for the answer to `{request}`)")]
+    Exited { request: String },
+    #[error("i/o error talking to the engine: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// A running engine process.
+pub struct UciEngine {
+    child: Child,
+    stdin: ChildStdin,
+    lines: Lines<BufReader<ChildStdout>>,
+    /// `id name` from the engine, for PGN headers and logs.
+    pub id_name: Option<String>,
+}
+
+impl UciEngine {
+    /// Starts the engine, completes the `uci` handshake, sets the options and waits until it
+    /// is ready, all within `startup`.
+    pub async fn start(command: &EngineCommand, startup: Duration) -> Result<UciEngine, UciError> {
+        let mut child = Command::new(&command.program)
+            .args(&command.args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| UciError::Spawn {
+                program: command.program.display().to_string(),
+                source,
+            })?;
+        let stdin = child.stdin.take().expect("stdin was piped");
+        let stdout = child.stdout.take().expect("stdout was piped");
+        let mut engine = UciEngine {
+            child,
+            stdin,
+            lines: BufReader::new(stdout).lines(),
+            id_name: None,
+        };
+        let deadline = Instant::now() + startup;
+        engine.send("uci").await?;
+        let mut id_name = None;
+        engine
+            .read_until("uci", deadline, |line| {
+                if let Some(name) = line.strip_prefix("id name ") {
+                    id_name = Some(name.trim().to_string());
+                }
+                line == "uciok"
+            })
+            .await?;
+        engine.id_name = id_name;
+        for (name, value) in &command.options {
+            engine
+                .send(&format!("setoption name {name} value {value}"))
+                .await?;
+        }
+        engine.ready(deadline).await?;
+        Ok(engine)
+    }
+
+    /// Tells the engine a new game starts and waits until it is ready.
+    pub async fn new_game(&mut self, wait: Duration) -> Result<(), UciError> {
+        self.send("ucinewgame").await?;
+        self.ready(Instant::now() + wait).await
+    }
+
+    /// Sends `position` and `go` commands and returns the move of `bestmove` (as sent; the
+    /// caller checks it), waiting at most `wait`.
+    pub async fn best_move(
+        &mut self,
+        position: &str,
+        go: &str,
+        wait: Duration,
+    ) -> Result<String, UciError> {
+        let deadline = Instant::now() + wait;
+        self.send(position).await?;
+        self.send(go).await?;
+        let line = self
+            .read_until(go, deadline, |line| line.starts_with("bestmove"))
+            .await?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string())
+    }
+
+    /// Asks the engine to quit and gives it a moment before the drop kills it.
+    pub async fn quit(mut self) {
+        if self.send("quit").await.is_ok() {
+            let _exited = tokio::time::timeout(Duration::from_millis(500), self.child.wait()).await;
+        }
+    }
+
+    async fn ready(&mut self, deadline: Instant) -> Result<(), UciError> {
+        self.send("isready").await?;
+        self.read_until("isready", deadline, |line| line == "readyok")
+            .await
+            .map(drop)
+    }
+
+    async fn send(&mut self, line: &str) -> Result<(), UciError> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let written = async {
+            self.stdin.write_all(&bytes).await?;
+            self.stdin.flush().await
+        };
+        match written.await {
+            Ok(()) => Ok(()),
+            // A closed pipe means the engine is gone; say so rather than "broken pipe".
+            Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Err(UciError::Exited {
+                request: line.to_string(),
+            }),
+            Err(e) => Err(UciError::Io(e)),
+        }
+    }
+
+    /// Reads lines until `done` accepts one (returned), the engine exits or `deadline` passes.
+    async fn read_until(
+        &mut self,
+        request: &str,
+        deadline: Instant,
+        mut done: impl FnMut(&str) -> bool,
+    ) -> Result<String, UciError> {
+        let started = Instant::now();
+        loop {
+            match timeout_at(deadline, self.lines.next_line()).await {
+                Err(_) => {
+                    return Err(UciError::Timeout {
+                        request: request.to_string(),
+                        waited: started.elapsed(),
+                    });
+                }
+                Ok(Ok(None)) => {
+                    return Err(UciError::Exited {
+                        request: request.to_string(),
+                    });
+                }
+                Ok(Err(e)) => return Err(UciError::Io(e)),
+                Ok(Ok(Some(line))) => {
+                    let line = line.trim();
+                    if done(line) {
+                        return Ok(line.to_string());
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,342 @@
+//! `ladder arena` end to end: matches between our levels run to the end and their results read
+//! back; broken external engines lose their games without stopping the match; same seed, same
+//! games; shards partition the schedule; Stockfish and Fairy-Stockfish anchors when installed.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use ladder::arena::schedule::{self, Format, Shard};
+use ladder::arena::{ArenaOptions, MatchSummary, report_from_results, run_match};
+use ladder::calibration::select::{Filter, Versions, select};
+use ladder::engine::Game;
+use ladder::results::{Outcome, Source, read_results};
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ArenaOptions,
+}
+
+fn args(list: &[&str]) -> ArenaOptions {
+    let argv = std::iter::once("arena").chain(list.iter().copied());
+    Cli::try_parse_from(argv)
+        .expect("valid arena arguments")
+        .args
+}
+
+fn fixture(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/arena")
+        .join(name)
+}
+
+fn fake(mode: &str) -> String {
+    format!(
+        "name=fake-{mode},cmd={},arg={mode}",
+        fixture("fake_engine.sh").display()
+    )
+}
+
+fn run(list: &[&str]) -> MatchSummary {
+    run_match(&args(list)).expect("the match runs")
+}
+
+#[test]
+fn level_match_runs_to_the_end_and_its_results_read_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let pgn = dir.path().join("g.pgn");
+    let summary = run(&[
+        "--level",
+        "1..2",
+        "--games-per-pairing",
+        "4",
+        "--seed",
+        "7",
+        "--concurrency",
+        "2",
+        "--results",
+        results.to_str().unwrap(),
+        "--pgn",
+        pgn.to_str().unwrap(),
+    ]);
+    assert_eq!(summary.games.len(), 4);
+    assert!(
+        summary.report.contains("| level-1 | level-2 | 4 |"),
+        "{}",
+        summary.report
+    );
+
+    let read = read_results(std::slice::from_ref(&results)).unwrap();
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    // Both sides are levels: one record per side, eight in all, each game seen from both.
+    assert_eq!(read.records.len(), 8);
+    for r in &read.records {
+        assert_eq!(r.source, Source::Arena);
+        assert!(r.account == "level-1" || r.account == "level-2");
+        assert_ne!(r.account, r.opponent.name);
+        assert!(r.fault.is_none());
+        // The moves replay legally from the initial position and end the game by the rules.
+        let moves: Vec<&str> = r.moves.split_whitespace().collect();
+        let fen = (r.initial_fen != "startpos").then_some(r.initial_fen.as_str());
+        let game = Game::from_uci_moves(fen, &moves, false).unwrap();
+        assert!(
+            game.outcome().is_some(),
+            "{} did not end by the rules",
+            r.game_id
+        );
+        let other = read
+            .records
+            .iter()
+            .find(|o| o.game_id != r.game_id && o.moves == r.moves && o.color != r.color)
+            .expect("the other side's record");
+        let mirrored = match r.result {
+            Outcome::Win => Outcome::Loss,
+            Outcome::Loss => Outcome::Win,
+            x => x,
+        };
+        assert_eq!(other.result, mirrored);
+    }
+    let text = std::fs::read_to_string(&pgn).unwrap();
+    assert_eq!(text.matches("[Event ").count(), 4);
+    // The report rebuilt from the results counts each game once, with the same scores.
+    let again = report_from_results(&[results]).unwrap();
+    let row = |report: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with("| level-1 | level-2 |"))
+            .map(str::to_string)
+    };
+    assert!(row(&again).is_some(), "{again}");
+    assert_eq!(row(&again), row(&summary.report));
+}
+
+#[test]
+fn results_against_a_rated_uci_engine_feed_calibration() {
+    // Our own binary's UCI front end at level 3 stands in for an anchor of known rating.
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let anchor = format!(
+        "name=uci-l3,cmd={},arg=uci,option.Level=3,rating=1000,nodes=300",
+        env!("CARGO_BIN_EXE_ladder")
+    );
+    let summary = run(&[
+        "--level",
+        "1",
+        "--engine",
+        &anchor,
+        "--games-per-pairing",
+        "4",
+        "--seed",
+        "11",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert!(summary.games.iter().all(|g| !g.fault), "{}", summary.report);
+    let read = read_results(&[results]).unwrap();
+    assert_eq!(read.records.len(), 4);
+    let filter = Filter {
+        perf: "blitz".to_string(),
+        versions: Versions::Range(1, 1),
+        sources: vec![Source::Arena],
+        provisional_rd: 150.0,
+    };
+    let selection = select(&read.records, &filter);
+    assert_eq!(selection.excluded.total(), 0, "{:?}", selection.excluded);
+    assert_eq!(selection.used, 4);
+    let level = &selection.levels["1"];
+    assert_eq!(level.observations.len(), 4);
+    assert!(level.observations.iter().all(|o| o.opponent == 1000.0));
+    assert!(summary.report.contains("performance vs anchors"));
+}
+
+#[test]
+fn broken_engines_lose_their_games_and_the_match_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let (crash, illegal, hang, startup) = (
+        fake("crash"),
+        fake("illegal"),
+        fake("hang"),
+        fake("startup"),
+    );
+    let summary = run(&[
+        "--level",
+        "1",
+        "--engine",
+        &crash,
+        "--engine",
+        &illegal,
+        "--engine",
+        &hang,
+        "--engine",
+        &startup,
+        "--gauntlet",
+        "--nodes",
+        "100",
+        "--games-per-pairing",
+        "2",
+        "--move-timeout",
+        "300",
+        "--startup-timeout",
+        "300",
+        "--seed",
+        "3",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    // Every game was played, each engine twice (so a crashed one was restarted).
+    assert_eq!(summary.games.len(), 8);
+    let read = read_results(&[results]).unwrap();
+    assert_eq!(read.records.len(), 8);
+    for r in &read.records {
+        assert_eq!(r.result, Outcome::Win, "{} {}", r.opponent.name, r.status);
+        let expected = match r.opponent.name.as_str() {
+            "fake-crash" => "crash",
+            "fake-illegal" => "illegalmove",
+            "fake-hang" | "fake-startup" => "hang",
+            other => panic!("unexpected opponent {other}"),
+        };
+        assert_eq!(r.status, expected);
+        let fault = r.fault.as_deref().expect("a malfunction is marked");
+        assert!(fault.contains("the opponent's side"), "{fault}");
+    }
+    assert!(
+        summary
+            .report
+            .contains("| level-1 | fake-crash | 2 | 2 | 0 | 0 | 2 |")
+    );
+}
+
+#[test]
+fn same_seed_reproduces_the_pgn_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let play = |name: &str| {
+        let pgn = dir.path().join(format!("{name}.pgn"));
+        let results = dir.path().join(format!("{name}.jsonl"));
+        run(&[
+            "--level",
+            "1,3",
+            "--openings",
+            fixture("openings.epd").to_str().unwrap(),
+            "--games-per-pairing",
+            "4",
+            "--concurrency",
+            "3",
+            "--seed",
+            "42",
+            "--results",
+            results.to_str().unwrap(),
+            "--pgn",
+            pgn.to_str().unwrap(),
+        ]);
+        // The date is the only header that may differ between two runs.
+        std::fs::read_to_string(pgn)
+            .unwrap()
+            .lines()
+            .filter(|l| !l.starts_with("[Date "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let first = play("a");
+    assert_eq!(first.matches("[Event ").count(), 4);
+    assert!(first.contains("[FEN "), "EPD openings are set up");
+    assert_eq!(first, play("b"));
+}
+
+#[test]
+fn shards_partition_the_schedule() {
+    let pairings = schedule::pairings(Format::RoundRobin, 5, 5);
+    assert_eq!(pairings.len(), 10);
+    let all = schedule::schedule(&pairings, 7, 6, 99);
+    assert_eq!(all.len(), 60);
+    let mut seen = vec![0; all.len()];
+    for i in 1..=4 {
+        let shard: Shard = format!("{i}/4").parse().unwrap();
+        for g in schedule::shard(all.clone(), shard) {
+            assert_eq!(
+                g, all[g.index],
+                "a shard plays the game of the full schedule"
+            );
+            seen[g.index] += 1;
+        }
+    }
+    assert!(
+        seen.iter().all(|&n| n == 1),
+        "every game in exactly one shard"
+    );
+    assert!("0/4".parse::<Shard>().is_err() && "5/4".parse::<Shard>().is_err());
+    // Every pairing plays each opening with both colours.
+    for &(a, b) in &pairings {
+        let games: Vec<_> = all
+            .iter()
+            .filter(|g| (g.white, g.black) == (a, b) || (g.white, g.black) == (b, a))
+            .collect();
+        for pair in games.chunks(2) {
+            assert_eq!(pair[0].opening, pair[1].opening);
+            assert_eq!(pair[0].white, pair[1].black);
+        }
+    }
+    let gauntlet = schedule::pairings(Format::Gauntlet, 5, 2);
+    assert_eq!(gauntlet, [(0, 2), (0, 3), (0, 4), (1, 2), (1, 3), (1, 4)]);
+}
+
+#[test]
+fn bad_arguments_are_refused_with_a_reason() {
+    let err = run_match(&args(&[
+        "--level",
+        "1",
+        "--engine",
+        "cmd=/bin/true,colour=red",
+    ]))
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("colour"), "{err}");
+    let err = run_match(&args(&["--level", "1", "--engine", &fake("hang")]))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("--nodes"), "{err}");
+    let err = run_match(&args(&["--level", "1"])).unwrap_err().to_string();
+    assert!(err.contains("two players"), "{err}");
+}
+
+#[test]
+fn stockfish_and_lichess_ai_anchors_put_a_level_on_their_scale() {
+    for bin in ["/usr/games/stockfish", "/usr/games/fairy-stockfish"] {
+        if !Path::new(bin).exists() {
+            eprintln!(
+                "SKIPPED: {bin} is not installed (apt-get install stockfish fairy-stockfish)"
+            );
+            return;
+        }
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let summary = run(&[
+        "--level",
+        "1",
+        "--engine",
+        "name=sf1350,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,option.UCI_Elo=1350,rating=1350,movetime=20",
+        "--lichess-ai",
+        "1",
+        "--gauntlet",
+        "--games-per-pairing",
+        "2",
+        "--seed",
+        "5",
+        "--results",
+        results.to_str().unwrap(),
+    ]);
+    assert_eq!(summary.games.len(), 4);
+    assert!(summary.games.iter().all(|g| !g.fault), "{}", summary.report);
+    let read = read_results(&[results]).unwrap();
+    let mut anchors: Vec<f64> = read
+        .records
+        .iter()
+        .map(|r| r.opponent.rating.expect("anchors carry their rating"))
+        .collect();
+    anchors.sort_by(f64::total_cmp);
+    assert_eq!(anchors, [800.0, 800.0, 1350.0, 1350.0]);
+    assert!(summary.report.contains("on the anchors' scale"));
+    assert!(summary.report.contains("| level-1 |"));
+}
