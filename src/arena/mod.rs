@@ -203,6 +203,31 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
             levels[i] = name.strip_prefix("level-").and_then(|l| l.parse().ok());
         }
     }
+    // Records arrive in completion order, which concurrency makes arbitrary: put the players in
+    // a fixed order (levels by level, then anchors by rating, then the rest by name) so the same
+    // games always give the same report.
+    let mut order: Vec<usize> = (0..names.len()).collect();
+    order.sort_by(|&a, &b| {
+        let key = |i: usize| (levels[i].is_none(), levels[i].or(known[i]));
+        let (ka, kb) = (key(a), key(b));
+        ka.0.cmp(&kb.0)
+            .then(
+                ka.1.unwrap_or(f64::MAX)
+                    .total_cmp(&kb.1.unwrap_or(f64::MAX)),
+            )
+            .then(names[a].cmp(&names[b]))
+    });
+    let mut new_index = vec![0; order.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    let names: Vec<String> = order.iter().map(|&i| names[i].clone()).collect();
+    let levels: Vec<Option<f64>> = order.iter().map(|&i| levels[i]).collect();
+    let known: Vec<Option<f64>> = order.iter().map(|&i| known[i]).collect();
+    for s in &mut scored {
+        s.white = new_index[s.white];
+        s.black = new_index[s.black];
+    }
     let mut text = format!(
         "# Arena report from {}\n\n{} games\n\n",
         paths
