@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ladder::levels::{Coefficients, LevelParams};
-use ladder::lichess::ChallengeColor;
+use ladder::lichess::{ChallengeColor, Token};
 use ladder::results::read_results;
 use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
 
@@ -148,29 +148,50 @@ impl Drop for Daemon {
     }
 }
 
-/// A challenge from a human who plays white and then never moves: the game stays open.
-fn open_game(sb: &Sandbox, bot: &str) -> String {
+/// A daemon process playing `bot`, in a game against a human who took white and never moves:
+/// the game stays open for as long as the test needs.
+struct Running {
+    sb: Sandbox,
+    dir: tempfile::TempDir,
+    token: Token,
+    daemon: Daemon,
+    game: String,
+}
+
+async fn daemon_with_open_game(bot: &str) -> Running {
+    let sb = sandbox(bot).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_setup(dir.path(), sb.base_url(), bot);
+    let token = sb.token(bot).unwrap();
+    let daemon = Daemon::spawn(dir.path(), token.expose());
+    daemon
+        .wait_for_line(&["event stream open"], Duration::from_secs(20))
+        .await;
     let mut spec = ChallengeSpec::clock(180, 0);
     spec.color = ChallengeColor::White;
-    sb.challenge("alice", bot, &spec).unwrap().id
+    let game = sb.challenge("alice", bot, &spec).unwrap().id;
+    daemon
+        .wait_for_line(&["game started", &game], Duration::from_secs(20))
+        .await;
+    Running {
+        sb,
+        dir,
+        token,
+        daemon,
+        game,
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs() {
     let bot = "sighup1";
-    let sb = sandbox(bot).await;
-    let dir = tempfile::tempdir().unwrap();
-    write_setup(dir.path(), sb.base_url(), bot);
-    let token = sb.token(bot).unwrap();
-    let mut daemon = Daemon::spawn(dir.path(), token.expose());
-    daemon
-        .wait_for_line(&["event stream open"], Duration::from_secs(20))
-        .await;
-
-    let old = open_game(&sb, bot);
-    daemon
-        .wait_for_line(&["game started", &old], Duration::from_secs(20))
-        .await;
+    let Running {
+        sb,
+        dir,
+        token,
+        mut daemon,
+        game: old,
+    } = daemon_with_open_game(bot).await;
 
     let mut next = Coefficients::builtin();
     next.version = 2;
@@ -243,18 +264,12 @@ async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs()
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_sigterm_drains_and_second_sigterm_stops_now() {
     let bot = "sigterm1";
-    let sb = sandbox(bot).await;
-    let dir = tempfile::tempdir().unwrap();
-    write_setup(dir.path(), sb.base_url(), bot);
-    let token = sb.token(bot).unwrap();
-    let mut daemon = Daemon::spawn(dir.path(), token.expose());
-    daemon
-        .wait_for_line(&["event stream open"], Duration::from_secs(20))
-        .await;
-    let running = open_game(&sb, bot);
-    daemon
-        .wait_for_line(&["game started", &running], Duration::from_secs(20))
-        .await;
+    let Running {
+        sb,
+        dir,
+        mut daemon,
+        ..
+    } = daemon_with_open_game(bot).await;
 
     daemon.signal("TERM");
     daemon
