@@ -450,10 +450,23 @@ async fn game_stream_reconnects_resume_with_real_budgets_and_finish() {
             .await
             .unwrap();
         let id = challenge(&sb, "Rita", "recon1", 60, 0);
+        // Drop the stream as soon as the game is under way (a fast game can end within a few
+        // hundred milliseconds), then again every 100 ms, until it ends or four drops are done.
         let mut dropped = 0;
-        for _ in 0..4 {
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            dropped += sb.drop_game_streams(&id);
+        let start = std::time::Instant::now();
+        while dropped < 4 && start.elapsed() < Duration::from_secs(20) {
+            match sb.game(&id) {
+                Some(g) if g.is_over() => break,
+                Some(g) if g.moves.len() >= 2 => {
+                    let n = sb.drop_game_streams(&id);
+                    dropped += n;
+                    if n > 0 {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                    }
+                }
+                _ => {}
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
         assert!(dropped >= 1, "no stream was dropped");
         let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
