@@ -207,6 +207,20 @@ fn new_stream() -> (StreamSlot, StreamReader) {
     )
 }
 
+/// A `challenge` event as one side sees it: `direction` is "in" for the challenged account,
+/// "out" for the challenger.
+fn challenge_event(json: &ChallengeJson, direction: &str) -> Event {
+    let mut challenge = json.clone();
+    challenge.direction = Some(direction.to_string());
+    Event::Challenge {
+        challenge: Box::new(challenge),
+        compat: Some(Compat {
+            bot: true,
+            board: true,
+        }),
+    }
+}
+
 fn send_json<T: serde::Serialize>(slot: &StreamSlot, value: &T) {
     let line = serde_json::to_string(value).expect("wire types serialize");
     // A closed receiver means the client went away; the next stream it opens resyncs.
@@ -569,18 +583,7 @@ impl World {
     fn announce_challenge(&self, json: &ChallengeJson, challenger: &str, dest: &str) {
         for (who, direction) in [(dest, "in"), (challenger, "out")] {
             if let Some(slot) = self.event_streams.get(who) {
-                let mut challenge = json.clone();
-                challenge.direction = Some(direction.to_string());
-                send_json(
-                    slot,
-                    &Event::Challenge {
-                        challenge: Box::new(challenge),
-                        compat: Some(Compat {
-                            bot: true,
-                            board: true,
-                        }),
-                    },
-                );
+                send_json(slot, &challenge_event(json, direction));
             }
         }
     }
@@ -839,18 +842,8 @@ impl World {
             let incoming = json.dest_user.as_ref().is_some_and(|u| u.id == account);
             let outgoing = json.challenger.id == account;
             if incoming || outgoing {
-                let mut challenge = json.clone();
-                challenge.direction = Some(if incoming { "in" } else { "out" }.to_string());
-                send_json(
-                    slot,
-                    &Event::Challenge {
-                        challenge: Box::new(challenge),
-                        compat: Some(Compat {
-                            bot: true,
-                            board: true,
-                        }),
-                    },
-                );
+                let direction = if incoming { "in" } else { "out" };
+                send_json(slot, &challenge_event(json, direction));
             }
         }
         for (id, entry) in &self.games {
