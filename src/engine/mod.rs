@@ -20,7 +20,8 @@ pub mod tt;
 pub use limits::{Limits, NoStop, SearchObserver};
 pub use noise::Noise;
 pub use position::{Game, GameError};
-pub use search::{Engine, Score, SearchInfo, SearchResult};
+pub use score::Score;
+pub use search::{Engine, SearchInfo, SearchResult};
 
 /// Everything that decides how one search plays, apart from the position.
 #[derive(Clone, Debug, PartialEq)]

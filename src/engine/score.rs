@@ -1,7 +1,15 @@
-//! Internal search scores: centipawns, and mate scores encoded as distance from the root in
-//! plies, with the conversions to and from the transposition table and to [`Score`].
+//! The engine's one score type: the public [`Score`] (centipawns or mate in N moves), and the
+//! internal search scores behind it (centipawns, and mate scores encoded as distance from the
+//! root in plies) with the conversions to and from the transposition table.
 
-use super::search::Score;
+/// A search score as the engine reports it, from the side to move's point of view.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Score {
+    /// Centipawns.
+    Cp(i32),
+    /// Mate in this many moves (positive: we mate; negative: we are mated).
+    Mate(i32),
+}
 
 /// Deepest ply the search reaches (iterative deepening stops below it; quiescence too).
 pub const MAX_PLY: usize = 128;

@@ -24,19 +24,12 @@ use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
 use super::noise::Noise;
 use super::ordering::{Heuristics, is_quiet, pick, score_captures, score_moves};
-use super::score::{DRAW, INFINITE, MATE_BOUND, MAX_PLY, is_mate, mate_in, mated_in, to_public};
+use super::score::{
+    DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in, to_public,
+};
 use super::see::{see_non_negative, see_value};
 use super::tt::{Bound, Tt};
 use super::{Game, SearchObserver, SearchParams};
-
-/// A search score from the side to move's point of view.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Score {
-    /// Centipawns.
-    Cp(i32),
-    /// Mate in this many moves (positive: we mate; negative: we are mated).
-    Mate(i32),
-}
 
 /// Progress after one completed iteration.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,9 +130,9 @@ impl Engine {
         let mut root_moves: Vec<Move> = root.legal_moves().into_iter().collect();
         if root_moves.is_empty() {
             let score = if root.is_check() {
-                super::Score::Mate(0)
+                Score::Mate(0)
             } else {
-                super::Score::Cp(0)
+                Score::Cp(0)
             };
             return SearchResult {
                 best_move: None,
@@ -234,7 +227,7 @@ impl Searcher<'_> {
     ) -> SearchResult {
         let mut result = SearchResult {
             best_move: Some(root_moves[0]),
-            score: super::Score::Cp(0),
+            score: Score::Cp(0),
             depth: 0,
             nodes: 0,
             pv: vec![root_moves[0]],

@@ -4,7 +4,7 @@
 //! Design: a cluster is chosen by multiply-shift on the full 64-bit key (`(key · len) >> 64`,
 //! which uses the key's high bits and needs no power-of-two size); each entry keeps the low 16
 //! bits of the key to tell positions apart inside the cluster. Scores are stored relative to the
-//! node (mate scores normalised by ply, see [`score_to_tt`]) so a mate found through a
+//! node (mate scores normalised by ply, see [`super::score::ply_adjusted_to_tt`]) so a mate found through a
 //! transposition at another ply keeps its true distance. Replacement inside a cluster: the same
 //! position first, otherwise the entry with the least depth, older generations counting as
 //! shallower. Everything is plain safe Rust; the table is cleared by `new_game` and resized by
