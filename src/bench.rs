@@ -89,6 +89,7 @@ pub fn bench_with(depth: u32, hash_mb: usize, noise: Noise) -> BenchResult {
     let params = SearchParams {
         limits: Limits::depth(depth),
         noise,
+        blindness: crate::engine::Blindness::NONE,
     };
     let lines: Vec<BenchLine> = POSITIONS
         .iter()

@@ -11,7 +11,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::{Game, Limits, Noise, SearchParams};
+use shakmaty::Position;
+
+use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 
 /// The living coefficients, as stored in calibration/coefficients.toml.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -40,6 +42,14 @@ pub struct Coefficients {
     /// Hard cap on nodes per move, whatever the level and material.
     #[serde(default = "default_max_nodes")]
     pub max_nodes: u64,
+    /// Cap on the noise scale (cp). Below the level where s0·d^x reaches it, the weakness
+    /// comes from missed threats (`blindness`) rather than ever wilder misjudgements, which
+    /// look like a strong player throwing pieces away. None: no cap.
+    #[serde(default)]
+    pub max_noise_cp: Option<f64>,
+    /// Missed threats at the bottom of the ladder (none when absent).
+    #[serde(default)]
+    pub blindness: Option<BlindnessCurve>,
     /// Hash size by level: each step applies from its `from_level` upwards.
     pub hash: Vec<HashStep>,
     /// Per-level offsets o(L) added to the level, keyed by level ("3", "3.5").
@@ -65,6 +75,32 @@ fn default_levels_per_halving() -> f64 {
 fn default_max_nodes() -> u64 {
     50_000_000
 }
+
+/// The chance that a weak level judges a candidate move without looking at the opponent's
+/// replies: p(x) = max / (1 + e^((x − mid)/width)), a smooth, decreasing function of the level
+/// exponent x, so calibration can move a level anywhere and the weakness follows.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BlindnessCurve {
+    /// The chance far below `mid` (at most 1).
+    pub max: f64,
+    /// The exponent x where the chance is half of `max`.
+    pub mid: f64,
+    /// How many levels the fall from `max` to 0 takes, roughly a quarter of it per `width`.
+    pub width: f64,
+}
+
+impl BlindnessCurve {
+    pub fn probability(&self, x: f64) -> f64 {
+        self.max / (1.0 + ((x - self.mid) / self.width).exp())
+    }
+}
+
+/// Nodes a level gets, at least, for beating a bare king: a won K+Q or K+R vs K ending is
+/// converted cleanly at every level (a level that cannot mate turns a won game into a draw,
+/// and Lichess draws a threefold repetition by itself); the weakest levels play the rest of
+/// the game as weakly as ever.
+pub const BARE_KING_NODES: u64 = 20_000;
 
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -162,6 +198,22 @@ impl Coefficients {
                 return invalid(key, "is not a level number");
             }
         }
+        if let Some(cap) = self.max_noise_cp
+            && !(cap.is_finite() && cap > 0.0)
+        {
+            return invalid("max_noise_cp", "must be a positive number");
+        }
+        if let Some(curve) = self.blindness {
+            if !(curve.max.is_finite() && (0.0..=1.0).contains(&curve.max)) {
+                return invalid("blindness.max", "must be in [0, 1]");
+            }
+            if !curve.mid.is_finite() {
+                return invalid("blindness.mid", "must be a number");
+            }
+            if !(curve.width.is_finite() && curve.width > 0.0) {
+                return invalid("blindness.width", "must be a positive number");
+            }
+        }
         if self.offsets.values().any(|o| !o.is_finite()) {
             return invalid("offsets", "must be finite numbers");
         }
@@ -230,7 +282,10 @@ pub struct LevelParams {
     /// Noise scale (cp) at full material.
     pub noise_cp: f64,
     pub hash_mb: usize,
+    /// Chance of judging a root move blind at full material (0: never).
+    pub blind_probability: f64,
     pub coefficients_version: u32,
+    blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
     r_min: f64,
@@ -254,9 +309,14 @@ impl LevelParams {
             offset,
             exponent,
             nodes,
-            noise_cp: coefficients.s0 * coefficients.d.powf(exponent),
+            noise_cp: (coefficients.s0 * coefficients.d.powf(exponent))
+                .min(coefficients.max_noise_cp.unwrap_or(f64::INFINITY)),
             hash_mb: coefficients.hash_mb(level),
+            blind_probability: coefficients
+                .blindness
+                .map_or(0.0, |curve| curve.probability(exponent)),
             coefficients_version: coefficients.version,
+            blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,
             r_min: coefficients.r_min,
@@ -300,8 +360,29 @@ impl LevelParams {
         self.noise_cp * self.noise_multiplier(material_ratio)
     }
 
+    /// Chance of judging a root move blind at material ratio `r`: the curve read k levels
+    /// higher per halving of material, like the noise (with `endgame_noise`).
+    pub fn blindness_at(&self, material_ratio: f64) -> f64 {
+        let Some(curve) = self.blindness else {
+            return 0.0;
+        };
+        let gained = if self.endgame_noise {
+            self.halvings(material_ratio)
+        } else {
+            0.0
+        };
+        curve.probability(self.exponent + gained)
+    }
+
     /// The search parameters for one move of a game played at this level with `seed`.
     pub fn search_params(&self, game: &Game, seed: u64) -> SearchParams {
+        if opponent_has_bare_king(game) {
+            return SearchParams {
+                limits: Limits::nodes(self.nodes_at(0.0).max(BARE_KING_NODES).min(self.max_nodes)),
+                noise: Noise::NONE,
+                blindness: Blindness::NONE,
+            };
+        }
         let r = game.material_ratio();
         SearchParams {
             limits: Limits::nodes(self.nodes_at(r)),
@@ -309,8 +390,21 @@ impl LevelParams {
                 scale_cp: self.noise_at(r),
                 seed,
             },
+            blindness: Blindness {
+                probability: self.blindness_at(r),
+                seed,
+            },
         }
     }
+}
+
+/// Whether the side not to move has nothing but its king while the side to move has more.
+fn opponent_has_bare_king(game: &Game) -> bool {
+    let position = game.position();
+    let board = position.board();
+    let them = board.by_color(!position.turn());
+    let us = board.by_color(position.turn());
+    them.count() == 1 && us.count() > 1
 }
 
 /// `ladder levels` options.
@@ -330,8 +424,8 @@ pub struct LevelsArgs {
     pub step: f64,
 }
 
-/// The table `ladder levels` prints: per level, nodes, noise and hash, and the endgame
-/// multipliers at r = 1, 0.5 and 0.25.
+/// The table `ladder levels` prints: per level, nodes, noise, the chance of a blind move and
+/// hash, and the endgame multipliers at r = 1, 0.5 and 0.25.
 pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -350,11 +444,12 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
     );
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>10} {:>9} {:>5} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
+        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
         "level",
         "offset",
         "nodes",
         "noise_cp",
+        "blind",
         "hash",
         "rating",
         "nodes@1",
@@ -373,11 +468,12 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
             .map_or("-".to_string(), |r| format!("{r:.0}"));
         let _ = writeln!(
             out,
-            "{:>6} {:>7.2} {:>10} {:>9.1} {:>4}M {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
             level_key(level),
             p.offset,
             p.nodes,
             p.noise_cp,
+            p.blind_probability,
             p.hash_mb,
             rating,
             p.nodes_at(1.0),

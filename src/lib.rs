@@ -17,6 +17,7 @@ pub mod levels;
 pub mod lichess;
 pub mod logging;
 pub mod perft;
+pub mod player;
 pub mod results;
 pub mod sandbox;
 pub mod search_control;

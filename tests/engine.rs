@@ -142,6 +142,7 @@ fn same_inputs_same_move_and_nodes() {
                     scale_cp: scale,
                     seed: 99,
                 },
+                blindness: ladder::engine::Blindness::NONE,
             };
             let a = search(&game, &params);
             let b = search(&game, &params);

@@ -13,7 +13,7 @@ use crate::engine::Engine;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 
-use super::clock::{think_time, urgency_ms};
+use crate::player::clock::{think_time, urgency_ms};
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;

@@ -13,7 +13,6 @@
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
-pub mod clock;
 pub mod game;
 pub mod policy;
 pub mod pool;

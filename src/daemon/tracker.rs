@@ -16,7 +16,7 @@ use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
 };
 
-use super::clock::ClockInput;
+use crate::player::clock::ClockInput;
 
 /// What the actor knows before the game stream opens.
 #[derive(Clone, Debug)]
@@ -451,7 +451,7 @@ mod tests {
         };
         assert_eq!(clock.remaining_ms, Some(170_000));
         assert!(!clock.first_move);
-        assert!(super::super::clock::think_time(clock) > Duration::from_millis(1000));
+        assert!(crate::player::clock::think_time(clock) > Duration::from_millis(1000));
     }
 
     #[test]

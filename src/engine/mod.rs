@@ -5,6 +5,7 @@
 //! stop the search (time, `stop`) and hears about every completed iteration. Same inputs, same
 //! output, bit for bit.
 
+pub mod blindness;
 pub mod eval;
 pub mod limits;
 pub mod movegen;
@@ -17,6 +18,7 @@ pub mod search;
 pub mod see;
 pub mod tt;
 
+pub use blindness::Blindness;
 pub use limits::{Limits, NoStop, SearchObserver};
 pub use noise::Noise;
 pub use position::{Game, GameError};
@@ -28,6 +30,8 @@ pub use search::{Engine, SearchInfo, SearchResult};
 pub struct SearchParams {
     pub limits: Limits,
     pub noise: Noise,
+    /// Missed threats at the root (the weakest levels); [`Blindness::NONE`] at full strength.
+    pub blindness: Blindness,
 }
 
 impl SearchParams {
@@ -36,6 +40,7 @@ impl SearchParams {
         SearchParams {
             limits,
             noise: Noise::NONE,
+            blindness: Blindness::NONE,
         }
     }
 }

@@ -10,7 +10,8 @@
 //! Features: aspiration windows, PVS, quiescence on our own capture generator, a transposition
 //! table, hash move / SEE-sorted captures / killers / history ordering, reverse futility
 //! pruning, null-move pruning, late-move reductions and pruning, check extension, and draws by
-//! repetition (twofold inside the search, threefold against the game's history), the 50-move
+//! repetition (a position seen once before, in the search path or in the game since the last
+//! irreversible move, counts as a draw: the side ahead avoids it), the 50-move
 //! rule and insufficient material. Nothing depends on time or on hash-map order: the same
 //! inputs (including the table's contents) give the same move and node count.
 
@@ -19,6 +20,7 @@ use std::sync::LazyLock;
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{Chess, EnPassantMode, Move, MoveList, Position, Role};
 
+use super::blindness::Blindness;
 use super::eval::{add_noise, evaluate};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
@@ -173,11 +175,12 @@ impl Engine {
             heuristics: &mut self.heuristics,
             observer,
             noise: params.noise,
+            blindness: params.blindness,
+            game_ply: game.moves().len(),
             nodes: 0,
             node_limit: params.limits.nodes.unwrap_or(u64::MAX),
             can_stop: false,
             stopped: false,
-            root_index: keys.len() - 1,
             keys,
             pv: vec![[None; MAX_PLY + 1]; MAX_PLY + 1],
             pv_len: [0; MAX_PLY + 1],
@@ -199,15 +202,16 @@ struct Searcher<'a> {
     heuristics: &'a mut Heuristics,
     observer: &'a mut dyn SearchObserver,
     noise: Noise,
+    blindness: Blindness,
+    /// Moves played in the game before the root (the blindness draws depend on it).
+    game_ply: usize,
     nodes: u64,
     node_limit: u64,
     /// False until depth 1 is complete: before that no limit may stop the search.
     can_stop: bool,
     stopped: bool,
-    /// Zobrist keys of the game's positions followed by those of the current search path; the
-    /// key of the node at ply p is `keys[root_index + p]`.
+    /// Zobrist keys of the game's positions followed by those of the current search path.
     keys: Vec<u64>,
-    root_index: usize,
     /// Triangular PV table.
     pv: Vec<[Option<Move>; MAX_PLY + 1]>,
     pv_len: [usize; MAX_PLY + 1],
@@ -354,7 +358,13 @@ impl Searcher<'_> {
             let new_depth = depth - 1 + i32::from(child.in_check);
             self.keys.push(child.key);
             let mut score;
-            if i == 0 {
+            if self.repeats_earlier_position() {
+                // Depth 1 goes straight to quiescence, which does not look for repetitions:
+                // without this a level searching one ply would walk in circles.
+                score = DRAW;
+            } else if self.blindness.is_blind(self.game_ply, m) {
+                score = -self.blind_score(&child);
+            } else if i == 0 {
                 score = -self.negamax(&child, new_depth, 1, -beta, -alpha, 0, true);
             } else {
                 score = -self.negamax(&child, new_depth, 1, -alpha - 1, -alpha, 0, true);
@@ -404,6 +414,33 @@ impl Searcher<'_> {
         best_score
     }
 
+    /// Whether the position at the end of `self.keys` (a root child) occurred before, since the
+    /// last irreversible move: for the side that is ahead, going back is a step towards a
+    /// threefold draw.
+    fn repeats_earlier_position(&self) -> bool {
+        let current = self.keys.len() - 1;
+        let key = self.keys[current];
+        let mut index = current;
+        while index >= 2 {
+            index -= 2;
+            if self.keys[index] == key {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The score of a root child judged without looking at the opponent's answers, from the
+    /// child's side to move: its noisy static evaluation (mate and stalemate are still seen:
+    /// a player notices that the game is over). A static evaluation is part of the root's
+    /// node, so it counts no node of its own.
+    fn blind_score(&mut self, child: &Node) -> i32 {
+        if child.pos.legal_moves().is_empty() {
+            return if child.in_check { mated_in(1) } else { DRAW };
+        }
+        self.noisy(evaluate(&child.pos), child.key)
+    }
+
     /// Whether the node at the end of `self.keys` is drawn by the rules (checkmate excepted).
     fn is_draw(&self, pos: &Chess, key: u64, in_check: bool, floor: usize) -> bool {
         let board = pos.board();
@@ -417,19 +454,13 @@ impl Searcher<'_> {
         let current = self.keys.len() - 1;
         let lowest = current.saturating_sub(halfmoves).max(floor);
         let mut index = current;
-        let mut earlier = 0;
         while index >= lowest + 2 {
             index -= 2;
             if self.keys[index] == key {
-                // Once inside the search path is enough (the side repeating could do it
-                // again); a position from the game before the root needs a third occurrence.
-                if index >= self.root_index {
-                    return true;
-                }
-                earlier += 1;
-                if earlier >= 2 {
-                    return true;
-                }
+                // Once is enough, inside the search path or earlier in the game: the side
+                // that is ahead must not step back towards a threefold repetition (Lichess
+                // draws it by itself), and the side that is behind may aim for it.
+                return true;
             }
         }
         false

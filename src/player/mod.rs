@@ -1,0 +1,82 @@
+//! The level player: one of our levels playing one game. It owns everything that decides a
+//! move — the engine with the level's hash, the level's parameters, the game's seed — and the
+//! time policy ([`clock`]), so the daemon, the arena, the sandbox's simulated challengers and
+//! `ladder uci` with `Level` all play the very same moves: a move measured offline is the move
+//! the daemon would play on Lichess.
+//!
+//! Determinism: a game replays bit for bit from (coefficients, level, seed) when its moves are
+//! chosen in order by one player (the table carries knowledge from move to move, and
+//! [`LevelPlayer::new`] starts it empty).
+
+pub mod clock;
+
+use crate::engine::{Engine, Game, SearchObserver, SearchParams, SearchResult};
+use crate::levels::LevelParams;
+
+/// One level playing one game.
+pub struct LevelPlayer {
+    engine: Engine,
+    params: LevelParams,
+    seed: u64,
+}
+
+impl LevelPlayer {
+    /// A player for a new game: a fresh engine sized by the level, the game's seed.
+    pub fn new(params: LevelParams, seed: u64) -> LevelPlayer {
+        LevelPlayer {
+            engine: Engine::new(params.hash_mb),
+            params,
+            seed,
+        }
+    }
+
+    pub fn params(&self) -> &LevelParams {
+        &self.params
+    }
+
+    /// The game's seed: every random choice of this player derives from it.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The search parameters of the next move in `game`.
+    pub fn search_params(&self, game: &Game) -> SearchParams {
+        self.params.search_params(game, self.seed)
+    }
+
+    /// Chooses the move in `game`'s current position; `observer` may stop the search (time,
+    /// cancel) but depth 1 always completes, so a legal move comes back unless the game is
+    /// over.
+    pub fn choose(&mut self, game: &Game, observer: &mut dyn SearchObserver) -> SearchResult {
+        let params = self.search_params(game);
+        self.engine.search(game, &params, observer)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::NoStop;
+    use crate::levels::Coefficients;
+
+    fn play(level: f64, seed: u64, plies: usize) -> Vec<String> {
+        let params = LevelParams::new(&Coefficients::builtin(), level);
+        let mut player = LevelPlayer::new(params, seed);
+        let mut game = Game::startpos();
+        let mut moves = Vec::new();
+        for _ in 0..plies {
+            let Some(m) = player.choose(&game, &mut NoStop).best_move else {
+                break;
+            };
+            moves.push(game.to_uci(m));
+            game.play(m);
+        }
+        moves
+    }
+
+    #[test]
+    fn same_seed_same_game_other_seed_other_game() {
+        assert_eq!(play(1.0, 7, 24), play(1.0, 7, 24));
+        assert_ne!(play(1.0, 7, 24), play(1.0, 8, 24));
+    }
+}
