@@ -542,6 +542,66 @@ mod tests {
         assert!(err.contains("line 1"), "{err}");
     }
 
+    fn with_bottom(mut c: Coefficients) -> Coefficients {
+        c.max_noise_cp = Some(300.0);
+        c.blindness = Some(BlindnessCurve {
+            max: 0.6,
+            mid: 0.5,
+            width: 0.7,
+        });
+        c
+    }
+
+    #[test]
+    fn the_bottom_weakens_smoothly_and_monotonely_below_level_one() {
+        let c = with_bottom(Coefficients::builtin());
+        let mut previous: Option<LevelParams> = None;
+        let mut level = -4.0;
+        while level <= 12.0 {
+            let p = LevelParams::new(&c, level);
+            assert!(p.noise_cp <= 300.0, "noise capped: {}", p.noise_cp);
+            assert!((0.0..=0.6).contains(&p.blind_probability));
+            if let Some(q) = &previous {
+                // Monotone: never weaker one step up...
+                assert!(p.nodes >= q.nodes && p.noise_cp <= q.noise_cp);
+                assert!(p.blind_probability <= q.blind_probability);
+                // ...and continuous: a small step moves the blindness a little.
+                assert!((q.blind_probability - p.blind_probability) < 0.05, "{level}");
+            }
+            previous = Some(p);
+            level += 0.05;
+        }
+        assert!(LevelParams::new(&c, -4.0).blind_probability > 0.55);
+        assert!(LevelParams::new(&c, 6.0).blind_probability < 0.001);
+    }
+
+    #[test]
+    fn blindness_fades_as_material_comes_off() {
+        let c = with_bottom(Coefficients::builtin());
+        let p = LevelParams::new(&c, 0.0);
+        assert!(p.blindness_at(0.25) < p.blindness_at(0.5));
+        assert!(p.blindness_at(0.5) < p.blindness_at(1.0));
+        assert_eq!(p.blindness_at(1.0), p.blind_probability);
+    }
+
+    #[test]
+    fn a_bare_king_is_beaten_at_full_strength_by_every_level() {
+        let c = with_bottom(Coefficients::builtin());
+        // White: king and rook; black: bare king.
+        let game = Game::new(Some("8/8/8/3k4/8/8/8/R3K3 w - - 0 1"), false).unwrap();
+        for level in [-3.0, 1.0, 4.0] {
+            let p = LevelParams::new(&c, level);
+            let attack = p.search_params(&game, 5);
+            assert_eq!(attack.noise, Noise::NONE);
+            assert_eq!(attack.blindness, Blindness::NONE);
+            assert!(attack.limits.nodes.unwrap() >= BARE_KING_NODES);
+        }
+        // The side with the bare king plays as its level does.
+        let game = Game::new(Some("8/8/8/3k4/8/8/8/R3K3 b - - 0 1"), false).unwrap();
+        let defence = LevelParams::new(&c, 1.0).search_params(&game, 5);
+        assert!(defence.noise.scale_cp > 0.0);
+    }
+
     #[test]
     fn rating_maps_to_interpolated_level() {
         let mut c = Coefficients::builtin();

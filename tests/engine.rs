@@ -347,3 +347,41 @@ fn chess960_castling_is_searched() {
     assert!(result.best_move.is_some());
     assert_eq!(result.nodes, 2_000);
 }
+
+/// A side that is ahead never steps back into a position the game has already seen: Lichess
+/// draws a threefold repetition by itself, and a noisy level used to walk in circles.
+#[test]
+fn a_winning_side_never_returns_to_an_earlier_position() {
+    // K+Q vs K after the queen went d1-d2 and back while the black king went a8-b8 and back:
+    // the start position has occurred twice, the one after Qd2 once.
+    let game = Game::from_uci_moves(
+        Some("k7/8/8/8/8/8/8/3Q3K w - - 0 1"),
+        &["d1d2", "a8b8", "d2d1", "b8a8"],
+        false,
+    )
+    .unwrap();
+    let mut repeats = 0;
+    for seed in 0..40u64 {
+        for nodes in [40, 400, 4_000] {
+            let params = SearchParams {
+                limits: Limits::nodes(nodes),
+                noise: Noise {
+                    scale_cp: 150.0,
+                    seed,
+                },
+                blindness: ladder::engine::Blindness::NONE,
+            };
+            let mut engine = Engine::new(1);
+            let m = engine
+                .search(&game, &params, &mut NoStop)
+                .best_move
+                .expect("a move");
+            let mut next = game.clone();
+            next.play(m);
+            if game.keys().contains(&next.key()) {
+                repeats += 1;
+            }
+        }
+    }
+    assert_eq!(repeats, 0, "moves back into an earlier position out of 120");
+}

@@ -1,6 +1,6 @@
-//! The players of a match and their seats in one game: our levels, searched in process exactly
-//! as the daemon plays them (an `Engine` per game with the level's hash, `search_params` per move
-//! with the game's seed, the search on a blocking thread), and external UCI engines from a
+//! The players of a match and their seats in one game: our levels, played in process by the
+//! daemon's own [`LevelPlayer`] (one per game and side, with that side's seed; the search on a
+//! blocking thread), and external UCI engines from a
 //! command line, options and optional per-move limits (Stockfish `UCI_Elo`, the Lichess AI
 //! levels on Fairy-Stockfish). External processes are reused between games; one that crashes,
 //! hangs or plays an illegal move is dropped (killed) and a fresh one starts for its next game.
@@ -13,7 +13,9 @@ use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode};
 
 use super::uci_client::{EngineCommand, UciEngine};
-use crate::engine::{Engine, Game, SearchInfo, SearchObserver};
+use crate::engine::{Game, SearchInfo, SearchObserver};
+use crate::player::LevelPlayer;
+use crate::player::clock::{ClockInput, think_time};
 use crate::levels::{Coefficients, LevelParams};
 
 /// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
@@ -310,12 +312,8 @@ impl Roster {
         match &self.players[index].kind {
             PlayerKind::Level(_) => {
                 let params = self.level_params(index).expect("a level");
-                let mut engine = Engine::new(params.hash_mb);
-                engine.new_game();
                 Ok(Seat::Level {
-                    params,
-                    engine: Some(engine),
-                    seed,
+                    player: Some(Box::new(LevelPlayer::new(params, seed))),
                 })
             }
             PlayerKind::Uci { command, limits } => {
@@ -374,10 +372,9 @@ impl Roster {
 /// One player's seat in one game.
 pub enum Seat {
     Level {
-        params: LevelParams,
-        /// `None` only while a search runs on the blocking pool.
-        engine: Option<Engine>,
-        seed: u64,
+        /// The level player the daemon would use; `None` only while a search runs on the
+        /// blocking pool.
+        player: Option<Box<LevelPlayer>>,
     },
     Uci {
         index: usize,
@@ -392,27 +389,22 @@ impl Seat {
     /// The move this player chooses (UCI notation, not yet checked for legality).
     pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<String, Fault> {
         match self {
-            Seat::Level {
-                params,
-                engine,
-                seed,
-            } => {
-                let search_params = params.search_params(game, *seed);
-                let mut taken = engine
+            Seat::Level { player } => {
+                let mut taken = player
                     .take()
-                    .expect("the engine is back after every search");
+                    .expect("the player is back after every search");
                 let position = game.clone();
                 let budget = clocks.map(|c| level_time_budget(c, game));
                 let (returned, result) = tokio::task::spawn_blocking(move || {
                     let mut observer = TimeBudget {
                         deadline: budget.map(|b| std::time::Instant::now() + b),
                     };
-                    let result = taken.search(&position, &search_params, &mut observer);
+                    let result = taken.choose(&position, &mut observer);
                     (taken, result)
                 })
                 .await
                 .map_err(|e| Fault::Crash(format!("our search panicked: {e}")))?;
-                *engine = Some(returned);
+                *player = Some(returned);
                 let best = result
                     .best_move
                     .ok_or_else(|| Fault::Illegal("our search returned no move".to_string()))?;
@@ -503,17 +495,22 @@ pub fn position_command(game: &Game) -> String {
     out
 }
 
-/// Wall time a level may spend on this move with a clock: like a player of its own, a share of
-/// the remaining time plus most of the increment, never more than a quarter of what is left.
-/// The node budget is the real limit; this only stops a level from losing on time.
+/// Wall time a level may spend on this move with a clock: the daemon's own time policy
+/// ([`crate::player::clock`]), with no network overhead. The node budget is the real limit;
+/// this only stops a level from losing on time.
 fn level_time_budget(clocks: Clocks, game: &Game) -> Duration {
     let own = if game.turn().is_white() {
         clocks.white_ms
     } else {
         clocks.black_ms
     };
-    let share = own / 30 + clocks.increment_ms * 3 / 4;
-    Duration::from_millis(share.min(own / 4).max(1))
+    think_time(ClockInput {
+        remaining_ms: Some(own),
+        increment_ms: clocks.increment_ms,
+        overhead_ms: 0,
+        // The arena's clock runs from the first move: no abort timer to beat.
+        first_move: false,
+    })
 }
 
 /// Stops a level's search at its wall-clock deadline, if it has one.

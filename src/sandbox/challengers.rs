@@ -13,8 +13,9 @@ use tokio::sync::mpsc;
 use super::config::{ChallengerConfig, PlayerKind};
 use super::server::Shared;
 use super::world::{Action, ChallengeSpec, Notice};
-use crate::engine::{Engine, Game, NoStop};
+use crate::engine::{Game, NoStop};
 use crate::levels::{Coefficients, LevelParams};
+use crate::player::LevelPlayer;
 use crate::lichess::types::{ChallengeColor, Color};
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
@@ -136,7 +137,6 @@ pub async fn challenge_loop(shared: Shared, index: usize, seed: u64) {
 
 /// What a challenger needs to decide its next action.
 struct View {
-    color: Color,
     initial_fen: String,
     chess960: bool,
     moves: Vec<String>,
@@ -151,7 +151,6 @@ fn view(shared: &Shared, game_id: &str, me: &str) -> Option<View> {
     let g = &world.games.get(game_id)?.game;
     let color = g.color_of(me)?;
     Some(View {
-        color,
         initial_fen: g.initial_fen.clone(),
         chess960: g.variant == "chess960",
         moves: g.moves.clone(),
@@ -179,6 +178,14 @@ async fn play_game(
         return;
     };
     let mut rng = StdRng::seed_from_u64(seed);
+    // An engine-backed challenger is one level player for the whole game, as the daemon's.
+    let mut player = match config.player {
+        PlayerKind::Engine { level } => Some(Box::new(LevelPlayer::new(
+            LevelParams::new(&coefficients, level),
+            rng.r#gen(),
+        ))),
+        PlayerKind::Random => None,
+    };
     loop {
         changes.borrow_and_update();
         let Some(v) = view(&shared, &game_id, &me) else {
@@ -200,7 +207,7 @@ async fn play_game(
         }
         if v.my_turn {
             tokio::time::sleep(config.think_time).await;
-            if let Some(uci) = choose_move(&v, &config.player, &coefficients, &mut rng).await {
+            if let Some(uci) = choose_move(&v, &mut player, &mut rng).await {
                 let offering_draw = rng.gen_bool(config.draw_offer_chance.clamp(0.0, 1.0));
                 act(Action::Move { uci, offering_draw });
                 if rng.gen_bool(config.takeback_chance.clamp(0.0, 1.0)) {
@@ -218,14 +225,12 @@ async fn play_game(
 
 async fn choose_move(
     v: &View,
-    player: &PlayerKind,
-    coefficients: &Coefficients,
+    player: &mut Option<Box<LevelPlayer>>,
     rng: &mut StdRng,
 ) -> Option<String> {
     let game = Game::from_uci_moves(Some(&v.initial_fen), &v.moves, v.chess960).ok()?;
-    let _ = v.color;
-    match player {
-        PlayerKind::Random => {
+    match player.take() {
+        None => {
             let legal = game.legal_moves();
             if legal.is_empty() {
                 return None;
@@ -233,18 +238,15 @@ async fn choose_move(
             let m = legal[rng.gen_range(0..legal.len())];
             Some(game.to_uci(m))
         }
-        PlayerKind::Engine { level } => {
-            let params = LevelParams::new(coefficients, *level);
-            let seed: u64 = rng.r#gen();
-            tokio::task::spawn_blocking(move || {
-                let mut engine = Engine::new(params.hash_mb);
-                let search = params.search_params(&game, seed);
-                let result = engine.search(&game, &search, &mut NoStop);
-                result.best_move.map(|m| game.to_uci(m))
+        Some(mut taken) => {
+            let (returned, uci) = tokio::task::spawn_blocking(move || {
+                let result = taken.choose(&game, &mut NoStop);
+                (taken, result.best_move.map(|m| game.to_uci(m)))
             })
             .await
-            .ok()
-            .flatten()
+            .ok()?;
+            *player = Some(returned);
+            uci
         }
     }
 }
