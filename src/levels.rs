@@ -566,7 +566,10 @@ mod tests {
                 assert!(p.nodes >= q.nodes && p.noise_cp <= q.noise_cp);
                 assert!(p.blind_probability <= q.blind_probability);
                 // ...and continuous: a small step moves the blindness a little.
-                assert!((q.blind_probability - p.blind_probability) < 0.05, "{level}");
+                assert!(
+                    (q.blind_probability - p.blind_probability) < 0.05,
+                    "{level}"
+                );
             }
             previous = Some(p);
             level += 0.05;

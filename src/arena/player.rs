@@ -14,9 +14,9 @@ use shakmaty::{Chess, EnPassantMode};
 
 use super::uci_client::{EngineCommand, UciEngine};
 use crate::engine::{Game, SearchInfo, SearchObserver};
+use crate::levels::{Coefficients, LevelParams};
 use crate::player::LevelPlayer;
 use crate::player::clock::{ClockInput, think_time};
-use crate::levels::{Coefficients, LevelParams};
 
 /// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]

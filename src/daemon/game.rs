@@ -1,7 +1,8 @@
 //! The game actor: one task per running game. It follows the game stream (reconnecting and
 //! resuming from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared
-//! pool with the engine and parameters fixed at game start, posts moves, chats, aborts a game
-//! whose opponent never moves, declines offers, and writes the game's record once.
+//! pool with the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves,
+//! chats, aborts a game whose opponent never moves, declines offers, and writes the game's
+//! record once.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,16 +10,16 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
-use crate::engine::Engine;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
+use crate::player::LevelPlayer;
 
-use crate::player::clock::{think_time, urgency_ms};
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::RunState;
 use super::tracker::{Action, GameSetup, Tracker};
+use crate::player::clock::{think_time, urgency_ms};
 
 /// Everything a game actor is given when it starts.
 pub struct GameContext {
@@ -75,7 +76,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
         coefficients = params.coefficients_version,
         "game started"
     );
-    let mut engine = Some(Box::new(Engine::new(params.hash_mb)));
+    let mut player = Some(Box::new(LevelPlayer::new(params.clone(), ctx.setup.seed)));
     let mut tracker = Tracker::new(ctx.setup.clone());
     let mut pending: Option<Pending> = None;
     let mut backoff = Backoff::new(reconnect_policy());
@@ -161,7 +162,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                                 queued_ms = done.queued.as_millis() as u64,
                                 searched_ms = done.searched.as_millis() as u64, "search done"
                             );
-                            engine = Some(done.engine);
+                            player = Some(done.player);
                             match tracker.on_search_done(p.ply, done.result.best_move) {
                                 Some(Action::Move { ply, uci }) => {
                                     if let Some(tx) = &ctx.latency {
@@ -197,16 +198,17 @@ pub async fn run(ctx: GameContext) -> GameExit {
                 match action {
                     Action::Search { ply, game, clock } => {
                         let limit = think_time(clock);
-                        let params = tracker
-                            .setup()
-                            .params
-                            .search_params(&game, tracker.setup().seed);
                         let cancel = Arc::new(AtomicBool::new(false));
                         let job = SearchJob {
                             game: *game,
-                            params,
-                            engine: engine.take().unwrap_or_else(|| {
-                                Box::new(Engine::new(tracker.setup().params.hash_mb))
+                            // Lent to the pool while a search runs; a search abandoned by a
+                            // reconnect never hands it back, so a fresh one takes over with
+                            // the same level and seed.
+                            player: player.take().unwrap_or_else(|| {
+                                Box::new(LevelPlayer::new(
+                                    tracker.setup().params.clone(),
+                                    tracker.setup().seed,
+                                ))
                             }),
                             time_limit: limit,
                             urgency_ms: urgency_ms(clock),

@@ -2,9 +2,9 @@
 //!
 //! Searches are CPU work, so they never run on the async runtime's workers. Jobs wait in a
 //! priority queue ordered by the game's remaining clock: the game with the least time searches
-//! first. Each game actor owns its [`Engine`] (hash sized by its level, cleared once at game
-//! start) and lends it to the job; it comes back with the result, so a game's searches are
-//! reproducible from its seed whatever thread runs them. A job's time limit runs from
+//! first. Each game actor owns its [`LevelPlayer`] (engine, level, seed) and lends it to the
+//! job; it comes back with the result, so a game's searches are reproducible from its seed
+//! whatever thread runs them. A job's time limit runs from
 //! submission: time spent queued is time off our clock.
 
 use std::cmp::Ordering;
@@ -16,14 +16,15 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use crate::engine::{Engine, Game, SearchParams, SearchResult};
+use crate::engine::{Game, SearchResult};
+use crate::player::LevelPlayer;
 use crate::search_control::SearchControl;
 
 /// One search to run.
 pub struct SearchJob {
     pub game: Game,
-    pub params: SearchParams,
-    pub engine: Box<Engine>,
+    /// The game's level player, lent to the job and handed back with the result.
+    pub player: Box<LevelPlayer>,
     /// Wall-clock cap, counted from submission.
     pub time_limit: Duration,
     /// Lower runs first (the game's remaining clock in ms).
@@ -33,10 +34,10 @@ pub struct SearchJob {
     pub cancel: Arc<AtomicBool>,
 }
 
-/// A finished search, with the engine handed back.
+/// A finished search, with the player handed back.
 pub struct SearchDone {
     pub result: SearchResult,
-    pub engine: Box<Engine>,
+    pub player: Box<LevelPlayer>,
     /// Time in the queue before a thread took the job.
     pub queued: Duration,
     /// Time searching.
@@ -232,7 +233,7 @@ fn worker(shared: &Shared) {
         let mut observer = SearchControl::new()
             .with_deadline(submitted + job.time_limit)
             .with_stop_flag(Arc::clone(&job.cancel));
-        let result = job.engine.search(&job.game, &job.params, &mut observer);
+        let result = job.player.choose(&job.game, &mut observer);
         let searched = started.elapsed();
         shared.running.fetch_sub(1, AtomicOrdering::SeqCst);
         shared.completed.fetch_add(1, AtomicOrdering::SeqCst);
@@ -240,7 +241,7 @@ fn worker(shared: &Shared) {
         reply
             .send(SearchDone {
                 result,
-                engine: job.engine,
+                player: job.player,
                 queued: started - submitted,
                 searched,
             })
@@ -251,13 +252,15 @@ fn worker(shared: &Shared) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::Limits;
+    use crate::levels::{Coefficients, LevelParams};
 
     fn job(urgency_ms: u64) -> SearchJob {
         SearchJob {
             game: Game::startpos(),
-            params: SearchParams::full_strength(Limits::nodes(1000)),
-            engine: Box::new(Engine::new(1)),
+            player: Box::new(LevelPlayer::new(
+                LevelParams::new(&Coefficients::builtin(), 3.0),
+                urgency_ms,
+            )),
             time_limit: Duration::from_millis(50),
             urgency_ms,
             cancel: Arc::new(AtomicBool::new(false)),
@@ -265,7 +268,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn every_job_gets_a_legal_move_and_its_engine_back() {
+    async fn every_job_gets_a_legal_move_and_its_player_back() {
         let pool = SearchPool::new(2);
         let h = pool.handle();
         let rxs: Vec<_> = (0..8).map(|i| h.submit(job(i))).collect();
@@ -273,7 +276,7 @@ mod tests {
             let done = rx.await.unwrap();
             let m = done.result.best_move.unwrap();
             assert!(Game::startpos().legal_moves().contains(&m));
-            assert_eq!(done.engine.hash_mb(), 1);
+            assert_eq!(done.player.params().level, 3.0);
         }
         let stats = h.stats();
         assert_eq!(stats.completed, 8);

@@ -70,7 +70,11 @@ mod tests {
                 .count();
             let rate = hits as f64 / n as f64;
             assert!((rate - p).abs() < 0.03, "p {p}: rate {rate}");
-            assert!(moves.iter().all(|&m| blind.is_blind(7, m) == blind.is_blind(7, m)));
+            assert!(
+                moves
+                    .iter()
+                    .all(|&m| blind.is_blind(7, m) == blind.is_blind(7, m))
+            );
         }
         // Another ply or another seed gives other draws.
         let a = Blindness {

@@ -15,8 +15,8 @@ use super::server::Shared;
 use super::world::{Action, ChallengeSpec, Notice};
 use crate::engine::{Game, NoStop};
 use crate::levels::{Coefficients, LevelParams};
+use crate::lichess::types::ChallengeColor;
 use crate::player::LevelPlayer;
-use crate::lichess::types::{ChallengeColor, Color};
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
     shared.lock().expect("sandbox world lock")
