@@ -177,7 +177,13 @@ impl ResultsLog {
     /// Appends `record` unless its game id is already in the file. Returns whether it wrote.
     /// The line is written in one call, then flushed and fsynced before this returns.
     pub fn append(&mut self, record: &GameRecord) -> io::Result<bool> {
-        if self.seen.contains(&record.game_id) {
+        self.append_line(&record.game_id, record)
+    }
+
+    /// Appends any record with a `game_id` field the same way (the arena's games between
+    /// anchors, which [`read_results`] skips).
+    pub fn append_line<T: Serialize>(&mut self, game_id: &str, record: &T) -> io::Result<bool> {
+        if self.seen.contains(game_id) {
             return Ok(false);
         }
         let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
@@ -185,7 +191,7 @@ impl ResultsLog {
         self.file.write_all(line.as_bytes())?;
         self.file.flush()?;
         self.file.sync_data()?;
-        self.seen.insert(record.game_id.clone());
+        self.seen.insert(game_id.to_string());
         Ok(true)
     }
 }
@@ -215,6 +221,8 @@ pub struct ResultsRead {
     pub records: Vec<GameRecord>,
     pub warnings: Vec<ReadWarning>,
     pub duplicates: usize,
+    /// Lines of other record kinds (the arena's games between anchors), skipped.
+    pub other_records: usize,
 }
 
 /// Reads results files in order. The first record of each game id wins; later copies (the same
@@ -248,7 +256,8 @@ pub fn read_results(paths: &[PathBuf]) -> io::Result<ResultsRead> {
                 problem,
             };
             match parse_line(text) {
-                Ok(record) => {
+                Ok(None) => out.other_records += 1,
+                Ok(Some(record)) => {
                     if seen.insert(record.game_id.clone()) {
                         out.records.push(record);
                     } else {
@@ -265,20 +274,28 @@ pub fn read_results(paths: &[PathBuf]) -> io::Result<ResultsRead> {
     Ok(out)
 }
 
-fn parse_line(text: &str) -> Result<GameRecord, String> {
+/// `Ok(None)`: a record of another kind (`"record": "anchor-game"`), not a game of ours.
+fn parse_line(text: &str) -> Result<Option<GameRecord>, String> {
     #[derive(Deserialize)]
     struct SchemaOnly {
         schema: u32,
+        #[serde(default)]
+        record: Option<String>,
     }
-    let schema = serde_json::from_str::<SchemaOnly>(text)
-        .map_err(|e| format!("not a results record: {e}"))?
-        .schema;
+    let head = serde_json::from_str::<SchemaOnly>(text)
+        .map_err(|e| format!("not a results record: {e}"))?;
+    if head.record.is_some() {
+        return Ok(None);
+    }
+    let schema = head.schema;
     if schema > SCHEMA_VERSION {
         return Err(format!(
             "schema version {schema} is newer than this build reads ({SCHEMA_VERSION}); skipped"
         ));
     }
-    serde_json::from_str(text).map_err(|e| format!("malformed record: {e}"))
+    serde_json::from_str(text)
+        .map(Some)
+        .map_err(|e| format!("malformed record: {e}"))
 }
 
 /// A record for tests and examples; every field filled with plausible values.

@@ -2,7 +2,9 @@
 //! line, the match loop (games on `--concurrency` workers, results written as they finish), the
 //! results JSONL for calibration, the PGN and the final report.
 
+pub mod anchors;
 pub mod game;
+pub mod judge;
 pub mod openings;
 pub mod pgn;
 pub mod player;
@@ -50,6 +52,30 @@ pub struct ArenaOptions {
     /// Lichess AI levels emulated with Fairy-Stockfish: `1..8`, `1,3` (repeatable).
     #[arg(long = "lichess-ai", value_name = "LEVELS")]
     pub lichess_ai: Vec<String>,
+    /// Anchors by name from the anchors file: `sf1500`, `lichess-ai-1,greedy`, `all`
+    /// (repeatable); their ratings come from the file.
+    #[arg(long = "anchor", alias = "anchors", value_name = "NAMES")]
+    pub anchors: Vec<String>,
+    /// The anchors file (default: the built-in calibration/anchors.toml).
+    #[arg(long, value_name = "FILE")]
+    pub anchors_file: Option<PathBuf>,
+    /// Pair every player with its K nearest neighbours on each side of the scale (players
+    /// ordered by rating when all have one, else as listed): the anchor tournament's schedule.
+    #[arg(long, value_name = "K", conflicts_with_all = ["round_robin", "gauntlet"])]
+    pub neighbours: Option<usize>,
+    /// Play nothing: fit the anchors jointly from the games between anchors in the
+    /// --from-results files, pin them to the anchors file's scale and print their ratings.
+    #[arg(long, requires = "from_results")]
+    pub fit_anchors: bool,
+    /// With --fit-anchors: write the fitted ratings, SEs and games into --anchors-file.
+    #[arg(long, requires_all = ["fit_anchors", "anchors_file"])]
+    pub update_anchors: bool,
+    /// With --update-anchors: the command line that played the games, kept in the file.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub tournament_command: String,
+    /// With --update-anchors: binary and machine the games were played with, kept in the file.
+    #[arg(long, value_name = "TEXT", default_value = "")]
+    pub machine: String,
     /// The Fairy-Stockfish binary for --lichess-ai.
     #[arg(long, default_value = "/usr/games/fairy-stockfish")]
     pub fairy_stockfish: PathBuf,
@@ -109,6 +135,13 @@ pub struct ArenaOptions {
     /// Lichess perf the results count for (default: the clock's speed, blitz without clock).
     #[arg(long)]
     pub perf: Option<String>,
+    /// The engine that judges every game's moves after it is played (average centipawn loss,
+    /// inaccuracies, mistakes, blunders); missing: the report says so and the match goes on.
+    #[arg(long, value_name = "PATH", default_value = judge::Judge::STOCKFISH)]
+    pub judge: PathBuf,
+    /// The judge's search depth per position; 0: no judging.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    pub judge_depth: u32,
     /// Time allowed for an engine to start and get ready, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub startup_timeout: u64,
@@ -124,6 +157,8 @@ pub struct ArenaOptions {
 #[derive(Debug, Clone)]
 pub struct MatchSummary {
     pub players: Vec<PlayerSpec>,
+    /// Move quality per player (all zero when the games were not judged).
+    pub quality: Vec<judge::Quality>,
     pub games: Vec<report::Scored>,
     pub report: String,
     pub seed: u64,
@@ -131,7 +166,9 @@ pub struct MatchSummary {
 }
 
 pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
-    let text = if args.options.from_results.is_empty() {
+    let text = if args.options.fit_anchors {
+        fit_anchors(&args.options)?
+    } else if args.options.from_results.is_empty() {
         run_match(&args.options)?.report
     } else {
         let text = report_from_results(&args.options.from_results)?;
@@ -142,6 +179,62 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
     };
     println!("{text}");
     Ok(())
+}
+
+/// The anchors file of the options: `--anchors-file`, else the built-in one.
+fn anchors_file(args: &ArenaOptions) -> anyhow::Result<anchors::AnchorsFile> {
+    Ok(match &args.anchors_file {
+        Some(path) => anchors::AnchorsFile::load(path)?,
+        None => anchors::AnchorsFile::builtin(),
+    })
+}
+
+/// `--fit-anchors`: the joint fit of the games between anchors, pinned to the file's scale;
+/// with `--update-anchors` the file is rewritten with the new ratings.
+fn fit_anchors(args: &ArenaOptions) -> anyhow::Result<String> {
+    let file = anchors_file(args)?;
+    let (games, warnings) =
+        anchors::read_anchor_games(&args.from_results).context("reading results")?;
+    for w in &warnings {
+        tracing::warn!("skipped {w}");
+    }
+    let (fit, scored) = anchors::fit_games(&file, &games).map_err(anyhow::Error::msg)?;
+    let mut text = format!(
+        "# Anchor fit from {}\n\n",
+        args.from_results
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    text.push_str(&anchors::render_fit(&fit, &file.scale));
+    text.push('\n');
+    text.push_str(&report::render_pairings(&fit.names, &scored));
+    if args.update_anchors {
+        let path = args.anchors_file.as_ref().expect("required by clap");
+        let provenance = anchors::FitProvenance {
+            date: utc_date().replace('.', "-"),
+            games: scored.iter().filter(|g| !g.fault).count() as u64,
+            tournament: args.tournament_command.clone(),
+            command: std::env::args().collect::<Vec<_>>().join(" "),
+            results: args
+                .from_results
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
+            machine: args.machine.clone(),
+        };
+        let new = anchors::updated(&file, &fit, provenance);
+        let toml = new.to_toml();
+        // Checked before it replaces the old file: what we write must load.
+        anchors::AnchorsFile::parse(&toml, &path.display().to_string())
+            .context("the rewritten anchors file does not load back")?;
+        let tmp = path.with_extension("toml.tmp");
+        std::fs::write(&tmp, &toml).with_context(|| format!("writing {}", tmp.display()))?;
+        std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        text.push_str(&format!("\nWrote {}\n", path.display()));
+    }
+    Ok(text)
 }
 
 /// The report of games already played, read back from arena results files. A game between two
@@ -238,6 +331,7 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
         scored.len()
     );
     text.push_str(&report::render(&names, &levels, &known, &scored));
+    text.push_str("\n## Move quality\n\nnot judged: rebuilt from results files (the judge runs on games as they are played)\n");
     Ok(text)
 }
 
@@ -278,13 +372,13 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         bail!("--games-per-pairing must be at least 1");
     }
     let seed = args.seed.unwrap_or_else(rand::random);
-    let format = if args.gauntlet {
-        Format::Gauntlet
-    } else {
-        Format::RoundRobin
+    let pairings = match args.neighbours {
+        Some(0) => bail!("--neighbours must be at least 1"),
+        Some(k) => anchors::neighbour_pairings(&anchors::scale_order(&players), k),
+        None if args.gauntlet => schedule::pairings(Format::Gauntlet, players.len(), levels_count),
+        None => schedule::pairings(Format::RoundRobin, players.len(), levels_count),
     };
-    let pairings = schedule::pairings(format, players.len(), levels_count);
-    let games = schedule::shard(
+    let mut games = schedule::shard(
         schedule::schedule(&pairings, openings.len(), args.games_per_pairing, seed),
         args.shard,
     );
@@ -313,6 +407,23 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let roster = Arc::new(Roster::new(players.clone(), coefficients, fixed, timeouts));
     let mut log = ResultsLog::open(&args.results)
         .with_context(|| format!("opening results file {}", args.results.display()))?;
+    // Resuming: the same command (same seed, so the same match id and schedule) skips the games
+    // its results file already holds.
+    let scheduled = games.len();
+    games.retain(|g| {
+        let id = game_id(&match_id, g.index);
+        !(log.contains(&id)
+            || log.contains(&format!("{id}-white"))
+            || log.contains(&format!("{id}-black")))
+    });
+    if games.len() < scheduled {
+        tracing::info!(
+            "resuming {match_id}: {} of {scheduled} games already in {}, {} to play",
+            scheduled - games.len(),
+            args.results.display(),
+            games.len()
+        );
+    }
     let mut pgn_writer = match &args.pgn {
         Some(path) => Some(
             pgn::PgnWriter::create(path, games.iter().map(|g| g.index).collect())
@@ -342,7 +453,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let total = games.len();
     let mut scored = Vec::with_capacity(total);
     let terminal = std::io::stderr().is_terminal();
-    runtime.block_on(async {
+    let judged = runtime.block_on(async {
         let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PlayedGame>();
@@ -368,6 +479,14 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
             });
         }
         drop(tx);
+        let (judge_tx, judge_rx) = tokio::sync::mpsc::unbounded_channel::<JudgeJob>();
+        let judge_task = tokio::spawn(judge_games(
+            args.judge.clone(),
+            args.judge_depth,
+            judge_rx,
+            players.len(),
+            stop.clone(),
+        ));
         let mut interrupted = false;
         loop {
             let played = tokio::select! {
@@ -384,6 +503,10 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
             };
             for record in records_of(&played, &roster, &record_ctx) {
                 log.append(&record)
+                    .with_context(|| format!("writing {}", args.results.display()))?;
+            }
+            if let Some(record) = anchor_record_of(&played, &roster, &record_ctx) {
+                log.append_line(&record.game_id, &record)
                     .with_context(|| format!("writing {}", args.results.display()))?;
             }
             if let Some(w) = pgn_writer.as_mut() {
@@ -404,12 +527,23 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
                 fault: matches!(played.termination, Termination::Fault { .. }),
             });
             progress(&roster.players, &played, &scored, total, started, terminal);
+            let _queued = judge_tx.send(JudgeJob {
+                game: played.game,
+                first: played.opening_plies,
+                white: played.scheduled.white,
+                black: played.scheduled.black,
+            });
         }
         if terminal {
             eprintln!();
         }
         roster.shutdown().await;
-        anyhow::Ok(())
+        drop(judge_tx);
+        if terminal && args.judge_depth > 0 {
+            eprintln!("judging the last games...");
+        }
+        let judged = judge_task.await.context("the judge task")?;
+        anyhow::Ok(judged)
     })?;
     if let Some(w) = pgn_writer {
         w.finish().context("writing the PGN")?;
@@ -427,10 +561,17 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
             .map_or_else(|| "fixed limits".to_string(), |tc| format!("clock {tc}"))
     );
     text.push_str(&report::render(&names, &levels, &known, &scored));
+    text.push('\n');
+    text.push_str(&report::render_quality(
+        &names,
+        &judged.quality,
+        &judged.describe,
+    ));
     if let Some(path) = &args.report {
         std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(MatchSummary {
+        quality: judged.quality,
         players,
         games: scored,
         report: text,
@@ -452,6 +593,12 @@ fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
     for spec in &args.engines {
         players.push(player::parse_engine(spec).map_err(anyhow::Error::msg)?);
     }
+    if !args.anchors.is_empty() {
+        let file = anchors_file(args)?;
+        for anchor in file.select(&args.anchors).map_err(anyhow::Error::msg)? {
+            players.push(anchor.player());
+        }
+    }
     for list in &args.lichess_ai {
         for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
             if level.fract() != 0.0 {
@@ -472,9 +619,101 @@ fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
         }
     }
     if players.len() < 2 {
-        bail!("a match needs at least two players (--level, --engine, --lichess-ai)");
+        bail!("a match needs at least two players (--level, --engine, --anchor, --lichess-ai)");
     }
     Ok((players, levels))
+}
+
+/// A finished game for the judge.
+struct JudgeJob {
+    game: crate::engine::Game,
+    first: usize,
+    white: usize,
+    black: usize,
+}
+
+/// What the judge found, and a sentence on how (or why not) it judged.
+struct Judged {
+    quality: Vec<judge::Quality>,
+    describe: String,
+}
+
+/// Judges games as they arrive, one at a time, with one judge process (restarted after a
+/// failure). A missing judge or `--judge-depth 0` only turns into a sentence in the report;
+/// after Ctrl-C the games still queued are left unjudged.
+async fn judge_games(
+    program: PathBuf,
+    depth: u32,
+    mut jobs: tokio::sync::mpsc::UnboundedReceiver<JudgeJob>,
+    players: usize,
+    stop: Arc<AtomicBool>,
+) -> Judged {
+    let mut quality = vec![judge::Quality::default(); players];
+    let skip = if depth == 0 {
+        Some("not judged (--judge-depth 0)".to_string())
+    } else if !program.exists() {
+        Some(format!(
+            "not judged: {} is not installed (apt-get install stockfish)",
+            program.display()
+        ))
+    } else {
+        None
+    };
+    if let Some(describe) = skip {
+        while jobs.recv().await.is_some() {}
+        return Judged { quality, describe };
+    }
+    let (mut judge, mut name) = (None, None);
+    let (mut games, mut failed, mut skipped) = (0usize, Vec::new(), 0usize);
+    while let Some(job) = jobs.recv().await {
+        if stop.load(Ordering::Relaxed) {
+            skipped += 1;
+            continue;
+        }
+        if judge.is_none() {
+            match judge::Judge::start(&program, depth).await {
+                Ok(j) => {
+                    name = name.or(j.id_name.clone());
+                    judge = Some(j);
+                }
+                Err(e) => {
+                    failed.push(e);
+                    continue;
+                }
+            }
+        }
+        let j = judge.as_mut().expect("started above");
+        match j.judge_game(&job.game, job.first).await {
+            Ok((white, black)) => {
+                quality[job.white].merge(&white);
+                quality[job.black].merge(&black);
+                games += 1;
+            }
+            Err(e) => {
+                failed.push(e);
+                judge = None;
+            }
+        }
+    }
+    if let Some(j) = judge {
+        j.quit().await;
+    }
+    let mut describe = format!(
+        "{} games judged by {} at depth {depth}",
+        games,
+        name.unwrap_or_else(|| program.display().to_string())
+    );
+    if !failed.is_empty() {
+        describe.push_str(&format!(
+            "; {} not judged after a judge failure (first: {})",
+            failed.len(),
+            failed[0]
+        ));
+    }
+    if skipped > 0 {
+        describe.push_str(&format!("; {skipped} not judged (interrupted)"));
+    }
+    Judged { quality, describe }
 }
 
 struct RecordContext<'a> {
@@ -523,7 +762,7 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
         };
         out.push(GameRecord {
             schema: SCHEMA_VERSION,
-            game_id: format!("{}-{:05}-{}", ctx.match_id, s.index, color_name(color)),
+            game_id: format!("{}-{}", game_id(ctx.match_id, s.index), color_name(color)),
             source: Source::Arena,
             account: roster.players[me].name.clone(),
             level: params.level,
@@ -570,6 +809,55 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
         });
     }
     out
+}
+
+/// The id of game `index` of a match; a level's record appends its colour.
+fn game_id(match_id: &str, index: usize) -> String {
+    format!("{match_id}-{index:05}")
+}
+
+/// The record of a game in which neither side is one of our levels (anchor against anchor).
+fn anchor_record_of(
+    played: &PlayedGame,
+    roster: &Roster,
+    ctx: &RecordContext<'_>,
+) -> Option<anchors::AnchorGameRecord> {
+    let s = played.scheduled;
+    if roster.level_params(s.white).is_some() || roster.level_params(s.black).is_some() {
+        return None;
+    }
+    let opening = &ctx.openings[s.opening];
+    Some(anchors::AnchorGameRecord {
+        record: anchors::ANCHOR_GAME.to_string(),
+        schema: SCHEMA_VERSION,
+        game_id: game_id(ctx.match_id, s.index),
+        white: roster.players[s.white].name.clone(),
+        black: roster.players[s.black].name.clone(),
+        result: played.result_str().to_string(),
+        status: played.termination.status().to_string(),
+        initial_fen: opening
+            .fen
+            .clone()
+            .unwrap_or_else(|| "startpos".to_string()),
+        moves: played
+            .game
+            .moves()
+            .iter()
+            .map(|m| played.game.to_uci(*m))
+            .collect::<Vec<_>>()
+            .join(" "),
+        seed: s.seed,
+        started_at_ms: played.started_at_ms,
+        finished_at_ms: played.finished_at_ms,
+        fault: match &played.termination {
+            Termination::Fault { side, .. } => Some(format!(
+                "{} {}",
+                roster.players[if side.is_white() { s.white } else { s.black }].name,
+                played.termination.describe()
+            )),
+            _ => None,
+        },
+    })
 }
 
 fn color_name(c: Color) -> &'static str {

@@ -2,15 +2,17 @@
 //! daemon's own [`LevelPlayer`] (one per game and side, with that side's seed; the search on a
 //! blocking thread), and external UCI engines from a
 //! command line, options and optional per-move limits (Stockfish `UCI_Elo`, the Lichess AI
-//! levels on Fairy-Stockfish). External processes are reused between games; one that crashes,
-//! hangs or plays an illegal move is dropped (killed) and a fresh one starts for its next game.
+//! levels on Fairy-Stockfish), and built-in movers for the bottom of the anchor scale (a random
+//! mover and a capture-greedy mover, seeded by the game so a game replays exactly). External
+//! processes are reused between games; one that crashes, hangs or plays an illegal move is
+//! dropped (killed) and a fresh one starts for its next game.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
 use shakmaty::fen::Fen;
-use shakmaty::{Chess, EnPassantMode};
+use shakmaty::{Chess, EnPassantMode, Move, Position, Role};
 
 use super::uci_client::{EngineCommand, UciEngine};
 use crate::engine::{Game, SearchInfo, SearchObserver};
@@ -61,6 +63,88 @@ pub enum PlayerKind {
         command: EngineCommand,
         limits: MoveLimits,
     },
+    /// A built-in mover that needs no engine (the bottom of the anchor scale).
+    Mover(MoverStyle),
+}
+
+/// The built-in movers: rules-only players weaker than any engine setting.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MoverStyle {
+    /// A uniformly random legal move.
+    Random,
+    /// Mates in one when it can, else takes the most valuable piece it can capture (the
+    /// cheapest capturer first), else a random move: a beginner who knows the rules and grabs
+    /// material, with no idea of defence.
+    Greedy,
+}
+
+impl MoverStyle {
+    /// The name used in anchors files and on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            MoverStyle::Random => "random",
+            MoverStyle::Greedy => "greedy",
+        }
+    }
+
+    /// The move this mover plays in `position`, drawing from `rng`; `None` without legal moves.
+    pub fn choose(self, position: &Chess, rng: &mut u64) -> Option<Move> {
+        let moves = position.legal_moves();
+        if moves.is_empty() {
+            return None;
+        }
+        let candidates: Vec<&Move> = match self {
+            MoverStyle::Random => moves.iter().collect(),
+            MoverStyle::Greedy => {
+                let mates: Vec<&Move> = moves
+                    .iter()
+                    .filter(|m| {
+                        let mut after = position.clone();
+                        after.play_unchecked(**m);
+                        after.is_checkmate()
+                    })
+                    .collect();
+                if !mates.is_empty() {
+                    mates
+                } else {
+                    // Victim value first, then the cheapest attacker (MVV-LVA).
+                    let key = |m: &Move| {
+                        m.capture().map(|victim| {
+                            (
+                                piece_value(victim),
+                                std::cmp::Reverse(piece_value(m.role())),
+                            )
+                        })
+                    };
+                    match moves.iter().filter_map(key).max() {
+                        Some(best) => moves.iter().filter(|m| key(m) == Some(best)).collect(),
+                        None => moves.iter().collect(),
+                    }
+                }
+            }
+        };
+        let pick = (next_random(rng) % candidates.len() as u64) as usize;
+        Some(*candidates[pick])
+    }
+}
+
+fn piece_value(role: Role) -> u32 {
+    match role {
+        Role::Pawn => 1,
+        Role::Knight | Role::Bishop => 3,
+        Role::Rook => 5,
+        Role::Queen => 9,
+        Role::King => 100,
+    }
+}
+
+/// splitmix64: a small, seedable generator, so a mover's game is a pure function of its seed.
+fn next_random(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// A player of the match.
@@ -81,10 +165,19 @@ impl PlayerSpec {
         }
     }
 
+    /// A built-in mover under its own name (`random`, `greedy`).
+    pub fn mover(style: MoverStyle) -> PlayerSpec {
+        PlayerSpec {
+            name: style.name().to_string(),
+            rating: None,
+            kind: PlayerKind::Mover(style),
+        }
+    }
+
     pub fn level_number(&self) -> Option<f64> {
         match self.kind {
             PlayerKind::Level(l) => Some(l),
-            PlayerKind::Uci { .. } => None,
+            PlayerKind::Uci { .. } | PlayerKind::Mover(_) => None,
         }
     }
 }
@@ -341,6 +434,10 @@ impl Roster {
                     timeouts: self.timeouts,
                 })
             }
+            PlayerKind::Mover(style) => Ok(Seat::Mover {
+                style: *style,
+                rng: seed,
+            }),
         }
     }
 
@@ -383,6 +480,11 @@ pub enum Seat {
         limits: MoveLimits,
         timeouts: Timeouts,
     },
+    Mover {
+        style: MoverStyle,
+        /// The generator's state, starting at this side's seed.
+        rng: u64,
+    },
 }
 
 impl Seat {
@@ -410,6 +512,10 @@ impl Seat {
                     .ok_or_else(|| Fault::Illegal("our search returned no move".to_string()))?;
                 Ok(game.to_uci(best))
             }
+            Seat::Mover { style, rng } => style
+                .choose(game.position(), rng)
+                .map(|m| game.to_uci(m))
+                .ok_or_else(|| Fault::Illegal("no legal move to play".to_string())),
             Seat::Uci {
                 engine: slot,
                 limits,

@@ -237,6 +237,158 @@ pub fn estimate_ratings(known: &[Option<f64>], games: &[Scored]) -> Vec<Option<R
         .collect()
 }
 
+/// A joint maximum-likelihood fit of every player from the games alone: ratings relative to
+/// player 0 (held at 0) with their covariance, from which any difference's error follows.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JointFit {
+    pub ratings: Vec<f64>,
+    /// Covariance of the ratings (row and column 0 are zero: the reference).
+    pub covariance: Vec<Vec<f64>>,
+    /// Games and points per player (faults left out, virtual draws not counted).
+    pub games: Vec<u64>,
+    pub points: Vec<f64>,
+}
+
+/// Fits all `n` players jointly (the Elo model, draws as half points, one virtual draw per
+/// pairing as in [`estimate_ratings`] so a clean sweep stays finite), by Newton's method on
+/// the full information matrix, whose inverse is the covariance. `None` when the games do not
+/// connect every player.
+pub fn joint_fit(n: usize, games: &[Scored]) -> Option<JointFit> {
+    if n == 0 {
+        return None;
+    }
+    let mut played = vec![vec![0.0f64; n]; n];
+    let mut points = vec![vec![0.0f64; n]; n];
+    let mut game_count = vec![0u64; n];
+    let mut total_points = vec![0.0f64; n];
+    for g in games.iter().filter(|g| !g.fault) {
+        let (w, b) = (g.white, g.black);
+        if w == b || w >= n || b >= n {
+            continue;
+        }
+        played[w][b] += 1.0;
+        played[b][w] += 1.0;
+        points[w][b] += g.white_score;
+        points[b][w] += 1.0 - g.white_score;
+        game_count[w] += 1;
+        game_count[b] += 1;
+        total_points[w] += g.white_score;
+        total_points[b] += 1.0 - g.white_score;
+    }
+    for i in 0..n {
+        for j in 0..n {
+            if played[i][j] > 0.0 {
+                played[i][j] += 1.0;
+                points[i][j] += 0.5;
+            }
+        }
+    }
+    let mut reached = vec![false; n];
+    reached[0] = true;
+    let mut stack = vec![0];
+    while let Some(i) = stack.pop() {
+        for j in 0..n {
+            if played[i][j] > 0.0 && !reached[j] {
+                reached[j] = true;
+                stack.push(j);
+            }
+        }
+    }
+    if reached.iter().any(|r| !r) {
+        return None;
+    }
+    // Free parameters: players 1..n.
+    let m = n - 1;
+    let information = |r: &[f64]| -> Vec<Vec<f64>> {
+        let mut info = vec![vec![0.0; m]; m];
+        for i in 1..n {
+            for j in 0..n {
+                if played[i][j] > 0.0 {
+                    let e = expected(r[i], r[j]);
+                    let w = K * K * played[i][j] * e * (1.0 - e);
+                    info[i - 1][i - 1] += w;
+                    if j > 0 {
+                        info[i - 1][j - 1] -= w;
+                    }
+                }
+            }
+        }
+        info
+    };
+    let mut r = vec![0.0f64; n];
+    for _ in 0..200 {
+        let grad: Vec<f64> = (1..n)
+            .map(|i| {
+                (0..n)
+                    .filter(|&j| played[i][j] > 0.0)
+                    .map(|j| K * (points[i][j] - played[i][j] * expected(r[i], r[j])))
+                    .sum()
+            })
+            .collect();
+        let inverse = invert(information(&r))?;
+        let mut biggest = 0.0f64;
+        for i in 0..m {
+            // Damped so one step never jumps past the range of plausible ratings.
+            let step = (0..m)
+                .map(|j| inverse[i][j] * grad[j])
+                .sum::<f64>()
+                .clamp(-400.0, 400.0);
+            r[i + 1] += step;
+            biggest = biggest.max(step.abs());
+        }
+        if biggest < 1e-4 {
+            break;
+        }
+    }
+    let inverse = invert(information(&r))?;
+    let mut covariance = vec![vec![0.0; n]; n];
+    for i in 0..m {
+        for j in 0..m {
+            covariance[i + 1][j + 1] = inverse[i][j];
+        }
+    }
+    Some(JointFit {
+        ratings: r,
+        covariance,
+        games: game_count,
+        points: total_points,
+    })
+}
+
+/// The inverse of a symmetric positive-definite matrix (Gauss-Jordan with partial pivoting);
+/// `None` when it is singular.
+fn invert(mut a: Vec<Vec<f64>>) -> Option<Vec<Vec<f64>>> {
+    let m = a.len();
+    let mut inv: Vec<Vec<f64>> = (0..m)
+        .map(|i| (0..m).map(|j| f64::from(u8::from(i == j))).collect())
+        .collect();
+    for col in 0..m {
+        let pivot = (col..m).max_by(|&x, &y| a[x][col].abs().total_cmp(&a[y][col].abs()))?;
+        if a[pivot][col].abs() < 1e-15 {
+            return None;
+        }
+        a.swap(col, pivot);
+        inv.swap(col, pivot);
+        let d = a[col][col];
+        for j in 0..m {
+            a[col][j] /= d;
+            inv[col][j] /= d;
+        }
+        for row in 0..m {
+            if row != col {
+                let f = a[row][col];
+                if f != 0.0 {
+                    for j in 0..m {
+                        a[row][j] -= f * a[col][j];
+                        inv[row][j] -= f * inv[col][j];
+                    }
+                }
+            }
+        }
+    }
+    Some(inv)
+}
+
 /// Player `i`'s performance rating from its games against anchors of known rating (faults
 /// left out), by the calibration's estimator with 2 virtual draws against the mean anchor
 /// faced. `None` for anchors themselves and players who met none.
@@ -313,13 +465,8 @@ impl LadderShape {
     }
 }
 
-/// The whole report as text (Markdown tables).
-pub fn render(
-    names: &[String],
-    levels: &[Option<f64>],
-    known: &[Option<f64>],
-    games: &[Scored],
-) -> String {
+/// The pairings table: W/D/L, score and Elo difference with its interval per pairing.
+pub fn render_pairings(names: &[String], games: &[Scored]) -> String {
     let mut out = String::new();
     let pairings = pairing_stats(games);
     let _ = writeln!(out, "## Pairings ({} games)\n", games.len());
@@ -345,6 +492,17 @@ pub fn render(
             signed(p.diff.hi)
         );
     }
+    out
+}
+
+/// The whole report as text (Markdown tables).
+pub fn render(
+    names: &[String],
+    levels: &[Option<f64>],
+    known: &[Option<f64>],
+    games: &[Scored],
+) -> String {
+    let mut out = render_pairings(names, games);
     let ratings = estimate_ratings(known, games);
     let anchored = known.iter().any(Option::is_some);
     let _ = writeln!(
@@ -407,6 +565,35 @@ pub fn render(
             shape.mean_gap,
             100.0 * shape.max_relative_deviation,
             if shape.meets_goal() { "met" } else { "not met" }
+        );
+    }
+    out
+}
+
+/// Move quality per player: moves judged, average centipawn loss, and the shares of
+/// inaccuracies, mistakes and blunders (Lichess's thresholds). `how` says who judged.
+pub fn render_quality(names: &[String], quality: &[super::judge::Quality], how: &str) -> String {
+    let mut out = format!("## Move quality ({how})\n\n");
+    if quality.iter().all(|q| q.moves == 0) {
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "| player | moves judged | avg centipawn loss | inaccuracies | mistakes | blunders |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
+    for (name, q) in names.iter().zip(quality) {
+        if q.moves == 0 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "| {name} | {} | {:.0} | {:.1}% | {:.1}% | {:.1}% |",
+            q.moves,
+            q.acpl(),
+            100.0 * q.rate(q.inaccuracies),
+            100.0 * q.rate(q.mistakes),
+            100.0 * q.rate(q.blunders)
         );
     }
     out
@@ -479,6 +666,26 @@ mod tests {
         let p = r[0].unwrap();
         assert!(p.rating > 1800.0 && p.rating < 2500.0, "{p:?}");
         assert!(r[2].is_none());
+    }
+
+    #[test]
+    fn joint_fit_recovers_a_chain_and_its_errors_grow_along_it() {
+        // 0 -> 1 -> 2, each scoring 75% against the one below: +191 per step.
+        let mut g = games(1, 0, 30.0, 40);
+        g.extend(games(2, 1, 30.0, 40));
+        let fit = joint_fit(3, &g).unwrap();
+        // The virtual draw pulls each step a little toward 0 (30.5/41 = 74.4%: +185).
+        assert!((fit.ratings[1] - 185.0).abs() < 3.0, "{fit:?}");
+        assert!((fit.ratings[2] - 370.0).abs() < 6.0, "{fit:?}");
+        let se = |i: usize| fit.covariance[i][i].sqrt();
+        assert!(se(1) > 40.0 && se(1) < 70.0, "{fit:?}");
+        assert!(se(2) > se(1) * 1.3, "{fit:?}");
+        assert_eq!(fit.games, [40, 80, 40]);
+        // The coordinate-wise estimator with player 0 fixed agrees on the ratings.
+        let r = estimate_ratings(&[Some(0.0), None, None], &g);
+        assert!((r[2].unwrap().rating - fit.ratings[2]).abs() < 0.5);
+        // Unconnected players: no fit.
+        assert!(joint_fit(4, &g).is_none());
     }
 
     #[test]

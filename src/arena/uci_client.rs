@@ -35,6 +35,43 @@ pub enum UciError {
     Io(#[from] std::io::Error),
 }
 
+/// An engine's evaluation: centipawns, or moves to mate (negative: being mated).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UciScore {
+    Cp(i32),
+    Mate(i32),
+}
+
+/// What a search answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Analysis {
+    pub best: String,
+    pub score: Option<UciScore>,
+}
+
+/// The score of an `info` line (of the first PV when several), and whether it is a bound.
+fn parse_score(line: &str) -> Option<(UciScore, bool)> {
+    let mut words = line.split_whitespace();
+    if words.next() != Some("info") {
+        return None;
+    }
+    let words: Vec<&str> = words.collect();
+    if let Some(i) = words.iter().position(|w| *w == "multipv")
+        && words.get(i + 1) != Some(&"1")
+    {
+        return None;
+    }
+    let i = words.iter().position(|w| *w == "score")?;
+    let value: i32 = words.get(i + 2)?.parse().ok()?;
+    let score = match *words.get(i + 1)? {
+        "cp" => UciScore::Cp(value),
+        "mate" => UciScore::Mate(value),
+        _ => return None,
+    };
+    let bound = matches!(words.get(i + 3), Some(&"lowerbound") | Some(&"upperbound"));
+    Some((score, bound))
+}
+
 /// A running engine process.
 pub struct UciEngine {
     child: Child,
@@ -115,6 +152,40 @@ impl UciEngine {
             .to_string())
     }
 
+    /// Like [`UciEngine::best_move`], also returning the last score the engine reported
+    /// (exact scores preferred over bounds), from the side to move's point of view.
+    pub async fn analyse(
+        &mut self,
+        position: &str,
+        go: &str,
+        wait: Duration,
+    ) -> Result<Analysis, UciError> {
+        let deadline = Instant::now() + wait;
+        self.send(position).await?;
+        self.send(go).await?;
+        let (mut exact, mut bound) = (None, None);
+        let line = self
+            .read_until(go, deadline, |line| {
+                if let Some((score, is_bound)) = parse_score(line) {
+                    if is_bound {
+                        bound = Some(score);
+                    } else {
+                        exact = Some(score);
+                    }
+                }
+                line.starts_with("bestmove")
+            })
+            .await?;
+        Ok(Analysis {
+            best: line
+                .split_whitespace()
+                .nth(1)
+                .unwrap_or_default()
+                .to_string(),
+            score: exact.or(bound),
+        })
+    }
+
     /// Asks the engine to quit and gives it a moment before the drop kills it.
     pub async fn quit(mut self) {
         if self.send("quit").await.is_ok() {
@@ -177,5 +248,25 @@ impl UciEngine {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scores_parse_from_info_lines() {
+        assert_eq!(
+            parse_score("info depth 10 seldepth 14 multipv 1 score cp -35 nodes 9 pv e2e4"),
+            Some((UciScore::Cp(-35), false))
+        );
+        assert_eq!(
+            parse_score("info depth 9 score mate -2 upperbound nodes 5"),
+            Some((UciScore::Mate(-2), true))
+        );
+        assert_eq!(parse_score("info depth 9 multipv 2 score cp 10"), None);
+        assert_eq!(parse_score("info string NNUE enabled"), None);
+        assert_eq!(parse_score("bestmove e2e4"), None);
     }
 }

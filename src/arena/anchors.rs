@@ -1,0 +1,967 @@
+//! The anchors of the rating scale (`calibration/anchors.toml`): every player of known strength
+//! the arena can field by name (built-in movers, Fairy-Stockfish emulating Lichess's AI levels,
+//! Stockfish `UCI_Elo`), how each is built, and its rating on the declared scale with its
+//! standard error and provenance.
+//!
+//! This module owns the file (loading with errors that name the file, line and key; writing it
+//! back after a fit), the records of games between two anchors in an arena results file, the
+//! "neighbours" schedule of an anchor tournament, and the pinning of a joint fit
+//! ([`super::report::joint_fit`]) to the declared scale: the games fix the anchors' ratings
+//! relative to each other; the pins (anchors whose rating on the scale is known from a stated
+//! source, with an uncertainty) fix only the common offset, weighted by inverse variance.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use super::player::{MoveLimits, MoverStyle, PlayerKind, PlayerSpec};
+use super::report::{JointFit, Scored};
+use super::uci_client::EngineCommand;
+
+/// The file that ships with the crate.
+pub const BUILTIN_TOML: &str = include_str!("../../calibration/anchors.toml");
+
+/// The anchors file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AnchorsFile {
+    /// The scale the ratings are on (e.g. `lichess-blitz`).
+    pub scale: String,
+    /// Uncertainty (1 sd) of the scale's offset, common to every anchor: from the pins.
+    pub scale_sd: Option<f64>,
+    /// How the ratings were obtained.
+    pub fit: Option<FitProvenance>,
+    pub pins: Vec<Pin>,
+    pub anchors: Vec<Anchor>,
+}
+
+/// Where the ratings came from.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FitProvenance {
+    /// `YYYY-MM-DD` of the fit.
+    pub date: String,
+    /// Games between anchors in the fit.
+    pub games: u64,
+    /// The command that played the games.
+    #[serde(default)]
+    pub tournament: String,
+    /// The command that fitted them.
+    #[serde(default)]
+    pub command: String,
+    /// The results files fitted.
+    #[serde(default)]
+    pub results: Vec<String>,
+    /// Binary and machine the games were played with.
+    #[serde(default)]
+    pub machine: String,
+}
+
+/// An anchor whose rating on the scale is declared from an outside source.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pin {
+    pub anchor: String,
+    pub rating: f64,
+    /// One standard deviation.
+    pub sd: f64,
+    pub source: String,
+}
+
+/// One anchor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Anchor {
+    pub name: String,
+    pub kind: AnchorKind,
+    /// Rating on the file's scale (absent: not yet fitted).
+    pub rating: Option<f64>,
+    /// Standard error of the rating from the games, relative to the pins (the scale's own
+    /// uncertainty is `scale_sd`).
+    pub se: Option<f64>,
+    /// Games this anchor played in the fit.
+    pub games: Option<u64>,
+    pub note: Option<String>,
+}
+
+/// How the arena builds an anchor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AnchorKind {
+    Mover(MoverStyle),
+    Uci {
+        command: EngineCommand,
+        limits: MoveLimits,
+    },
+}
+
+/// A problem with an anchors file; always names the file and the line.
+#[derive(Debug, thiserror::Error)]
+pub enum AnchorsError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    #[error("{path}:{line}: {key}: {problem}")]
+    Invalid {
+        path: String,
+        line: usize,
+        key: String,
+        problem: String,
+    },
+}
+
+impl AnchorsFile {
+    /// The shipped file.
+    pub fn builtin() -> AnchorsFile {
+        AnchorsFile::parse(BUILTIN_TOML, "built-in calibration/anchors.toml")
+            .expect("the shipped anchors file is valid")
+    }
+
+    pub fn load(path: &Path) -> Result<AnchorsFile, AnchorsError> {
+        let text = std::fs::read_to_string(path).map_err(|source| AnchorsError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        AnchorsFile::parse(&text, &path.display().to_string())
+    }
+
+    /// Parses and validates `text`; `origin` names the file in errors.
+    pub fn parse(text: &str, origin: &str) -> Result<AnchorsFile, AnchorsError> {
+        let raw: RawFile = toml::from_str(text).map_err(|e| AnchorsError::Parse {
+            path: origin.to_string(),
+            line: e.span().map_or(0, |s| line_of(text, s.start)),
+            message: e.message().trim().to_string(),
+        })?;
+        Validator { text, origin }.build(raw)
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Anchor> {
+        self.anchors.iter().find(|a| a.name == name)
+    }
+
+    /// The anchors named in `lists` (comma-separated names, `all` for every one), in the order
+    /// of the file, each once.
+    pub fn select(&self, lists: &[String]) -> Result<Vec<&Anchor>, String> {
+        let mut wanted: HashSet<&str> = HashSet::new();
+        for name in lists.iter().flat_map(|l| l.split(',')).map(str::trim) {
+            if name.is_empty() {
+                continue;
+            }
+            if name == "all" {
+                wanted.extend(self.anchors.iter().map(|a| a.name.as_str()));
+            } else if self.get(name).is_some() {
+                wanted.insert(name);
+            } else {
+                return Err(format!(
+                    "no anchor named {name:?} (known: {})",
+                    self.anchors
+                        .iter()
+                        .map(|a| a.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+        }
+        Ok(self
+            .anchors
+            .iter()
+            .filter(|a| wanted.contains(a.name.as_str()))
+            .collect())
+    }
+
+    /// The file as TOML, with a header saying what it is; [`AnchorsFile::parse`] reads it back
+    /// unchanged. Free text lives in fields (`source`, `note`), so nothing is lost on rewrite.
+    pub fn to_toml(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "# Anchors of the rating scale: every player the arena can field by name \
+             (`ladder arena --anchor NAME`),\n\
+             # how it is built, and its rating on the declared scale. Ratings come from a joint \
+             maximum-likelihood\n\
+             # fit of games between the anchors (`ladder arena --fit-anchors`), pinned to the \
+             scale at the [[pin]]\n\
+             # points: the games fix the differences, the pins only the common offset. `se` is \
+             the standard error\n\
+             # from the games (relative to the pins); `scale_sd` is the uncertainty of the \
+             offset itself, shared by\n\
+             # every anchor. See calibration/ANCHORS.md. This file is rewritten by \
+             `--update-anchors`: keep notes\n\
+             # in the `note` and `source` fields, not in comments.\n"
+        );
+        let _ = writeln!(out, "scale = {}", toml_str(&self.scale));
+        if let Some(sd) = self.scale_sd {
+            let _ = writeln!(out, "scale_sd = {}", toml_num(sd));
+        }
+        if let Some(fit) = &self.fit {
+            let _ = writeln!(out, "\n[fit]");
+            let _ = writeln!(out, "date = {}", toml_str(&fit.date));
+            let _ = writeln!(out, "games = {}", fit.games);
+            let _ = writeln!(out, "tournament = {}", toml_str(&fit.tournament));
+            let _ = writeln!(out, "command = {}", toml_str(&fit.command));
+            let _ = writeln!(
+                out,
+                "results = [{}]",
+                fit.results
+                    .iter()
+                    .map(|r| toml_str(r))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            let _ = writeln!(out, "machine = {}", toml_str(&fit.machine));
+        }
+        for pin in &self.pins {
+            let _ = writeln!(out, "\n[[pin]]");
+            let _ = writeln!(out, "anchor = {}", toml_str(&pin.anchor));
+            let _ = writeln!(out, "rating = {}", toml_num(pin.rating));
+            let _ = writeln!(out, "sd = {}", toml_num(pin.sd));
+            let _ = writeln!(out, "source = {}", toml_str(&pin.source));
+        }
+        for a in &self.anchors {
+            let _ = writeln!(out, "\n[[anchor]]");
+            let _ = writeln!(out, "name = {}", toml_str(&a.name));
+            match &a.kind {
+                AnchorKind::Mover(style) => {
+                    let _ = writeln!(out, "kind = {}", toml_str(style.name()));
+                }
+                AnchorKind::Uci { command, limits } => {
+                    let _ = writeln!(out, "kind = \"uci\"");
+                    let _ = writeln!(
+                        out,
+                        "command = {}",
+                        toml_str(&command.program.display().to_string())
+                    );
+                    if !command.args.is_empty() {
+                        let _ = writeln!(
+                            out,
+                            "args = [{}]",
+                            command
+                                .args
+                                .iter()
+                                .map(|x| toml_str(x))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    if !command.options.is_empty() {
+                        let _ = writeln!(
+                            out,
+                            "options = {{ {} }}",
+                            command
+                                .options
+                                .iter()
+                                .map(|(k, v)| format!("{} = {}", toml_key(k), toml_str(v)))
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        );
+                    }
+                    if let Some(n) = limits.nodes {
+                        let _ = writeln!(out, "nodes = {n}");
+                    }
+                    if let Some(d) = limits.depth {
+                        let _ = writeln!(out, "depth = {d}");
+                    }
+                    if let Some(ms) = limits.movetime_ms {
+                        let _ = writeln!(out, "movetime_ms = {ms}");
+                    }
+                }
+            }
+            if let Some(r) = a.rating {
+                let _ = writeln!(out, "rating = {}", toml_num(r.round()));
+            }
+            if let Some(se) = a.se {
+                let _ = writeln!(out, "se = {}", toml_num(se.round()));
+            }
+            if let Some(g) = a.games {
+                let _ = writeln!(out, "games = {g}");
+            }
+            if let Some(note) = &a.note {
+                let _ = writeln!(out, "note = {}", toml_str(note));
+            }
+        }
+        out
+    }
+}
+
+impl Anchor {
+    /// The arena player this anchor is, carrying its rating.
+    pub fn player(&self) -> PlayerSpec {
+        PlayerSpec {
+            name: self.name.clone(),
+            rating: self.rating,
+            kind: match &self.kind {
+                AnchorKind::Mover(style) => PlayerKind::Mover(*style),
+                AnchorKind::Uci { command, limits } => PlayerKind::Uci {
+                    command: command.clone(),
+                    limits: *limits,
+                },
+            },
+        }
+    }
+}
+
+fn toml_str(s: &str) -> String {
+    toml::Value::String(s.to_string()).to_string()
+}
+
+fn toml_key(k: &str) -> String {
+    if !k.is_empty()
+        && k.chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        k.to_string()
+    } else {
+        toml_str(k)
+    }
+}
+
+fn toml_num(x: f64) -> String {
+    if x.fract() == 0.0 && x.abs() < 1e15 {
+        format!("{x:.1}")
+    } else {
+        format!("{x}")
+    }
+}
+
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+// ---- The file as written, spans kept for the errors. ----
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    scale: Spanned<String>,
+    #[serde(default)]
+    scale_sd: Option<Spanned<f64>>,
+    #[serde(default)]
+    fit: Option<FitProvenance>,
+    #[serde(default)]
+    pin: Vec<Spanned<RawPin>>,
+    #[serde(default)]
+    anchor: Vec<Spanned<RawAnchor>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPin {
+    anchor: Spanned<String>,
+    rating: Spanned<f64>,
+    sd: Spanned<f64>,
+    source: Spanned<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawAnchor {
+    name: Spanned<String>,
+    kind: Spanned<String>,
+    #[serde(default)]
+    command: Option<Spanned<String>>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    options: Option<Spanned<BTreeMap<String, toml::Value>>>,
+    #[serde(default)]
+    nodes: Option<Spanned<i64>>,
+    #[serde(default)]
+    depth: Option<Spanned<i64>>,
+    #[serde(default)]
+    movetime_ms: Option<Spanned<i64>>,
+    #[serde(default)]
+    rating: Option<Spanned<f64>>,
+    #[serde(default)]
+    se: Option<Spanned<f64>>,
+    #[serde(default)]
+    games: Option<Spanned<i64>>,
+    #[serde(default)]
+    note: Option<String>,
+}
+
+struct Validator<'a> {
+    text: &'a str,
+    origin: &'a str,
+}
+
+impl Validator<'_> {
+    fn invalid<T>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        problem: impl Into<String>,
+    ) -> Result<T, AnchorsError> {
+        Err(AnchorsError::Invalid {
+            path: self.origin.to_string(),
+            line: line_of(self.text, span.start),
+            key: key.to_string(),
+            problem: problem.into(),
+        })
+    }
+
+    fn limit(&self, value: &Option<Spanned<i64>>, key: &str) -> Result<Option<u64>, AnchorsError> {
+        match value {
+            None => Ok(None),
+            Some(v) if *v.get_ref() < 1 => self.invalid(v.span(), key, "must be at least 1"),
+            Some(v) => Ok(Some(*v.get_ref() as u64)),
+        }
+    }
+
+    fn build(&self, raw: RawFile) -> Result<AnchorsFile, AnchorsError> {
+        if raw.scale.get_ref().trim().is_empty() {
+            return self.invalid(raw.scale.span(), "scale", "must name the scale");
+        }
+        if let Some(sd) = &raw.scale_sd
+            && !(sd.get_ref().is_finite() && *sd.get_ref() >= 0.0)
+        {
+            return self.invalid(sd.span(), "scale_sd", "must be zero or positive");
+        }
+        let mut anchors: Vec<Anchor> = Vec::new();
+        for (i, spanned) in raw.anchor.iter().enumerate() {
+            let a = spanned.get_ref();
+            let key = |k: &str| format!("anchor[{i}].{k}");
+            let name = a.name.get_ref().trim().to_string();
+            if name.is_empty()
+                || name == "all"
+                || name.contains([',', '=', ' '])
+                || name.starts_with("level-")
+            {
+                return self.invalid(
+                    a.name.span(),
+                    &key("name"),
+                    "must be a non-empty name without spaces, ',' or '=' (and not `all` or level-N)",
+                );
+            }
+            if anchors.iter().any(|b| b.name == name) {
+                return self.invalid(
+                    a.name.span(),
+                    &key("name"),
+                    format!("{name:?} appears twice"),
+                );
+            }
+            let limits = MoveLimits {
+                nodes: self.limit(&a.nodes, &key("nodes"))?,
+                depth: self
+                    .limit(&a.depth, &key("depth"))?
+                    .map(|d| d.min(u32::MAX as u64) as u32),
+                movetime_ms: self.limit(&a.movetime_ms, &key("movetime_ms"))?,
+            };
+            let kind = match a.kind.get_ref().as_str() {
+                "random" | "greedy" => {
+                    let style = if a.kind.get_ref() == "random" {
+                        MoverStyle::Random
+                    } else {
+                        MoverStyle::Greedy
+                    };
+                    if let Some(c) = &a.command {
+                        return self.invalid(
+                            c.span(),
+                            &key("command"),
+                            "a built-in mover runs no engine",
+                        );
+                    }
+                    if let Some(o) = &a.options {
+                        return self.invalid(
+                            o.span(),
+                            &key("options"),
+                            "a built-in mover has no options",
+                        );
+                    }
+                    if !limits.is_empty() {
+                        return self.invalid(
+                            spanned.span(),
+                            &key("nodes"),
+                            "a built-in mover takes no per-move limits",
+                        );
+                    }
+                    AnchorKind::Mover(style)
+                }
+                "uci" => {
+                    let Some(command) = &a.command else {
+                        return self.invalid(
+                            spanned.span(),
+                            &key("command"),
+                            "a uci anchor needs the engine's path",
+                        );
+                    };
+                    if command.get_ref().trim().is_empty() {
+                        return self.invalid(command.span(), &key("command"), "is empty");
+                    }
+                    if limits.is_empty() {
+                        return self.invalid(
+                            a.kind.span(),
+                            &key("nodes"),
+                            "a uci anchor needs a per-move limit (nodes, depth or movetime_ms) \
+                             so its strength does not depend on the match",
+                        );
+                    }
+                    let mut options = Vec::new();
+                    if let Some(o) = &a.options {
+                        for (name, value) in o.get_ref() {
+                            let text = match value {
+                                toml::Value::String(s) => s.clone(),
+                                toml::Value::Integer(n) => n.to_string(),
+                                toml::Value::Float(x) => x.to_string(),
+                                toml::Value::Boolean(b) => b.to_string(),
+                                _ => {
+                                    return self.invalid(
+                                        o.span(),
+                                        &key(&format!("options.{name}")),
+                                        "must be a string, number or boolean",
+                                    );
+                                }
+                            };
+                            options.push((name.clone(), text));
+                        }
+                    }
+                    AnchorKind::Uci {
+                        command: EngineCommand {
+                            program: PathBuf::from(command.get_ref().trim()),
+                            args: a.args.clone(),
+                            options,
+                        },
+                        limits,
+                    }
+                }
+                other => {
+                    return self.invalid(
+                        a.kind.span(),
+                        &key("kind"),
+                        format!("unknown kind {other:?} (expected random, greedy or uci)"),
+                    );
+                }
+            };
+            let rating = match &a.rating {
+                Some(r) if !r.get_ref().is_finite() => {
+                    return self.invalid(r.span(), &key("rating"), "must be a finite number");
+                }
+                r => r.as_ref().map(|r| *r.get_ref()),
+            };
+            let se = match &a.se {
+                Some(s) if !(s.get_ref().is_finite() && *s.get_ref() >= 0.0) => {
+                    return self.invalid(s.span(), &key("se"), "must be zero or positive");
+                }
+                Some(s) if rating.is_none() => {
+                    return self.invalid(s.span(), &key("se"), "given without a rating");
+                }
+                s => s.as_ref().map(|s| *s.get_ref()),
+            };
+            let games = match &a.games {
+                Some(g) if *g.get_ref() < 0 => {
+                    return self.invalid(g.span(), &key("games"), "must be zero or positive");
+                }
+                g => g.as_ref().map(|g| *g.get_ref() as u64),
+            };
+            anchors.push(Anchor {
+                name,
+                kind,
+                rating,
+                se,
+                games,
+                note: a.note.clone(),
+            });
+        }
+        let mut pins = Vec::new();
+        for (i, spanned) in raw.pin.iter().enumerate() {
+            let p = spanned.get_ref();
+            let key = |k: &str| format!("pin[{i}].{k}");
+            let anchor = p.anchor.get_ref().trim().to_string();
+            if !anchors.iter().any(|a| a.name == anchor) {
+                return self.invalid(
+                    p.anchor.span(),
+                    &key("anchor"),
+                    format!("no anchor named {anchor:?} in this file"),
+                );
+            }
+            if !p.rating.get_ref().is_finite() {
+                return self.invalid(p.rating.span(), &key("rating"), "must be a finite number");
+            }
+            if !(p.sd.get_ref().is_finite() && *p.sd.get_ref() > 0.0) {
+                return self.invalid(
+                    p.sd.span(),
+                    &key("sd"),
+                    "must be positive (no pin is exact)",
+                );
+            }
+            if p.source.get_ref().trim().is_empty() {
+                return self.invalid(
+                    p.source.span(),
+                    &key("source"),
+                    "must say where the rating comes from",
+                );
+            }
+            pins.push(Pin {
+                anchor,
+                rating: *p.rating.get_ref(),
+                sd: *p.sd.get_ref(),
+                source: p.source.get_ref().clone(),
+            });
+        }
+        Ok(AnchorsFile {
+            scale: raw.scale.get_ref().trim().to_string(),
+            scale_sd: raw.scale_sd.map(|s| *s.get_ref()),
+            fit: raw.fit,
+            pins,
+            anchors,
+        })
+    }
+}
+
+// ---- Games between anchors in an arena results file. ----
+
+/// The `record` tag of a game between two players that are not our levels.
+pub const ANCHOR_GAME: &str = "anchor-game";
+
+/// A game between two anchors (neither side one of our levels), one line in the arena's
+/// results file beside the levels' own records, which `ladder calibrate` skips.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AnchorGameRecord {
+    /// Always [`ANCHOR_GAME`].
+    pub record: String,
+    pub schema: u32,
+    pub game_id: String,
+    pub white: String,
+    pub black: String,
+    /// `1-0`, `0-1` or `1/2-1/2`.
+    pub result: String,
+    /// Lichess status name (mate, draw, stalemate), or the arena's for malfunctions.
+    pub status: String,
+    /// "startpos" or a FEN.
+    pub initial_fen: String,
+    /// UCI moves from the initial position, the opening's included.
+    pub moves: String,
+    pub seed: u64,
+    pub started_at_ms: i64,
+    pub finished_at_ms: i64,
+    /// Set when a side lost by malfunction; the fit leaves such games out.
+    #[serde(default)]
+    pub fault: Option<String>,
+}
+
+impl AnchorGameRecord {
+    /// White's score, if the result string is one.
+    pub fn white_score(&self) -> Option<f64> {
+        match self.result.as_str() {
+            "1-0" => Some(1.0),
+            "0-1" => Some(0.0),
+            "1/2-1/2" => Some(0.5),
+            _ => None,
+        }
+    }
+}
+
+/// The games between anchors in `paths` (other lines skipped; each game id once), with a
+/// warning per unreadable anchor line.
+pub fn read_anchor_games(
+    paths: &[PathBuf],
+) -> std::io::Result<(Vec<AnchorGameRecord>, Vec<String>)> {
+    #[derive(Deserialize)]
+    struct Tag {
+        #[serde(default)]
+        record: Option<String>,
+    }
+    let mut games = Vec::new();
+    let mut warnings = Vec::new();
+    let mut seen = HashSet::new();
+    for path in paths {
+        let file = std::fs::File::open(path).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
+        })?;
+        for (i, line) in BufReader::new(file).lines().enumerate() {
+            let line = line?;
+            let text = line.trim();
+            if text.is_empty() {
+                continue;
+            }
+            match serde_json::from_str::<Tag>(text) {
+                Ok(Tag { record: Some(tag) }) if tag == ANCHOR_GAME => {}
+                _ => continue,
+            }
+            match serde_json::from_str::<AnchorGameRecord>(text) {
+                Ok(g) => {
+                    if seen.insert(g.game_id.clone()) {
+                        games.push(g);
+                    }
+                }
+                Err(e) => warnings.push(format!("{}:{}: {e}", path.display(), i + 1)),
+            }
+        }
+    }
+    Ok((games, warnings))
+}
+
+// ---- The tournament schedule. ----
+
+/// Pairings where every player meets its `k` nearest neighbours on each side of `order` (player
+/// indices from weakest to strongest), as (lower index, higher index).
+pub fn neighbour_pairings(order: &[usize], k: usize) -> Vec<(usize, usize)> {
+    let mut out = Vec::new();
+    for (pos, &a) in order.iter().enumerate() {
+        for &b in order.iter().skip(pos + 1).take(k) {
+            out.push((a.min(b), a.max(b)));
+        }
+    }
+    out
+}
+
+/// Players ordered weakest first: by rating where every player has one, else as given.
+pub fn scale_order(players: &[PlayerSpec]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..players.len()).collect();
+    if players.iter().all(|p| p.rating.is_some()) {
+        order.sort_by(|&a, &b| {
+            players[a]
+                .rating
+                .unwrap_or(0.0)
+                .total_cmp(&players[b].rating.unwrap_or(0.0))
+        });
+    }
+    order
+}
+
+// ---- Pinning a joint fit to the scale. ----
+
+/// The anchors' ratings on the declared scale.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PinnedFit {
+    pub names: Vec<String>,
+    pub ratings: Vec<f64>,
+    /// From the games, relative to the pins' weighted mean.
+    pub se: Vec<f64>,
+    /// The offset's own uncertainty, 1/sqrt(sum of the pins' inverse variances).
+    pub scale_sd: f64,
+    pub games: Vec<u64>,
+    pub points: Vec<f64>,
+    /// Per pin: (anchor, declared, fitted): how far each pin sits from the combined offset.
+    pub pin_residuals: Vec<(String, f64, f64)>,
+}
+
+/// Puts a joint fit on the scale: a single shift chosen so the pinned anchors sit, weighted by
+/// inverse variance, at their declared ratings. Pins naming players absent from the fit are
+/// ignored; `None` when none is present.
+pub fn pin(fit: &JointFit, names: &[String], pins: &[Pin]) -> Option<PinnedFit> {
+    let index: HashMap<&str, usize> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.as_str(), i))
+        .collect();
+    let used: Vec<(usize, &Pin)> = pins
+        .iter()
+        .filter_map(|p| Some((*index.get(p.anchor.as_str())?, p)))
+        .collect();
+    if used.is_empty() {
+        return None;
+    }
+    let weights: Vec<f64> = used.iter().map(|(_, p)| 1.0 / (p.sd * p.sd)).collect();
+    let total: f64 = weights.iter().sum();
+    let shift = used
+        .iter()
+        .zip(&weights)
+        .map(|((i, p), w)| w * (p.rating - fit.ratings[*i]))
+        .sum::<f64>()
+        / total;
+    let n = names.len();
+    let c = &fit.covariance;
+    let se = (0..n)
+        .map(|i| {
+            // Var(r_i - sum_k w_k r_k / W) from the covariance of the relative ratings.
+            let mut var = c[i][i];
+            for ((k, _), wk) in used.iter().zip(&weights) {
+                var -= 2.0 * wk / total * c[i][*k];
+                for ((l, _), wl) in used.iter().zip(&weights) {
+                    var += wk * wl / (total * total) * c[*k][*l];
+                }
+            }
+            var.max(0.0).sqrt()
+        })
+        .collect();
+    Some(PinnedFit {
+        names: names.to_vec(),
+        ratings: fit.ratings.iter().map(|r| r + shift).collect(),
+        se,
+        scale_sd: total.sqrt().recip(),
+        games: fit.games.clone(),
+        points: fit.points.clone(),
+        pin_residuals: used
+            .iter()
+            .map(|(i, p)| (p.anchor.clone(), p.rating, fit.ratings[*i] + shift))
+            .collect(),
+    })
+}
+
+/// Fits the anchor games jointly and pins them with `file`'s pins. Players are the anchors of
+/// the file that played, in the file's order, then any other names met in the games.
+pub fn fit_games(
+    file: &AnchorsFile,
+    games: &[AnchorGameRecord],
+) -> Result<(PinnedFit, Vec<Scored>), String> {
+    let mut names: Vec<String> = file
+        .anchors
+        .iter()
+        .map(|a| a.name.clone())
+        .filter(|n| games.iter().any(|g| &g.white == n || &g.black == n))
+        .collect();
+    for g in games {
+        for n in [&g.white, &g.black] {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+    }
+    let index = |n: &str| {
+        names
+            .iter()
+            .position(|m| m == n)
+            .expect("every name is listed")
+    };
+    let scored: Vec<Scored> = games
+        .iter()
+        .filter_map(|g| {
+            Some(Scored {
+                white: index(&g.white),
+                black: index(&g.black),
+                white_score: g.white_score()?,
+                fault: g.fault.is_some(),
+            })
+        })
+        .collect();
+    if scored.is_empty() {
+        return Err("no games between anchors in the given results files".to_string());
+    }
+    let fit = super::report::joint_fit(names.len(), &scored)
+        .ok_or("the anchors' games do not connect every anchor to the others")?;
+    let pinned = pin(&fit, &names, &file.pins).ok_or_else(|| {
+        format!(
+            "none of the pinned anchors ({}) played",
+            file.pins
+                .iter()
+                .map(|p| p.anchor.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    Ok((pinned, scored))
+}
+
+/// `file` with the fitted ratings, SEs and game counts written into its anchors (anchors that
+/// did not play keep what they had), and `provenance`.
+pub fn updated(file: &AnchorsFile, fit: &PinnedFit, provenance: FitProvenance) -> AnchorsFile {
+    let mut out = file.clone();
+    for a in &mut out.anchors {
+        if let Some(i) = fit.names.iter().position(|n| *n == a.name) {
+            a.rating = Some(fit.ratings[i]);
+            a.se = Some(fit.se[i]);
+            a.games = Some(fit.games[i]);
+        }
+    }
+    out.scale_sd = Some(fit.scale_sd.round());
+    out.fit = Some(provenance);
+    out
+}
+
+/// The fit as a Markdown table, weakest first.
+pub fn render_fit(fit: &PinnedFit, scale: &str) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "## Anchors on the {scale} scale (joint fit of {} games, pinned)\n",
+        fit.games.iter().sum::<u64>() / 2
+    );
+    let _ = writeln!(
+        out,
+        "| anchor | rating | se (games) | games | score |\n|---|---:|---:|---:|---:|"
+    );
+    let mut order: Vec<usize> = (0..fit.names.len()).collect();
+    order.sort_by(|&a, &b| fit.ratings[a].total_cmp(&fit.ratings[b]));
+    for i in order {
+        let _ = writeln!(
+            out,
+            "| {} | {:.0} | {:.0} | {} | {:.1}% |",
+            fit.names[i],
+            fit.ratings[i],
+            fit.se[i],
+            fit.games[i],
+            100.0 * fit.points[i] / fit.games[i].max(1) as f64
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nScale offset uncertainty (from the pins, shared by every anchor): ±{:.0} (1 sd).",
+        fit.scale_sd
+    );
+    for (anchor, declared, fitted) in &fit.pin_residuals {
+        let _ = writeln!(
+            out,
+            "- pin {anchor}: declared {declared:.0}, fitted {fitted:.0} ({:+.0})",
+            fitted - declared
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn neighbours_meet_their_k_nearest_on_each_side() {
+        let p = neighbour_pairings(&[3, 0, 1, 2], 2);
+        assert_eq!(p, [(0, 3), (1, 3), (0, 1), (0, 2), (1, 2)]);
+    }
+
+    #[test]
+    fn pinning_shifts_every_rating_by_one_offset() {
+        // Relative ratings 0, 100, 300 with a diagonal covariance of 10² each (player 0 the
+        // reference, so 0); one pin puts player 1 at 1500.
+        let fit = JointFit {
+            ratings: vec![0.0, 100.0, 300.0],
+            covariance: vec![
+                vec![0.0, 0.0, 0.0],
+                vec![0.0, 100.0, 0.0],
+                vec![0.0, 0.0, 100.0],
+            ],
+            games: vec![10, 20, 10],
+            points: vec![5.0, 10.0, 5.0],
+        };
+        let names: Vec<String> = ["a", "b", "c"].iter().map(|s| s.to_string()).collect();
+        let pins = [Pin {
+            anchor: "b".into(),
+            rating: 1500.0,
+            sd: 200.0,
+            source: "test".into(),
+        }];
+        let p = pin(&fit, &names, &pins).unwrap();
+        assert_eq!(p.ratings, [1400.0, 1500.0, 1700.0]);
+        // The pinned anchor has no error relative to the pin; the others carry both variances.
+        assert!(p.se[1].abs() < 1e-9);
+        assert!((p.se[0] - 10.0).abs() < 1e-9);
+        assert!((p.se[2] - 200f64.sqrt()).abs() < 1e-9);
+        assert!((p.scale_sd - 200.0).abs() < 1e-9);
+        // Two equal pins that disagree by 200 (b says shift 1400, c says 1600) meet in the
+        // middle: each sits 100 from its declared rating.
+        let two = [
+            pins[0].clone(),
+            Pin {
+                anchor: "c".into(),
+                rating: 1900.0,
+                sd: 200.0,
+                source: "test".into(),
+            },
+        ];
+        let p = pin(&fit, &names, &two).unwrap();
+        assert!((p.ratings[1] - 1600.0).abs() < 1e-9);
+        assert!((p.ratings[2] - 1800.0).abs() < 1e-9);
+        assert!((p.scale_sd - 200.0 / 2f64.sqrt()).abs() < 1e-9);
+    }
+}

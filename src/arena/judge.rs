@@ -1,0 +1,281 @@
+//! Move quality of arena games, judged after each game by a separate UCI engine (Stockfish at
+//! a fixed depth): per player the average centipawn loss and Lichess's inaccuracy, mistake and
+//! blunder rates.
+//!
+//! The arithmetic is lila's: an evaluation is turned into centipawns capped at ±1000 (a mate
+//! counts as the cap), the winning chances are `2 / (1 + e^(-0.00368208·cp)) - 1` in [-1, 1],
+//! and a move whose winning chances for the mover drop by 0.3, 0.2 or 0.1 or more is a blunder,
+//! a mistake or an inaccuracy. The centipawn loss of a move is how much the capped evaluation
+//! falls for the mover, never below 0. Opening moves (from the book) are not judged.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::player::position_command;
+use super::uci_client::{EngineCommand, UciEngine, UciScore};
+use crate::engine::Game;
+use crate::engine::position::GameEnd;
+use shakmaty::Position;
+
+/// lila's factor of the winning-chances curve.
+pub const WIN_CHANCE_FACTOR: f64 = 0.003_682_08;
+/// Evaluations are capped here (and a mate counts as this), as lila does.
+pub const CP_CEILING: f64 = 1000.0;
+
+/// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].
+pub fn capped_cp(score: UciScore) -> f64 {
+    match score {
+        UciScore::Cp(cp) => (cp as f64).clamp(-CP_CEILING, CP_CEILING),
+        UciScore::Mate(n) if n > 0 => CP_CEILING,
+        // `mate 0` or `mate -n`: the side to move is (being) mated.
+        UciScore::Mate(_) => -CP_CEILING,
+    }
+}
+
+/// Winning chances in [-1, 1] of the side whose evaluation is `cp`.
+pub fn win_chance(cp: f64) -> f64 {
+    2.0 / (1.0 + (-WIN_CHANCE_FACTOR * cp).exp()) - 1.0
+}
+
+/// Lichess's judgement of one move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Judgement {
+    Good,
+    Inaccuracy,
+    Mistake,
+    Blunder,
+}
+
+/// The judgement of a move that lowered the mover's winning chances from `before` to `after`
+/// (both in [-1, 1], the mover's point of view).
+pub fn judge(before: f64, after: f64) -> Judgement {
+    let drop = before - after;
+    if drop >= 0.3 {
+        Judgement::Blunder
+    } else if drop >= 0.2 {
+        Judgement::Mistake
+    } else if drop >= 0.1 {
+        Judgement::Inaccuracy
+    } else {
+        Judgement::Good
+    }
+}
+
+/// One player's judged moves, summed.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Quality {
+    pub moves: u64,
+    pub cp_loss: f64,
+    pub inaccuracies: u64,
+    pub mistakes: u64,
+    pub blunders: u64,
+}
+
+impl Quality {
+    /// Adds a move whose position was evaluated `before` (the mover to move) and whose result
+    /// was evaluated `after` (the mover's point of view), both capped centipawns.
+    pub fn add(&mut self, before: f64, after: f64) {
+        self.moves += 1;
+        self.cp_loss += (before - after).max(0.0);
+        match judge(win_chance(before), win_chance(after)) {
+            Judgement::Good => {}
+            Judgement::Inaccuracy => self.inaccuracies += 1,
+            Judgement::Mistake => self.mistakes += 1,
+            Judgement::Blunder => self.blunders += 1,
+        }
+    }
+
+    pub fn merge(&mut self, other: &Quality) {
+        self.moves += other.moves;
+        self.cp_loss += other.cp_loss;
+        self.inaccuracies += other.inaccuracies;
+        self.mistakes += other.mistakes;
+        self.blunders += other.blunders;
+    }
+
+    pub fn acpl(&self) -> f64 {
+        self.cp_loss / self.moves.max(1) as f64
+    }
+
+    /// A count as a share of the judged moves.
+    pub fn rate(&self, count: u64) -> f64 {
+        count as f64 / self.moves.max(1) as f64
+    }
+}
+
+/// The capped evaluation, for the side to move, of a position where the game is over.
+fn terminal_cp(end: GameEnd) -> f64 {
+    match end {
+        GameEnd::Checkmate { .. } => -CP_CEILING,
+        _ => 0.0,
+    }
+}
+
+/// Summed quality of the moves of a game by each side, from the evaluations of the positions
+/// from ply `first` on (`evals[k]` is the capped evaluation of the position after `first + k`
+/// plies, for the side to move there). Returns (white, black).
+pub fn game_quality(game: &Game, first: usize, evals: &[f64]) -> (Quality, Quality) {
+    let (mut white, mut black) = (Quality::default(), Quality::default());
+    let white_moves_first = {
+        // Side to move at ply `first`: replay the colours from the initial position.
+        let white_starts = game.initial_position().turn().is_white();
+        white_starts == first.is_multiple_of(2)
+    };
+    for k in 0..evals.len().saturating_sub(1) {
+        let before = evals[k];
+        let after = -evals[k + 1];
+        let white_moved = white_moves_first == k.is_multiple_of(2);
+        if white_moved {
+            white.add(before, after);
+        } else {
+            black.add(before, after);
+        }
+    }
+    (white, black)
+}
+
+/// A judge: one Stockfish process searching every position to a fixed depth.
+pub struct Judge {
+    engine: UciEngine,
+    depth: u32,
+    pub id_name: Option<String>,
+}
+
+/// How long one judged position may take before the judge counts as hung.
+const POSITION_TIMEOUT: Duration = Duration::from_secs(60);
+
+impl Judge {
+    /// The default judge's binary.
+    pub const STOCKFISH: &'static str = "/usr/games/stockfish";
+
+    /// Starts `program` (one thread, 16 MB hash).
+    pub async fn start(program: &Path, depth: u32) -> Result<Judge, String> {
+        let command = EngineCommand {
+            program: PathBuf::from(program),
+            args: Vec::new(),
+            options: vec![
+                ("Threads".to_string(), "1".to_string()),
+                ("Hash".to_string(), "16".to_string()),
+            ],
+        };
+        let engine = UciEngine::start(&command, Duration::from_secs(10))
+            .await
+            .map_err(|e| format!("judge {}: {e}", program.display()))?;
+        Ok(Judge {
+            id_name: engine.id_name.clone(),
+            engine,
+            depth,
+        })
+    }
+
+    /// Judges the moves of `game` from ply `first` on: (white, black).
+    pub async fn judge_game(
+        &mut self,
+        game: &Game,
+        first: usize,
+    ) -> Result<(Quality, Quality), String> {
+        self.engine
+            .new_game(Duration::from_secs(10))
+            .await
+            .map_err(|e| e.to_string())?;
+        let mut replay = Game::from_position(game.initial_position().clone(), game.castling_mode());
+        for m in &game.moves()[..first.min(game.moves().len())] {
+            replay.play(*m);
+        }
+        let mut evals = Vec::with_capacity(game.moves().len() + 1 - first.min(game.moves().len()));
+        let mut ply = first;
+        loop {
+            let eval = match replay.outcome() {
+                Some(end) => terminal_cp(end),
+                None => {
+                    let go = format!("go depth {}", self.depth);
+                    let reply = self
+                        .engine
+                        .analyse(&position_command(&replay), &go, POSITION_TIMEOUT)
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    capped_cp(reply.score.ok_or("the judge gave no score")?)
+                }
+            };
+            evals.push(eval);
+            if ply >= game.moves().len() || replay.outcome().is_some() {
+                break;
+            }
+            replay.play(game.moves()[ply]);
+            ply += 1;
+        }
+        Ok(game_quality(game, first, &evals))
+    }
+
+    pub async fn quit(self) {
+        self.engine.quit().await;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn win_chances_match_hand_computed_values() {
+        assert_eq!(win_chance(0.0), 0.0);
+        // 2 / (1 + e^-0.368208) - 1 = 0.18203...
+        assert!((win_chance(100.0) - 0.182_03).abs() < 1e-4);
+        // 2 / (1 + e^-1.104624) - 1 = 0.50224...
+        assert!((win_chance(300.0) - 0.502_24).abs() < 1e-4);
+        assert!((win_chance(-300.0) + 0.502_24).abs() < 1e-4);
+        // The cap: 2 / (1 + e^-3.68208) - 1 = 0.95089...
+        assert!((win_chance(CP_CEILING) - 0.950_89).abs() < 1e-4);
+        assert_eq!(capped_cp(UciScore::Cp(2500)), 1000.0);
+        assert_eq!(capped_cp(UciScore::Cp(-42)), -42.0);
+        assert_eq!(capped_cp(UciScore::Mate(3)), 1000.0);
+        assert_eq!(capped_cp(UciScore::Mate(-2)), -1000.0);
+        assert_eq!(capped_cp(UciScore::Mate(0)), -1000.0);
+    }
+
+    #[test]
+    fn judgements_follow_lichess_thresholds() {
+        // 0 -> -100 cp: 0 - (-0.182) = 0.182 drop: an inaccuracy.
+        assert_eq!(
+            judge(win_chance(0.0), win_chance(-100.0)),
+            Judgement::Inaccuracy
+        );
+        // +300 -> 0: a drop of 0.502: a blunder.
+        assert_eq!(
+            judge(win_chance(300.0), win_chance(0.0)),
+            Judgement::Blunder
+        );
+        // +100 -> -50: 0.182 + 0.0917 = 0.274: a mistake.
+        assert_eq!(
+            judge(win_chance(100.0), win_chance(-50.0)),
+            Judgement::Mistake
+        );
+        // Deep in a won position a lot of centipawns are a small change: +1000 -> +600 drops
+        // 0.951 - 0.802 = 0.149: an inaccuracy, though 400 cp were lost.
+        assert_eq!(
+            judge(win_chance(1000.0), win_chance(600.0)),
+            Judgement::Inaccuracy
+        );
+        assert_eq!(judge(win_chance(50.0), win_chance(60.0)), Judgement::Good);
+    }
+
+    #[test]
+    fn a_game_splits_its_moves_between_the_sides() {
+        // Four plies from the start, white to move first: evaluations of the five positions for
+        // the side to move there.
+        let game = Game::from_uci_moves(None, &["e2e4", "e7e5", "d1h5", "b8c6"], false).unwrap();
+        let evals = [30.0, -30.0, 20.0, -300.0, 310.0];
+        let (w, b) = game_quality(&game, 0, &evals);
+        // White: 30 -> 30 (no loss), 20 -> 300 (a gain).
+        assert_eq!(w.moves, 2);
+        assert_eq!(b.moves, 2);
+        assert_eq!(w.cp_loss, 0.0);
+        // Black's moves: before -30, after -20 (loss 0); before -300, after -310 (loss 10).
+        assert_eq!(b.cp_loss, 10.0);
+        assert_eq!(b.blunders + b.mistakes + b.inaccuracies, 0);
+        // Starting after two book plies: only plies 2 and 3 are judged, white first.
+        let (w, b) = game_quality(&game, 2, &evals[2..]);
+        assert_eq!((w.moves, b.moves), (1, 1));
+        assert_eq!(b.cp_loss, 10.0);
+    }
+}

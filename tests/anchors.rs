@@ -1,0 +1,244 @@
+//! The anchors file and the anchor tournament: the shipped file loads and every anchor in it can
+//! be built; a malformed file names the line and the key; a match of anchors by name writes
+//! games between anchors that calibration skips and `--fit-anchors` rates, and resumes where it
+//! stopped; the judge rates a known game's moves when Stockfish is installed.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use ladder::arena::anchors::{AnchorKind, AnchorsFile, read_anchor_games};
+use ladder::arena::judge::Judge;
+use ladder::arena::player::MoverStyle;
+use ladder::arena::{ArenaOptions, run_match};
+use ladder::engine::Game;
+use ladder::results::read_results;
+
+#[derive(Parser)]
+struct Cli {
+    #[command(flatten)]
+    args: ArenaOptions,
+}
+
+fn args(list: &[&str]) -> ArenaOptions {
+    let argv = std::iter::once("arena").chain(list.iter().copied());
+    Cli::try_parse_from(argv)
+        .expect("valid arena arguments")
+        .args
+}
+
+#[test]
+fn the_shipped_anchors_file_loads_and_every_anchor_is_buildable() {
+    let file = AnchorsFile::builtin();
+    assert_eq!(file.scale, "lichess-blitz");
+    let names: Vec<&str> = file.anchors.iter().map(|a| a.name.as_str()).collect();
+    for expected in ["random", "greedy", "sf1500"]
+        .into_iter()
+        .chain((1..=8).map(|l| Box::leak(format!("lichess-ai-{l}").into_boxed_str()) as &str))
+    {
+        assert!(
+            names.contains(&expected),
+            "{expected} missing from {names:?}"
+        );
+    }
+    assert!(!file.pins.is_empty(), "the scale must be pinned somewhere");
+    for pin in &file.pins {
+        assert!(file.get(&pin.anchor).is_some());
+        assert!(pin.sd > 0.0 && !pin.source.is_empty());
+    }
+    for a in &file.anchors {
+        let player = a.player();
+        assert_eq!(player.name, a.name);
+        assert_eq!(player.rating, a.rating);
+        if let AnchorKind::Uci { limits, .. } = &a.kind {
+            assert!(!limits.is_empty(), "{} has no per-move limit", a.name);
+        }
+        if let (Some(rating), Some(se)) = (a.rating, a.se) {
+            assert!(rating.is_finite() && se >= 0.0);
+        }
+    }
+    // What the file says, it writes back unchanged.
+    let again = AnchorsFile::parse(&file.to_toml(), "rewritten").unwrap();
+    assert_eq!(again, file);
+    // The selection by name: `all`, lists, unknown names.
+    assert_eq!(
+        file.select(&["all".to_string()]).unwrap().len(),
+        file.anchors.len()
+    );
+    let two = file.select(&["greedy,random".to_string()]).unwrap();
+    assert_eq!(two.len(), 2);
+    assert_eq!(two[0].kind, AnchorKind::Mover(MoverStyle::Random));
+    assert!(
+        file.select(&["sf9999".to_string()])
+            .unwrap_err()
+            .contains("sf9999")
+    );
+}
+
+const SMALL: &str = r#"scale = "lichess-blitz"
+
+[[pin]]
+anchor = "greedy"
+rating = 500
+sd = 200
+source = "a test"
+
+[[anchor]]
+name = "random"
+kind = "random"
+
+[[anchor]]
+name = "greedy"
+kind = "greedy"
+"#;
+
+fn error_of(text: &str) -> String {
+    AnchorsFile::parse(text, "anchors.toml")
+        .expect_err("a malformed file")
+        .to_string()
+}
+
+#[test]
+fn a_malformed_anchors_file_names_the_line_and_the_key() {
+    assert!(AnchorsFile::parse(SMALL, "anchors.toml").is_ok());
+    // A bad value: line 16 of the file, key anchor[1].se.
+    let bad = SMALL.replace(
+        "name = \"greedy\"\nkind = \"greedy\"\n",
+        "name = \"greedy\"\nkind = \"greedy\"\nrating = 400\nse = -3\n",
+    );
+    assert_eq!(
+        error_of(&bad),
+        "anchors.toml:17: anchor[1].se: must be zero or positive"
+    );
+    // A misspelt key: toml's own error, with the line and the key.
+    let typo = SMALL.replace("kind = \"random\"", "kind = \"random\"\nratng = 3");
+    let e = error_of(&typo);
+    assert!(e.starts_with("anchors.toml:12: "), "{e}");
+    assert!(e.contains("ratng"), "{e}");
+    // A pin on an anchor the file does not have.
+    let e = error_of(&SMALL.replace("anchor = \"greedy\"", "anchor = \"sf1\""));
+    assert_eq!(
+        e,
+        "anchors.toml:4: pin[0].anchor: no anchor named \"sf1\" in this file"
+    );
+    // An engine without a per-move limit would take its strength from the match.
+    let e = error_of(&format!(
+        "{SMALL}\n[[anchor]]\nname = \"sf\"\nkind = \"uci\"\ncommand = \"/usr/games/stockfish\"\n"
+    ));
+    assert!(e.starts_with("anchors.toml:19: anchor[2].nodes: "), "{e}");
+    // Syntax errors too.
+    let e = error_of(&SMALL.replace("sd = 200", "sd = = 200"));
+    assert!(e.starts_with("anchors.toml:6: "), "{e}");
+}
+
+#[test]
+fn an_anchor_match_records_its_games_resumes_and_feeds_the_fit() {
+    let dir = tempfile::tempdir().unwrap();
+    let anchors = dir.path().join("anchors.toml");
+    std::fs::write(&anchors, SMALL).unwrap();
+    let results = dir.path().join("games.jsonl");
+    let list = [
+        "--anchors-file",
+        anchors.to_str().unwrap(),
+        "--anchor",
+        "all",
+        "--level",
+        "1",
+        "--neighbours",
+        "2",
+        "--games-per-pairing",
+        "4",
+        "--seed",
+        "5",
+        "--concurrency",
+        "2",
+        "--judge-depth",
+        "0",
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    let first = run_match(&args(&list)).unwrap();
+    // Three players, each meets the two others: 3 pairings of 4 games.
+    assert_eq!(first.games.len(), 12);
+    assert!(first.report.contains("not judged (--judge-depth 0)"));
+    // Anchor games are their own records, which calibration's reader skips.
+    let (games, warnings) = read_anchor_games(std::slice::from_ref(&results)).unwrap();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    assert_eq!(games.len(), 4);
+    for g in &games {
+        let mut names = [g.white.as_str(), g.black.as_str()];
+        names.sort();
+        assert_eq!(names, ["greedy", "random"]);
+        let moves: Vec<&str> = g.moves.split_whitespace().collect();
+        let fen = (g.initial_fen != "startpos").then_some(g.initial_fen.as_str());
+        let replay = Game::from_uci_moves(fen, &moves, false).unwrap();
+        assert!(replay.outcome().is_some(), "{} did not end", g.game_id);
+        assert!(g.white_score().is_some());
+    }
+    let read = read_results(std::slice::from_ref(&results)).unwrap();
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    assert_eq!(read.other_records, 4);
+    assert_eq!(
+        read.records.len(),
+        8,
+        "level 1's games against both anchors"
+    );
+    // The same command again finds every game done and plays none.
+    let again = run_match(&args(&list)).unwrap();
+    assert_eq!(again.games.len(), 0);
+    let lines = std::fs::read_to_string(&results).unwrap().lines().count();
+    assert_eq!(lines, 12);
+
+    // The fit: greedy pinned at 500, random below it; the file is rewritten with the ratings.
+    let fit = ladder::arena::ArenaArgs {
+        options: Box::new(args(&[
+            "--fit-anchors",
+            "--update-anchors",
+            "--anchors-file",
+            anchors.to_str().unwrap(),
+            "--from-results",
+            results.to_str().unwrap(),
+        ])),
+    };
+    ladder::arena::run(fit).unwrap();
+    let fitted = AnchorsFile::load(&anchors).unwrap();
+    let greedy = fitted.get("greedy").unwrap();
+    let random = fitted.get("random").unwrap();
+    assert!((greedy.rating.unwrap() - 500.0).abs() < 1e-6, "{greedy:?}");
+    assert!(random.rating.unwrap() < 500.0, "{random:?}");
+    assert_eq!(random.games, Some(4));
+    assert!(random.se.unwrap() > 0.0);
+    assert_eq!(fitted.fit.as_ref().unwrap().games, 4);
+    assert_eq!(fitted.scale_sd, Some(200.0));
+}
+
+#[test]
+fn the_judge_finds_the_blunder_of_fools_mate() {
+    let stockfish = Path::new(Judge::STOCKFISH);
+    if !stockfish.exists() {
+        eprintln!("skipped: {} is not installed", stockfish.display());
+        return;
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let mut judge = Judge::start(&PathBuf::from(stockfish), 10).await.unwrap();
+        // 1. f3 e5 2. g4?? Qh4#: White's second move allows mate in one.
+        let game = Game::from_uci_moves(None, &["f2f3", "e7e5", "g2g4", "d8h4"], false).unwrap();
+        let (white, black) = judge.judge_game(&game, 0).await.unwrap();
+        judge.quit().await;
+        assert_eq!((white.moves, black.moves), (2, 2));
+        assert_eq!(white.blunders, 1, "{white:?}");
+        // g4 throws away everything: from about even (capped) to being mated.
+        assert!(white.cp_loss > 800.0, "{white:?}");
+        // Black's mate loses nothing; e5 is a normal move.
+        assert_eq!(black.blunders + black.mistakes, 0, "{black:?}");
+        assert!(black.cp_loss < 100.0, "{black:?}");
+        // Judging from ply 2 leaves the opening out.
+        let mut judge = Judge::start(&PathBuf::from(stockfish), 10).await.unwrap();
+        let (white, black) = judge.judge_game(&game, 2).await.unwrap();
+        judge.quit().await;
+        assert_eq!((white.moves, black.moves, white.blunders), (1, 1, 1));
+    });
+}
