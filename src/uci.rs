@@ -23,6 +23,7 @@ use shakmaty::{CastlingMode, Color, Move, Position};
 
 use crate::engine::{Engine, Game, Limits, Score, SearchInfo, SearchObserver, SearchParams};
 use crate::levels::{Coefficients, LevelParams};
+use crate::player::LevelPlayer;
 
 /// `ladder uci` options.
 #[derive(Debug, clap::Args)]
@@ -323,48 +324,43 @@ impl Session {
                 (self.options.level > 0.0).then_some(self.options.level)
             }
         };
-        let (mut params, hash_mb) = match level {
+        let cap = Limits {
+            nodes: go.nodes,
+            depth: go.depth.map(|d| d.min(u64::from(u32::MAX)) as u32),
+        };
+        let mode = match level {
             Some(level) => {
                 let level_params = LevelParams::new(&self.options.coefficients, level);
                 let params = level_params.search_params(&self.game, self.game_seed);
                 self.output.line(&format!(
-                    "info string level {level} nodes {} noise {:.1} hash {} seed {} coefficients v{}",
+                    "info string level {level} nodes {} noise {:.1} blind {:.3} hash {} seed {} coefficients v{}",
                     params.limits.nodes.unwrap_or(0),
                     params.noise.scale_cp,
+                    params.blindness.probability,
                     level_params.hash_mb,
                     self.game_seed,
                     level_params.coefficients_version,
                 ));
-                (params, level_params.hash_mb)
+                SearchMode::Level {
+                    params: level_params,
+                    seed: self.game_seed,
+                }
             }
-            None => (
-                SearchParams::full_strength(Limits::default()),
-                self.options.hash_mb,
-            ),
+            None => SearchMode::FullStrength {
+                hash_mb: self.options.hash_mb,
+            },
         };
-        params.limits.nodes = min_option(params.limits.nodes, go.nodes);
-        params.limits.depth = min_option(
-            params.limits.depth,
-            go.depth.map(|d| d.min(u64::from(u32::MAX)) as u32),
-        );
         let budget = time_budget(&go, self.game.turn(), self.options.move_overhead_ms);
         self.worker.stop.lower();
         self.worker.searching.store(true, Ordering::SeqCst);
         self.worker.send(Job::Search(Box::new(SearchJob {
             game: self.game.clone(),
-            params,
-            hash_mb,
+            mode,
+            cap,
             budget,
             infinite: go.infinite,
             started,
         })));
-    }
-}
-
-fn min_option<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
-    match (a, b) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
     }
 }
 
@@ -579,10 +575,18 @@ enum Job {
     Search(Box<SearchJob>),
 }
 
+/// Who searches: a level (the daemon's own [`LevelPlayer`], kept for the whole game), or the
+/// engine at full strength.
+enum SearchMode {
+    Level { params: LevelParams, seed: u64 },
+    FullStrength { hash_mb: usize },
+}
+
 struct SearchJob {
     game: Game,
-    params: SearchParams,
-    hash_mb: usize,
+    mode: SearchMode,
+    /// `go nodes` / `go depth`: they may only shorten a level's search.
+    cap: Limits,
     budget: TimeBudget,
     infinite: bool,
     started: Instant,
@@ -637,15 +641,22 @@ impl Worker {
 
 fn work(jobs: Receiver<Job>, stop: &StopSignal, searching: &AtomicBool, output: &Output) {
     let mut engine = Engine::new(DEFAULT_HASH_MB);
+    // The level player of the current game: made at its first search, dropped by
+    // `ucinewgame`, `Clear Hash` or a change of level or seed.
+    let mut player: Option<LevelPlayer> = None;
     for job in jobs {
         match job {
-            Job::NewGame => engine.new_game(),
+            Job::NewGame => {
+                engine.new_game();
+                player = None;
+            }
             Job::ClearHash => {
                 let mb = engine.hash_mb();
                 engine.set_hash_mb(mb);
+                player = None;
             }
             Job::Search(job) => {
-                let best = search(&mut engine, &job, stop, output);
+                let best = search(&mut engine, &mut player, &job, stop, output);
                 if job.infinite {
                     stop.wait();
                 }
@@ -661,6 +672,7 @@ fn work(jobs: Receiver<Job>, stop: &StopSignal, searching: &AtomicBool, output: 
 
 fn search(
     engine: &mut Engine,
+    player: &mut Option<LevelPlayer>,
     job: &SearchJob,
     stop: &StopSignal,
     output: &Output,
@@ -674,9 +686,6 @@ fn search(
         output.line(&format!("info depth 0 score {score}"));
         return None;
     }
-    if engine.hash_mb() != job.hash_mb {
-        engine.set_hash_mb(job.hash_mb);
-    }
     let mut observer = UciObserver {
         stop,
         budget: job.budget,
@@ -686,7 +695,25 @@ fn search(
         stop_at_next_poll: false,
         last_reported: None,
     };
-    let result = engine.search(&job.game, &job.params, &mut observer);
+    let result = match &job.mode {
+        SearchMode::Level { params, seed } => {
+            let same_game = player
+                .as_ref()
+                .is_some_and(|p| p.params() == params && p.seed() == *seed);
+            if !same_game {
+                *player = Some(LevelPlayer::new(params.clone(), *seed));
+            }
+            let player = player.as_mut().expect("just made");
+            player.choose_within(&job.game, job.cap, &mut observer)
+        }
+        SearchMode::FullStrength { hash_mb } => {
+            if engine.hash_mb() != *hash_mb {
+                engine.set_hash_mb(*hash_mb);
+            }
+            let params = SearchParams::full_strength(job.cap);
+            engine.search(&job.game, &params, &mut observer)
+        }
+    };
     // The last line must carry the final node count, which a stopped iteration may not have
     // reported.
     if observer.last_reported != Some(result.nodes) {

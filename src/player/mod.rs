@@ -10,7 +10,7 @@
 
 pub mod clock;
 
-use crate::engine::{Engine, Game, SearchObserver, SearchParams, SearchResult};
+use crate::engine::{Engine, Game, Limits, SearchObserver, SearchParams, SearchResult};
 use crate::levels::LevelParams;
 
 /// One level playing one game.
@@ -48,8 +48,33 @@ impl LevelPlayer {
     /// cancel) but depth 1 always completes, so a legal move comes back unless the game is
     /// over.
     pub fn choose(&mut self, game: &Game, observer: &mut dyn SearchObserver) -> SearchResult {
-        let params = self.search_params(game);
+        self.choose_within(game, Limits::default(), observer)
+    }
+
+    /// [`LevelPlayer::choose`] under extra limits that may only shorten the level's own search
+    /// (a UCI `go nodes` or `go depth`); with none it is exactly `choose`.
+    pub fn choose_within(
+        &mut self,
+        game: &Game,
+        cap: Limits,
+        observer: &mut dyn SearchObserver,
+    ) -> SearchResult {
+        let mut params = self.search_params(game);
+        params.limits.nodes = smaller(params.limits.nodes, cap.nodes);
+        params.limits.depth = smaller(params.limits.depth, cap.depth);
         self.engine.search(game, &params, observer)
+    }
+
+    /// Permille of the hash table in use (UCI `hashfull`).
+    pub fn hashfull(&self) -> u32 {
+        self.engine.hashfull()
+    }
+}
+
+fn smaller<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 
