@@ -1,5 +1,7 @@
 //! The Lichess HTTP client: wire types, NDJSON streams with idle timeouts, rate limits.
 //!
+//! - [`ids`]: `GameId`, `ChallengeId` and the rule that links them,
+//! - [`speed`]: `Speed`, `Perf`, `Clock`, `TimeControl` and lila's rules between them,
 //! - [`token`]: the redacted `Token` and how it is loaded,
 //! - [`types`]: serde wire types as the OpenAPI spec spells them,
 //! - [`ndjson`]: line streams with an idle timeout,
@@ -10,7 +12,9 @@
 pub mod backoff;
 pub mod client;
 pub mod error;
+pub mod ids;
 pub mod ndjson;
+pub mod speed;
 pub mod token;
 pub mod types;
 
