@@ -395,7 +395,7 @@ async fn check_account(
     let Some(client) = client else {
         return row;
     };
-    match whoami(client, base_url, &token).await {
+    match whoami(client, base_url, token.expose()).await {
         Err(e) => {
             row.lichess = e.short().into();
             report.error(&subject, e.to_string(), e.fix());
@@ -697,7 +697,7 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
     let client = http_client().context("cannot build the HTTP client")?;
 
     let me = runtime
-        .block_on(whoami(&client, base_url, &token))
+        .block_on(whoami(&client, base_url, token.expose()))
         .map_err(|e| anyhow::anyhow!("{e}; fix: {}", e.fix()))?;
     if !me.username.eq_ignore_ascii_case(&account.username) {
         anyhow::bail!(
@@ -732,7 +732,7 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     runtime
-        .block_on(upgrade(&client, base_url, &token))
+        .block_on(upgrade(&client, base_url, token.expose()))
         .map_err(|e| match &e {
             ProbeError::Status { status: 400, .. } => anyhow::anyhow!(
                 "{e}\nfix: only an account that has never played a game can become a BOT; create \
