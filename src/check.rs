@@ -5,7 +5,8 @@
 //! results directory, every token (and its file's permissions) — then asks Lichess, once per
 //! token, whose token it is, whether that account is a BOT and whether the token has the
 //! `bot:play` scope. It prints the ladder that would run and every problem with what to do about
-//! it, and fails when there is any problem. Tokens never appear in what it prints.
+//! it, and fails when there is any problem. Tokens never appear in what it prints. Lichess is
+//! asked through [`crate::lichess::Client`], like everything else.
 
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Write as _};
@@ -13,11 +14,13 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::Context;
-use serde::Deserialize;
 
 use crate::config::{Account, Config, TokenSource};
 use crate::levels::{Coefficients, LevelParams};
-use crate::lichess::token_file_permission_problem;
+use crate::lichess::{
+    BackoffPolicy, Client, ClientConfig, LichessError, RateLimitPolicy, Token, TokenOwner,
+    token_file_permission_problem,
+};
 
 /// The OAuth scope a bot token needs.
 pub const BOT_SCOPE: &str = "bot:play";
@@ -268,31 +271,9 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
         }
     };
 
-    let client = if online {
-        match http_client() {
-            Ok(c) => Some(c),
-            Err(e) => {
-                report.error(
-                    "lichess",
-                    format!("cannot build the HTTP client: {e}"),
-                    "this is a bug; report it",
-                );
-                None
-            }
-        }
-    } else {
-        None
-    };
-
+    let base_url = online.then_some(config.lichess.base_url.as_str());
     for account in &config.accounts {
-        let row = check_account(
-            account,
-            coefficients.as_ref(),
-            &config.lichess.base_url,
-            client.as_ref(),
-            &mut report,
-        )
-        .await;
+        let row = check_account(account, coefficients.as_ref(), base_url, &mut report).await;
         report.rows.push(row);
     }
     report
@@ -326,11 +307,11 @@ fn check_results_dir(results: &Path, report: &mut Report) {
     }
 }
 
+/// Checks one account's token source and, when `base_url` is given, asks Lichess about it.
 async fn check_account(
     account: &Account,
     coefficients: Option<&Coefficients>,
-    base_url: &str,
-    client: Option<&reqwest::Client>,
+    base_url: Option<&str>,
     report: &mut Report,
 ) -> LadderRow {
     let subject = format!("account {}", account.username);
@@ -392,15 +373,23 @@ async fn check_account(
         }
     };
 
-    let Some(client) = client else {
+    let Some(base_url) = base_url else {
         return row;
     };
-    match whoami(client, base_url, &token).await {
+    let owner = match client(base_url, token) {
+        Ok(client) => client.token_owner().await,
+        Err(e) => Err(e),
+    };
+    match owner {
         Err(e) => {
-            row.lichess = e.short().into();
-            report.error(&subject, e.to_string(), e.fix());
+            let failure = Failure::of(&e, base_url);
+            row.lichess = failure.short.into();
+            report.error(&subject, failure.problem, failure.fix);
         }
-        Ok(me) => {
+        Ok(TokenOwner {
+            account: me,
+            scopes,
+        }) => {
             let mut verdict = Vec::new();
             if !me.username.eq_ignore_ascii_case(&account.username) {
                 report.error(
@@ -434,7 +423,7 @@ async fn check_account(
                 );
                 verdict.push("not a BOT".to_string());
             }
-            match &me.scopes {
+            match &scopes {
                 Some(scopes) if scopes.iter().any(|s| s == BOT_SCOPE) => {
                     verdict.push(BOT_SCOPE.to_string())
                 }
@@ -472,202 +461,60 @@ async fn check_account(
 
 // ---- Talking to Lichess ----
 
-/// Who a token belongs to, as Lichess says.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Identity {
-    pub username: String,
-    pub title: Option<String>,
-    /// `None` when Lichess did not tell.
-    pub scopes: Option<Vec<String>>,
-}
-
-impl Identity {
-    pub fn is_bot(&self) -> bool {
-        self.title.as_deref() == Some("BOT")
-    }
-}
-
-/// Why Lichess could not tell who a token belongs to. Never carries the token.
-#[derive(Debug, thiserror::Error)]
-pub enum ProbeError {
-    #[error("cannot reach Lichess at {url}: {reason}")]
-    Unreachable { url: String, reason: String },
-    #[error("Lichess rejected the token (HTTP 401): it is revoked, expired or mistyped")]
-    Unauthorized,
-    #[error("Lichess is rate limiting us (HTTP 429)")]
-    RateLimited,
-    #[error("Lichess answered HTTP {status} to {what}: {body}")]
-    Status {
-        what: String,
-        status: u16,
-        body: String,
-    },
-    #[error("unexpected answer from Lichess to {what}: {reason}")]
-    Malformed { what: String, reason: String },
-}
-
-impl ProbeError {
-    fn short(&self) -> &'static str {
-        match self {
-            ProbeError::Unreachable { .. } => "unreachable",
-            ProbeError::Unauthorized => "token rejected",
-            ProbeError::RateLimited => "rate limited",
-            ProbeError::Status { .. } | ProbeError::Malformed { .. } => "error",
-        }
-    }
-
-    fn fix(&self) -> String {
-        match self {
-            ProbeError::Unreachable { .. } => {
-                "check the network (and lichess.base_url), then run ladder check again".into()
-            }
-            ProbeError::Unauthorized => format!(
-                "create a new token with the {BOT_SCOPE} scope at {TOKEN_URL} while logged in as \
-                 this account, and replace the old one"
-            ),
-            ProbeError::RateLimited => "wait a minute, then run ladder check again".into(),
-            ProbeError::Status { .. } | ProbeError::Malformed { .. } => {
-                "run ladder check again later; if it persists, check lichess.base_url".into()
-            }
-        }
-    }
-}
-
-pub fn http_client() -> reqwest::Result<reqwest::Client> {
-    reqwest::Client::builder()
-        .user_agent(concat!("ladder/", env!("CARGO_PKG_VERSION")))
-        .connect_timeout(Duration::from_secs(10))
-        .timeout(Duration::from_secs(30))
-        .build()
-}
-
-#[derive(Deserialize)]
-struct AccountJson {
-    username: String,
-    #[serde(default)]
-    title: Option<String>,
-}
-
-/// `GET /api/account`: the token's user and title; the scopes from the `X-OAuth-Scopes` header
-/// that Lichess adds to OAuth responses, or else from `POST /api/token/test` (the documented way).
-pub async fn whoami(
-    client: &reqwest::Client,
-    base_url: &str,
-    token: &str,
-) -> Result<Identity, ProbeError> {
-    let url = format!("{base_url}/api/account");
-    let response = client
-        .get(&url)
-        .bearer_auth(token)
-        .send()
-        .await
-        .map_err(|e| unreachable(base_url, &e))?;
-    let response = ok_status(response, "GET /api/account").await?;
-    let header_scopes = response
-        .headers()
-        .get("x-oauth-scopes")
-        .and_then(|v| v.to_str().ok())
-        .map(parse_scopes);
-    let account: AccountJson = response.json().await.map_err(|e| ProbeError::Malformed {
-        what: "GET /api/account".into(),
-        reason: e.without_url().to_string(),
-    })?;
-    let scopes = match header_scopes {
-        Some(scopes) => Some(scopes),
-        None => token_test_scopes(client, base_url, token).await,
+/// A client for one token, paced for a command someone is waiting on: one retry after a
+/// network error or 5xx, and no minute-long pause after a 429 (they run the command again).
+fn client(base_url: &str, token: Token) -> Result<Client, LichessError> {
+    let mut config = ClientConfig::new(base_url, token);
+    config.backoff = BackoffPolicy {
+        base: Duration::from_millis(250),
+        cap: Duration::from_secs(1),
+        max_attempts: 2,
     };
-    Ok(Identity {
-        username: account.username,
-        title: account.title,
-        scopes,
-    })
-}
-
-/// `POST /api/token/test` with the token as body: `{"<token>": {"scopes": "a,b", …} | null}`.
-/// `None` when the endpoint gives nothing usable (then the scopes stay unknown).
-async fn token_test_scopes(
-    client: &reqwest::Client,
-    base_url: &str,
-    token: &str,
-) -> Option<Vec<String>> {
-    #[derive(Deserialize)]
-    struct TokenInfo {
-        scopes: String,
-    }
-    let response = client
-        .post(format!("{base_url}/api/token/test"))
-        .header(reqwest::header::CONTENT_TYPE, "text/plain")
-        .body(token.to_string())
-        .send()
-        .await
-        .ok()?;
-    if !response.status().is_success() {
-        return None;
-    }
-    let map: std::collections::HashMap<String, Option<TokenInfo>> = response.json().await.ok()?;
-    map.get(token)?
-        .as_ref()
-        .map(|info| parse_scopes(&info.scopes))
-}
-
-fn parse_scopes(header: &str) -> Vec<String> {
-    header
-        .split(',')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
-        .collect()
-}
-
-fn unreachable(base_url: &str, e: &reqwest::Error) -> ProbeError {
-    // The innermost cause says what happened ("Connection refused", a DNS failure); the outer
-    // layers only repeat the URL. The token is in a header, never in any of them.
-    let reason = if e.is_timeout() {
-        "timed out".to_string()
-    } else {
-        let mut cause: &dyn std::error::Error = e;
-        while let Some(inner) = cause.source() {
-            cause = inner;
-        }
-        cause.to_string()
+    config.rate_limit = RateLimitPolicy {
+        pause: Duration::ZERO,
+        max_attempts: 1,
     };
-    ProbeError::Unreachable {
-        url: base_url.to_string(),
-        reason,
-    }
+    config.request_timeout = Duration::from_secs(30);
+    Client::new(config)
 }
 
-async fn ok_status(
-    response: reqwest::Response,
-    what: &str,
-) -> Result<reqwest::Response, ProbeError> {
-    let status = response.status();
-    if status.is_success() {
-        return Ok(response);
-    }
-    match status.as_u16() {
-        401 => Err(ProbeError::Unauthorized),
-        429 => Err(ProbeError::RateLimited),
-        code => {
-            let body = response.text().await.unwrap_or_default();
-            Err(ProbeError::Status {
-                what: what.to_string(),
-                status: code,
-                body: lichess_error_text(&body),
-            })
+/// A failed Lichess call as `check` reports it.
+struct Failure {
+    problem: String,
+    /// For the ladder table.
+    short: &'static str,
+    fix: String,
+}
+
+impl Failure {
+    fn of(e: &LichessError, base_url: &str) -> Failure {
+        match e {
+            LichessError::TokenRejected { .. } => Failure {
+                problem: "Lichess rejected the token (HTTP 401): it is revoked, expired or \
+                          mistyped"
+                    .into(),
+                short: "token rejected",
+                fix: format!(
+                    "create a new token with the {BOT_SCOPE} scope at {TOKEN_URL} while logged \
+                     in as this account, and replace the old one"
+                ),
+            },
+            LichessError::Unavailable { last, .. } => Failure {
+                problem: format!("cannot reach Lichess at {base_url}: {last}"),
+                short: "unreachable",
+                fix: "check the network (and lichess.base_url), then run ladder check again".into(),
+            },
+            LichessError::RateLimited { .. } => Failure {
+                problem: "Lichess is rate limiting us (HTTP 429)".into(),
+                short: "rate limited",
+                fix: "wait a minute, then run ladder check again".into(),
+            },
+            other => Failure {
+                problem: other.to_string(),
+                short: "error",
+                fix: "run ladder check again later; if it persists, check lichess.base_url".into(),
+            },
         }
-    }
-}
-
-/// Lichess errors are `{"error": "…"}`; show that sentence, or a short prefix of anything else.
-fn lichess_error_text(body: &str) -> String {
-    #[derive(Deserialize)]
-    struct ErrorJson {
-        error: String,
-    }
-    match serde_json::from_str::<ErrorJson>(body) {
-        Ok(e) => e.error,
-        Err(_) => body.trim().chars().take(200).collect(),
     }
 }
 
@@ -694,11 +541,18 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let base_url = config.lichess.base_url.as_str();
-    let client = http_client().context("cannot build the HTTP client")?;
+    let client = client(base_url, token)?;
+    let fail = |e: &LichessError| {
+        let failure = Failure::of(e, base_url);
+        anyhow::anyhow!("{}; fix: {}", failure.problem, failure.fix)
+    };
 
-    let me = runtime
-        .block_on(whoami(&client, base_url, &token))
-        .map_err(|e| anyhow::anyhow!("{e}; fix: {}", e.fix()))?;
+    let TokenOwner {
+        account: me,
+        scopes,
+    } = runtime
+        .block_on(client.token_owner())
+        .map_err(|e| fail(&e))?;
     if !me.username.eq_ignore_ascii_case(&account.username) {
         anyhow::bail!(
             "the token of {} belongs to {}: refusing to upgrade another account; give {} its own token",
@@ -711,7 +565,7 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         println!("{} is already a BOT account: nothing to do.", me.username);
         return Ok(());
     }
-    if let Some(scopes) = &me.scopes
+    if let Some(scopes) = &scopes
         && !scopes.iter().any(|s| s == BOT_SCOPE)
     {
         anyhow::bail!(
@@ -732,13 +586,13 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     runtime
-        .block_on(upgrade(&client, base_url, &token))
+        .block_on(client.upgrade_to_bot())
         .map_err(|e| match &e {
-            ProbeError::Status { status: 400, .. } => anyhow::anyhow!(
+            LichessError::BadRequest { .. } => anyhow::anyhow!(
                 "{e}\nfix: only an account that has never played a game can become a BOT; create \
                  a fresh account for this level"
             ),
-            _ => anyhow::anyhow!("{e}; fix: {}", e.fix()),
+            _ => fail(&e),
         })?;
     println!("{} is now a BOT account.", me.username);
     Ok(())
@@ -765,43 +619,9 @@ fn confirm(username: &str) -> anyhow::Result<bool> {
     Ok(line.trim().eq_ignore_ascii_case("yes"))
 }
 
-/// `POST /api/bot/account/upgrade`.
-pub async fn upgrade(
-    client: &reqwest::Client,
-    base_url: &str,
-    token: &str,
-) -> Result<(), ProbeError> {
-    let response = client
-        .post(format!("{base_url}/api/bot/account/upgrade"))
-        .bearer_auth(token)
-        .send()
-        .await
-        .map_err(|e| unreachable(base_url, &e))?;
-    ok_status(response, "POST /api/bot/account/upgrade").await?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn scopes_header_is_split_and_trimmed() {
-        assert_eq!(
-            parse_scopes("bot:play, challenge:read,board:play"),
-            vec!["bot:play", "challenge:read", "board:play"]
-        );
-        assert!(parse_scopes("").is_empty());
-    }
-
-    #[test]
-    fn lichess_error_body_is_shown_as_its_sentence() {
-        assert_eq!(
-            lichess_error_text(r#"{"error":"This account has already played games"}"#),
-            "This account has already played games"
-        );
-        assert_eq!(lichess_error_text("  <html>oops"), "<html>oops");
-    }
 
     #[test]
     fn report_lists_each_problem_with_its_fix_and_counts() {

@@ -11,22 +11,31 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
+use crate::lichess::{Perf, Speed, Token};
+
 /// Longest chat line Lichess accepts.
 pub const MAX_CHAT_CHARS: usize = 140;
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
-/// Speeds a bot may play (Lichess refuses UltraBullet for bots).
-pub const SPEEDS: &[&str] = &["bullet", "blitz", "rapid", "classical", "correspondence"];
-/// Rating pools a target may name.
-pub const PERFS: &[&str] = &[
-    "bullet",
-    "blitz",
-    "rapid",
-    "classical",
-    "correspondence",
-    "chess960",
-];
+
+/// Speeds an account may accept: those Lichess lets a bot play.
+pub fn bot_speeds() -> impl Iterator<Item = Speed> {
+    Speed::ALL.into_iter().filter(|s| s.bots_may_play())
+}
+
+/// Rating pools a target may name: those of the games the accounts can play (a bot speed
+/// with a variant counted by speed, or a variant of [`VARIANTS`] with its own pool).
+pub fn target_perfs() -> impl Iterator<Item = Perf> {
+    Perf::ALL.into_iter().filter(|perf| match perf.speed() {
+        Some(speed) => speed.bots_may_play(),
+        None => VARIANTS.contains(&perf.key()),
+    })
+}
+
+fn list<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> String {
+    items.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
+}
 
 /// A configuration problem.
 #[derive(Debug, thiserror::Error)]
@@ -94,7 +103,7 @@ pub struct DaemonConfig {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChallengePolicy {
     pub variants: Vec<String>,
-    pub speeds: Vec<String>,
+    pub speeds: Vec<Speed>,
     /// Initial clock, seconds, inclusive.
     pub min_initial_s: u64,
     pub max_initial_s: u64,
@@ -119,7 +128,7 @@ impl Default for ChallengePolicy {
     fn default() -> Self {
         ChallengePolicy {
             variants: vec!["standard".into()],
-            speeds: vec!["bullet".into(), "blitz".into(), "rapid".into()],
+            speeds: vec![Speed::Bullet, Speed::Blitz, Speed::Rapid],
             min_initial_s: 60,
             max_initial_s: 1800,
             min_increment_s: 0,
@@ -150,7 +159,7 @@ pub struct Account {
     pub token: TokenSource,
     pub level: f64,
     pub target_rating: f64,
-    pub target_perf: String,
+    pub target_perf: Perf,
     /// Sent to the player room when a game starts; `{me}`/`{opponent}` are substituted.
     pub greeting: Option<String>,
     /// Sent when a game ends.
@@ -164,30 +173,28 @@ impl Account {
         self.username.to_lowercase()
     }
 
-    /// Reads the token. Errors say where it was looked for, never what it is.
-    pub fn load_token(&self) -> Result<String, ConfigError> {
+    /// Reads the token (validated by [`Token::new`]). Errors say where it was looked for,
+    /// never what it is.
+    pub fn load_token(&self) -> Result<Token, ConfigError> {
         let problem = |problem: String| ConfigError::Token {
             account: self.username.clone(),
             problem,
         };
-        let raw = match &self.token {
-            TokenSource::Env(var) => std::env::var(var).map_err(|_| {
-                problem(format!("environment variable {var} is not set (token_env)"))
-            })?,
-            TokenSource::File(path) => std::fs::read_to_string(path)
-                .map_err(|e| problem(format!("cannot read token_file {}: {e}", path.display())))?,
+        let (raw, origin) = match &self.token {
+            TokenSource::Env(var) => (
+                std::env::var(var).map_err(|_| {
+                    problem(format!("environment variable {var} is not set (token_env)"))
+                })?,
+                format!("environment variable {var}"),
+            ),
+            TokenSource::File(path) => (
+                std::fs::read_to_string(path).map_err(|e| {
+                    problem(format!("cannot read token_file {}: {e}", path.display()))
+                })?,
+                format!("token_file {}", path.display()),
+            ),
         };
-        let token = raw.trim().to_string();
-        if token.is_empty() {
-            return Err(problem("the token is empty".into()));
-        }
-        // Lichess tokens match ^[A-Za-z0-9_]+$; anything else is a copy-paste accident.
-        if !token.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') {
-            return Err(problem(
-                "the token has characters other than letters, digits and '_'".into(),
-            ));
-        }
-        Ok(token)
+        Token::new(&raw, &origin).map_err(|e| problem(e.to_string()))
     }
 }
 
@@ -472,15 +479,17 @@ impl Validator<'_> {
                 );
             }
             let target_perf = match &a.target_perf {
-                None => "blitz".to_string(),
-                Some(p) if PERFS.contains(&p.get_ref().as_str()) => p.get_ref().clone(),
-                Some(p) => {
-                    return self.invalid(
-                        p.span(),
-                        &key("target_perf"),
-                        &format!("must be one of {}", PERFS.join(", ")),
-                    );
-                }
+                None => Perf::Blitz,
+                Some(p) => match p.get_ref().parse::<Perf>() {
+                    Ok(perf) if target_perfs().any(|t| t == perf) => perf,
+                    _ => {
+                        return self.invalid(
+                            p.span(),
+                            &key("target_perf"),
+                            &format!("must be one of {}", list(target_perfs())),
+                        );
+                    }
+                },
             };
             let chat = |line: &Option<Spanned<String>>,
                         name: &str|
@@ -522,33 +531,14 @@ impl Validator<'_> {
         })
     }
 
+    /// The client's rule (plain http leaks the token: only to this machine), with the line.
     fn check_url(&self, url: &Spanned<String>) -> Result<(), ConfigError> {
-        let key = "lichess.base_url";
-        let parsed = match reqwest::Url::parse(url.get_ref()) {
-            Ok(u) => u,
-            Err(e) => return self.invalid(url.span(), key, &format!("not a URL: {e}")),
-        };
-        match parsed.scheme() {
-            "https" => Ok(()),
-            // Plain http leaks the token to the network: only to this machine.
-            "http" => {
-                let host = parsed.host_str().unwrap_or("");
-                let loopback = host == "localhost"
-                    || host
-                        .trim_matches(|c| c == '[' || c == ']')
-                        .parse::<std::net::IpAddr>()
-                        .is_ok_and(|ip| ip.is_loopback());
-                if loopback {
-                    Ok(())
-                } else {
-                    self.invalid(
-                        url.span(),
-                        key,
-                        "plain http is allowed only to loopback (127.0.0.1, localhost)",
-                    )
-                }
+        match crate::lichess::validate_base_url(url.get_ref()) {
+            Ok(_) => Ok(()),
+            Err(crate::lichess::LichessError::BadBaseUrl { reason, .. }) => {
+                self.invalid(url.span(), "lichess.base_url", &reason)
             }
-            other => self.invalid(url.span(), key, &format!("unsupported scheme {other}")),
+            Err(other) => self.invalid(url.span(), "lichess.base_url", &other.to_string()),
         }
     }
 
@@ -572,17 +562,23 @@ impl Validator<'_> {
             p.variants = v.get_ref().clone();
         }
         if let Some(v) = &raw.speeds {
-            if let Some(bad) = v.get_ref().iter().find(|x| !SPEEDS.contains(&x.as_str())) {
-                return self.invalid(
-                    v.span(),
-                    &key("speeds"),
-                    &format!(
-                        "unknown speed {bad:?} (bots may play: {})",
-                        SPEEDS.join(", ")
-                    ),
-                );
+            let mut speeds = Vec::new();
+            for name in v.get_ref() {
+                match name.parse::<Speed>() {
+                    Ok(speed) if speed.bots_may_play() => speeds.push(speed),
+                    _ => {
+                        return self.invalid(
+                            v.span(),
+                            &key("speeds"),
+                            &format!(
+                                "unknown speed {name:?} (bots may play: {})",
+                                list(bot_speeds())
+                            ),
+                        );
+                    }
+                }
             }
-            p.speeds = v.get_ref().clone();
+            p.speeds = speeds;
         }
         p.min_initial_s = self.count(
             &raw.min_initial_s,
@@ -708,7 +704,7 @@ target_rating = 600
             PathBuf::from("/etc/ladder/calibration/results.jsonl")
         );
         assert_eq!(c.accounts[0].challenge, ChallengePolicy::default());
-        assert_eq!(c.accounts[0].target_perf, "blitz");
+        assert_eq!(c.accounts[0].target_perf, Perf::Blitz);
         assert_eq!(
             c.accounts[0].token,
             TokenSource::Env("LADDER_TOKEN_L1".into())
@@ -722,7 +718,7 @@ target_rating = 600
         assert_eq!(levels, (1..=10).map(f64::from).collect::<Vec<_>>());
         for a in &c.accounts {
             assert_eq!(a.target_rating, 400.0 + 200.0 * a.level);
-            assert_eq!(a.target_perf, "blitz");
+            assert_eq!(a.target_perf, Perf::Blitz);
             assert!(matches!(&a.token, TokenSource::Env(v) if v.starts_with("LADDER_TOKEN_L")));
         }
     }
@@ -795,6 +791,6 @@ target_rating = 600
         let err = c.accounts[0].load_token().unwrap_err().to_string();
         assert!(!err.contains("lip_secret"), "{err}");
         std::fs::write(&file, "lip_secret\n").unwrap();
-        assert_eq!(c.accounts[0].load_token().unwrap(), "lip_secret");
+        assert_eq!(c.accounts[0].load_token().unwrap().expose(), "lip_secret");
     }
 }

@@ -13,7 +13,7 @@ use ladder::config::Config;
 use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonHandle, DaemonSpec, start};
 use ladder::levels::Coefficients;
-use ladder::lichess::{BackoffPolicy, ClientConfig, Color, GameStatus, Token};
+use ladder::lichess::{BackoffPolicy, ChallengeId, ClientConfig, Color, GameId, GameStatus, Token};
 use ladder::results::{GameRecord, Outcome, Source, read_results};
 use ladder::sandbox::{
     AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
@@ -52,7 +52,7 @@ fn logs() -> String {
 }
 
 /// Log lines about one game.
-fn game_lines(game_id: &str) -> Vec<String> {
+fn game_lines(game_id: &GameId) -> Vec<String> {
     let tag = format!("game={game_id}");
     logs()
         .lines()
@@ -212,7 +212,7 @@ async fn stop_now(running: &Running) {
     running.daemon.shutdown().await;
 }
 
-fn challenge(sandbox: &Sandbox, from: &str, to: &str, limit_s: u32, inc_s: u32) -> String {
+fn challenge(sandbox: &Sandbox, from: &str, to: &str, limit_s: u32, inc_s: u32) -> ChallengeId {
     sandbox
         .challenge(from, to, &ChallengeSpec::clock(limit_s, inc_s))
         .unwrap()
@@ -363,7 +363,7 @@ async fn game_start_over_the_limit_is_played_not_left_to_rot() {
         let run = start_daemon(&sb, dir.path(), &bots, &options)
             .await
             .unwrap();
-        let first = challenge(&sb, "Rita", "limit1", 60, 0);
+        let first = challenge(&sb, "Rita", "limit1", 60, 0).game_id();
         sb.wait_game_started("limit1", Duration::from_secs(5))
             .await
             .unwrap();
@@ -412,7 +412,7 @@ async fn rate_limit_during_a_game_pauses_then_keeps_playing() {
         let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        let id = challenge(&sb, "Rita", "rate1", 60, 0);
+        let id = challenge(&sb, "Rita", "rate1", 60, 0).game_id();
         sb.wait_until("a few moves", Duration::from_secs(10), |w| {
             w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
         })
@@ -449,7 +449,7 @@ async fn game_stream_reconnects_resume_with_real_budgets_and_finish() {
         let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        let id = challenge(&sb, "Rita", "recon1", 60, 0);
+        let id = challenge(&sb, "Rita", "recon1", 60, 0).game_id();
         // Drop the stream as soon as the game is under way (a fast game can end within a few
         // hundred milliseconds), then again every 100 ms, until it ends or four drops are done.
         let mut dropped = 0;
@@ -507,7 +507,7 @@ async fn duplicate_game_start_never_starts_a_second_actor() {
         let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        let id = challenge(&sb, "Rita", "dup1", 60, 0);
+        let id = challenge(&sb, "Rita", "dup1", 60, 0).game_id();
         sb.wait_game_started("dup1", Duration::from_secs(5))
             .await
             .unwrap();
@@ -543,7 +543,7 @@ async fn restarted_daemon_resumes_the_game_and_records_it_once() {
         let first = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        let id = challenge(&sb, "Rita", "restart1", 60, 0);
+        let id = challenge(&sb, "Rita", "restart1", 60, 0).game_id();
         sb.wait_until("a few moves", Duration::from_secs(10), |w| {
             w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
         })
@@ -585,7 +585,7 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
             .unwrap();
         let mut spec = ChallengeSpec::clock(60, 0);
         spec.color = ladder::lichess::ChallengeColor::Black;
-        let id = sb.challenge("alice", "race1", &spec).unwrap().id;
+        let id = sb.challenge("alice", "race1", &spec).unwrap().id.game_id();
         let submitted = format!("game={id}");
         tokio::time::timeout(Duration::from_secs(10), async {
             while !logs()
@@ -704,7 +704,11 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         // Alice never moves: her game stays open across the reload.
         let mut spec = ChallengeSpec::clock(60, 0);
         spec.color = ladder::lichess::ChallengeColor::White;
-        let old = sb.challenge("alice", "reload1", &spec).unwrap().id;
+        let old = sb
+            .challenge("alice", "reload1", &spec)
+            .unwrap()
+            .id
+            .game_id();
         // The game actor (and its parameters) exist once it logs its start.
         tokio::time::timeout(Duration::from_secs(10), async {
             while !game_lines(&old).iter().any(|l| l.contains("game started")) {
@@ -732,7 +736,7 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         std::fs::write(&config_path, text).unwrap();
         daemon.reload().await;
         tokio::time::sleep(Duration::from_millis(300)).await;
-        let new = challenge(&sb, "Rita", "reload1", 60, 0);
+        let new = challenge(&sb, "Rita", "reload1", 60, 0).game_id();
         sb.wait_until("the new game to finish", Duration::from_secs(60), |w| {
             w.summary(&new).filter(|g| g.is_over()).map(|_| ())
         })
@@ -744,7 +748,7 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         let records = read_results(&[dir.path().join("results.jsonl")])
             .unwrap()
             .records;
-        let find = |id: &str| records.iter().find(|r| r.game_id == id).unwrap().clone();
+        let find = |id: &GameId| records.iter().find(|r| r.game_id == *id).unwrap().clone();
         let (old, new) = (find(&old), find(&new));
         assert_eq!((old.coefficients_version, old.level), (1, 1.0));
         assert_eq!((new.coefficients_version, new.level), (2, 2.0));
@@ -837,7 +841,7 @@ async fn logs_never_contain_a_token() {
             .unwrap();
         // Faults produce the most logging: errors, retries, reconnects.
         sb.fail_next("secret1", 2, 500);
-        let id = challenge(&sb, "Rita", "secret1", 60, 0);
+        let id = challenge(&sb, "Rita", "secret1", 60, 0).game_id();
         sb.wait_game_started("secret1", Duration::from_secs(10))
             .await
             .unwrap();

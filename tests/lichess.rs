@@ -309,6 +309,7 @@ async fn server_errors_are_retried_and_client_errors_are_typed() {
         .unwrap()
         .id;
     client.accept_challenge(&id).await.unwrap();
+    let id = id.game_id();
     let err = client.make_move(&id, "e2e5", false).await;
     match sandbox.game(&id).unwrap().color_of(BOT) {
         Some(Color::White) => {
@@ -320,7 +321,10 @@ async fn server_errors_are_retried_and_client_errors_are_typed() {
         }
         _ => assert!(matches!(err, Err(LichessError::BadRequest { .. }))),
     }
-    let err = client.accept_challenge("nope").await.unwrap_err();
+    let err = client
+        .accept_challenge(&"nope".parse().unwrap())
+        .await
+        .unwrap_err();
     assert!(matches!(err, LichessError::NotFound { .. }), "{err}");
 }
 

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use ladder::lichess::{
-    ChallengeRequest, Client, ClientConfig, Color, Event, ExportQuery, GameEvent, GameStatus,
-    LichessError, NdjsonStream, StreamEnd,
+    ChallengeId, ChallengeRequest, Client, ClientConfig, Color, Event, ExportQuery, GameEvent,
+    GameId, GameStatus, LichessError, NdjsonStream, Speed, StreamEnd,
 };
 use ladder::sandbox::{
     AccountConfig, ChallengeSpec, ChallengerConfig, PlayerKind, Sandbox, SandboxConfig,
@@ -56,7 +56,7 @@ async fn next_matching<T: serde::de::DeserializeOwned + std::fmt::Debug>(
     }
 }
 
-fn rita_challenge(sandbox: &Sandbox, limit: u32, increment: u32) -> String {
+fn rita_challenge(sandbox: &Sandbox, limit: u32, increment: u32) -> ChallengeId {
     let spec = ChallengeSpec::clock(limit, increment);
     sandbox.challenge(RITA, BOT, &spec).expect("challenge").id
 }
@@ -80,7 +80,8 @@ async fn challenger_plays_a_full_game_against_a_scripted_bot() {
         panic!("expected gameStart after accepting");
     };
     assert_eq!(
-        game.game_id, challenge_id,
+        game.game_id,
+        challenge_id.game_id(),
         "the game id is the challenge id"
     );
     let color = game.color.expect("gameStart has our color");
@@ -180,6 +181,7 @@ async fn clocks_run_and_a_silent_bot_loses_on_time() {
         .unwrap()
         .id;
     client.accept_challenge(&id).await.unwrap();
+    let id = id.game_id();
     let mut stream = client.stream_game(&id).await.unwrap();
     let GameEvent::GameFull(full) = next(&mut stream).await else {
         panic!("gameFull first");
@@ -214,6 +216,7 @@ async fn clocks_run_and_a_silent_bot_loses_on_time() {
         .unwrap()
         .id;
     client.accept_challenge(&id).await.unwrap();
+    let id = id.game_id();
     let mut stream = client.stream_game(&id).await.unwrap();
     next(&mut stream).await;
     client.make_move(&id, "e2e4", false).await.unwrap();
@@ -240,6 +243,7 @@ async fn event_stream_resends_state_and_a_second_stream_closes_the_first() {
     let pending = rita_challenge(&sandbox, 300, 0);
     let playing = rita_challenge(&sandbox, 180, 2);
     client.accept_challenge(&playing).await.unwrap();
+    let playing = playing.game_id();
 
     let mut first = client.stream_events().await.unwrap();
     let mut seen = vec![next(&mut first).await, next(&mut first).await];
@@ -301,7 +305,7 @@ async fn accounts_tokens_and_challenges_over_http() {
         .unwrap()
         .id;
     bot.accept_challenge(&id).await.unwrap();
-    let err = hugo.stream_game(&id).await.unwrap_err();
+    let err = hugo.stream_game(&id.game_id()).await.unwrap_err();
     assert!(matches!(err, LichessError::BadRequest { .. }), "{err}");
     // Bots may not play UltraBullet.
     let err = hugo
@@ -310,7 +314,7 @@ async fn accounts_tokens_and_challenges_over_http() {
         .unwrap_err();
     assert!(matches!(err, LichessError::BadRequest { .. }), "{err}");
     // A stranger's game is not found.
-    let err = bot.stream_game("nosuchid").await.unwrap_err();
+    let err = bot.stream_game(&GameId::new("nosuchid")).await.unwrap_err();
     assert!(matches!(err, LichessError::NotFound { .. }), "{err}");
 
     // A challenge the bot sends to a simulated challenger is accepted and played.
@@ -319,12 +323,13 @@ async fn accounts_tokens_and_challenges_over_http() {
         .await
         .unwrap();
     assert_eq!(out.direction.as_deref(), Some("out"));
+    let game = out.id.game_id();
     sandbox
-        .wait_until("Rita accepts", WAIT, |w| w.games.get(&out.id).map(|_| ()))
+        .wait_until("Rita accepts", WAIT, |w| w.games.get(&game).map(|_| ()))
         .await
         .unwrap();
-    bot.abort(&out.id).await.unwrap();
-    assert_eq!(sandbox.game(&out.id).unwrap().status, GameStatus::Aborted);
+    bot.abort(&game).await.unwrap();
+    assert_eq!(sandbox.game(&game).unwrap().status, GameStatus::Aborted);
 
     // A bad token is a clear 401 that never echoes the token.
     let token = ladder::lichess::Token::new("lip_wrongSecret42", "test").unwrap();
@@ -338,7 +343,7 @@ async fn accounts_tokens_and_challenges_over_http() {
 async fn play_first_moves(
     client: &Client,
     stream: &mut NdjsonStream<GameEvent>,
-    id: &str,
+    id: &GameId,
     color: Color,
     plies: usize,
 ) -> ladder::lichess::GameState {
@@ -384,7 +389,7 @@ async fn engine_challenger_challenges_on_its_own_and_plays() {
     };
     assert_eq!(challenge.challenger.name, "Eve");
     assert!(challenge.rated);
-    assert_eq!(challenge.speed, "blitz");
+    assert_eq!(challenge.speed, Speed::Blitz);
     client.accept_challenge(&challenge.id).await.unwrap();
     let Event::GameStart { game } =
         next_matching(&mut events, |e| matches!(e, Event::GameStart { .. })).await
@@ -419,8 +424,9 @@ async fn draw_offers_and_an_opponent_who_leaves() {
     let client = sandbox.client(BOT).unwrap();
 
     // Rita offers a draw with every move; the bot accepts.
-    let id = rita_challenge(&sandbox, 300, 0);
-    client.accept_challenge(&id).await.unwrap();
+    let challenge = rita_challenge(&sandbox, 300, 0);
+    client.accept_challenge(&challenge).await.unwrap();
+    let id = challenge.game_id();
     let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
     let mut stream = client.stream_game(&id).await.unwrap();
     // Stop right after one of Rita's moves (our own move would decline her offer).
@@ -432,8 +438,9 @@ async fn draw_offers_and_an_opponent_who_leaves() {
     assert_eq!((game.status, game.winner), (GameStatus::Draw, None));
 
     // Rita leaves: the bot hears opponentGone and claims the win once allowed.
-    let id = rita_challenge(&sandbox, 300, 0);
-    client.accept_challenge(&id).await.unwrap();
+    let challenge = rita_challenge(&sandbox, 300, 0);
+    client.accept_challenge(&challenge).await.unwrap();
+    let id = challenge.game_id();
     let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
     let mut stream = client.stream_game(&id).await.unwrap();
     play_first_moves(&client, &mut stream, &id, color, 2).await;
@@ -463,8 +470,9 @@ async fn sandbox_throughput() {
     let started = std::time::Instant::now();
     let mut plies = 0;
     for _ in 0..games {
-        let id = rita_challenge(&sandbox, 600, 0);
-        client.accept_challenge(&id).await.unwrap();
+        let challenge = rita_challenge(&sandbox, 600, 0);
+        client.accept_challenge(&challenge).await.unwrap();
+        let id = challenge.game_id();
         let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
         let mut stream = client.stream_game(&id).await.unwrap();
         let state = play_first_moves(&client, &mut stream, &id, color, usize::MAX).await;

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use ladder::levels::{Coefficients, LevelParams};
-use ladder::lichess::{ChallengeColor, Token};
+use ladder::lichess::{ChallengeColor, GameId, Token};
 use ladder::results::read_results;
 use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
 
@@ -155,7 +155,7 @@ struct Running {
     dir: tempfile::TempDir,
     token: Token,
     daemon: Daemon,
-    game: String,
+    game: GameId,
 }
 
 async fn daemon_with_open_game(bot: &str) -> Running {
@@ -169,9 +169,9 @@ async fn daemon_with_open_game(bot: &str) -> Running {
         .await;
     let mut spec = ChallengeSpec::clock(180, 0);
     spec.color = ChallengeColor::White;
-    let game = sb.challenge("alice", bot, &spec).unwrap().id;
+    let game = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
     daemon
-        .wait_for_line(&["game started", &game], Duration::from_secs(20))
+        .wait_for_line(&["game started", game.as_str()], Duration::from_secs(20))
         .await;
     Running {
         sb,
@@ -212,7 +212,8 @@ async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs()
     let new = sb
         .challenge("Rita", bot, &ChallengeSpec::clock(60, 0))
         .unwrap()
-        .id;
+        .id
+        .game_id();
     sb.wait_until("the new game to finish", Duration::from_secs(60), |w| {
         w.summary(&new).filter(|g| g.is_over()).map(|_| ())
     })
@@ -236,10 +237,10 @@ async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs()
     let records = read_results(&[dir.path().join("results.jsonl")])
         .unwrap()
         .records;
-    let find = |id: &str| {
+    let find = |id: &GameId| {
         records
             .iter()
-            .find(|r| r.game_id == id)
+            .find(|r| r.game_id == *id)
             .unwrap_or_else(|| panic!("game {id} not recorded: {records:?}"))
     };
     let v1 = LevelParams::new(&Coefficients::builtin(), 1.0);
@@ -294,7 +295,10 @@ async fn first_sigterm_drains_and_second_sigterm_stops_now() {
         "the daemon exited while a game was running:\n{}",
         daemon.log()
     );
-    assert!(sb.game(&refused).is_none(), "a game started while draining");
+    assert!(
+        sb.game(&refused.game_id()).is_none(),
+        "a game started while draining"
+    );
 
     daemon.signal("TERM");
     let status = daemon.wait_for_exit(Duration::from_secs(10)).await;

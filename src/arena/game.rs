@@ -3,7 +3,6 @@
 //! insufficient material), by the clock, or by a player's malfunction (crash, hang, illegal
 //! move), which loses that game for the broken side.
 
-use std::str::FromStr;
 use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 use shakmaty::{Color, Position};
@@ -12,51 +11,7 @@ use super::player::{Clocks, Fault, Roster, Seat};
 use super::schedule::{ScheduledGame, derive};
 use crate::engine::Game;
 use crate::engine::position::GameEnd;
-
-/// A clock: initial time plus increment per move.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TimeControl {
-    pub initial_ms: u64,
-    pub increment_ms: u64,
-}
-
-impl FromStr for TimeControl {
-    type Err = String;
-    /// `60+0.6` (seconds + seconds per move) or `180` (no increment).
-    fn from_str(s: &str) -> Result<TimeControl, String> {
-        let bad = || format!("time control {s:?}: expected SECONDS+INCREMENT, e.g. 60+0.6");
-        let (base, inc) = s.split_once('+').unwrap_or((s, "0"));
-        let seconds = |v: &str| -> Result<u64, String> {
-            let v: f64 = v.trim().parse().map_err(|_| bad())?;
-            if !(v.is_finite() && v >= 0.0) {
-                return Err(bad());
-            }
-            Ok((v * 1000.0).round() as u64)
-        };
-        let tc = TimeControl {
-            initial_ms: seconds(base)?,
-            increment_ms: seconds(inc)?,
-        };
-        if tc.initial_ms == 0 && tc.increment_ms == 0 {
-            return Err(bad());
-        }
-        Ok(tc)
-    }
-}
-
-impl std::fmt::Display for TimeControl {
-    /// PGN's TimeControl form: seconds, `+` increment in seconds.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let secs = |ms: u64| {
-            if ms.is_multiple_of(1000) {
-                format!("{}", ms / 1000)
-            } else {
-                format!("{}", ms as f64 / 1000.0)
-            }
-        };
-        write!(f, "{}+{}", secs(self.initial_ms), secs(self.increment_ms))
-    }
-}
+use crate::lichess::Clock;
 
 /// How a game ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -157,7 +112,7 @@ pub async fn play(
     roster: &Roster,
     scheduled: ScheduledGame,
     opening: Game,
-    tc: Option<TimeControl>,
+    tc: Option<Clock>,
 ) -> PlayedGame {
     let white_seed = derive(scheduled.seed, 1);
     let black_seed = derive(scheduled.seed, 2);
@@ -218,11 +173,7 @@ async fn seat_both(
     }
 }
 
-async fn play_moves(
-    game: &mut Game,
-    seats: &mut [Seat; 2],
-    tc: Option<TimeControl>,
-) -> Termination {
+async fn play_moves(game: &mut Game, seats: &mut [Seat; 2], tc: Option<Clock>) -> Termination {
     let mut clocks = tc.map(|tc| Clocks {
         white_ms: tc.initial_ms,
         black_ms: tc.initial_ms,
@@ -266,19 +217,4 @@ fn unix_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn time_controls_parse_and_print() {
-        let tc: TimeControl = "60+0.6".parse().unwrap();
-        assert_eq!((tc.initial_ms, tc.increment_ms), (60_000, 600));
-        assert_eq!(tc.to_string(), "60+0.6");
-        assert_eq!("180".parse::<TimeControl>().unwrap().to_string(), "180+0");
-        assert!("0+0".parse::<TimeControl>().is_err());
-        assert!("fast".parse::<TimeControl>().is_err());
-    }
 }

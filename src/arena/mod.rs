@@ -23,11 +23,12 @@ use anyhow::{Context, bail};
 use shakmaty::Color;
 
 use crate::levels::Coefficients;
+use crate::lichess::{Clock, Perf};
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, ResultsLog, SCHEMA_VERSION,
     Source,
 };
-use game::{PlayedGame, Termination, TimeControl};
+use game::{PlayedGame, Termination};
 use openings::Opening;
 use player::{MoveLimits, PlayerKind, PlayerSpec, Roster, Timeouts};
 use schedule::{Format, Shard};
@@ -88,7 +89,7 @@ pub struct ArenaOptions {
     pub gauntlet: bool,
     /// Clock for both sides, seconds+increment: `60+0.6`.
     #[arg(long, value_name = "TC")]
-    pub tc: Option<TimeControl>,
+    pub tc: Option<Clock>,
     /// Fixed nodes per move for external engines without their own limits (no clock).
     #[arg(long, conflicts_with = "tc")]
     pub nodes: Option<u64>,
@@ -134,7 +135,7 @@ pub struct ArenaOptions {
     pub match_id: Option<String>,
     /// Lichess perf the results count for (default: the clock's speed, blitz without clock).
     #[arg(long)]
-    pub perf: Option<String>,
+    pub perf: Option<Perf>,
     /// The engine that judges every game's moves after it is played (average centipawn loss,
     /// inaccuracies, mistakes, blunders); missing: the report says so and the match goes on.
     #[arg(long, value_name = "PATH", default_value = judge::Judge::STOCKFISH)]
@@ -432,10 +433,10 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         None => None,
     };
     let date = utc_date();
-    let perf = args.perf.clone().unwrap_or_else(|| {
-        args.tc
-            .map_or("blitz".to_string(), |tc| speed_of(tc).to_string())
-    });
+    let perf = args
+        .perf
+        .unwrap_or_else(|| args.tc.map_or(Perf::Blitz, |tc| Perf::from(tc.speed())))
+        .to_string();
     let record_ctx = RecordContext {
         match_id: &match_id,
         tc: args.tc,
@@ -718,7 +719,7 @@ async fn judge_games(
 
 struct RecordContext<'a> {
     match_id: &'a str,
-    tc: Option<TimeControl>,
+    tc: Option<Clock>,
     perf: &'a str,
     openings: &'a [Opening],
 }
@@ -779,7 +780,7 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             rated: true,
             speed: ctx
                 .tc
-                .map_or_else(|| ctx.perf.to_string(), |tc| speed_of(tc).to_string()),
+                .map_or_else(|| ctx.perf.to_string(), |tc| tc.speed().to_string()),
             perf: ctx.perf.to_string(),
             variant: "standard".to_string(),
             initial_fen: opening
@@ -862,18 +863,6 @@ fn anchor_record_of(
 
 fn color_name(c: Color) -> &'static str {
     if c.is_white() { "white" } else { "black" }
-}
-
-/// Lichess's speed category of a clock (estimated duration = initial + 40 increments).
-pub fn speed_of(tc: TimeControl) -> &'static str {
-    let secs = (tc.initial_ms + 40 * tc.increment_ms) / 1000;
-    match secs {
-        0..29 => "ultraBullet",
-        29..179 => "bullet",
-        179..479 => "blitz",
-        479..1499 => "rapid",
-        _ => "classical",
-    }
 }
 
 /// After every game: a rewritten status line on a terminal, a log line otherwise.

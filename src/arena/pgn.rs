@@ -10,8 +10,9 @@ use shakmaty::fen::Fen;
 use shakmaty::san::SanPlus;
 use shakmaty::{Chess, EnPassantMode, Position};
 
-use super::game::{PlayedGame, TimeControl};
+use super::game::PlayedGame;
 use super::player::PlayerSpec;
+use crate::lichess::Clock;
 
 /// Everything a PGN header needs besides the game itself.
 pub struct PgnContext<'a> {
@@ -20,7 +21,7 @@ pub struct PgnContext<'a> {
     pub date: &'a str,
     pub players: &'a [PlayerSpec],
     pub opening_name: &'a str,
-    pub tc: Option<TimeControl>,
+    pub tc: Option<Clock>,
 }
 
 /// One game as PGN text (ends with a blank line).

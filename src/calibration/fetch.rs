@@ -17,7 +17,7 @@ use shakmaty::san::San;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Position};
 
-use crate::lichess::{Client, Color, ExportQuery, GameJson, GameStatus, LichessError};
+use crate::lichess::{Client, Color, ExportQuery, GameJson, GameStatus, LichessError, Perf};
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
 };
@@ -104,7 +104,7 @@ pub fn to_record(
     let opponent_user = them.user.as_ref();
     Some(GameRecord {
         schema: SCHEMA_VERSION,
-        game_id: game.id.clone(),
+        game_id: game.id.to_string(),
         source: Source::Lichess,
         account: account.username.clone(),
         level: account.level,
@@ -122,8 +122,8 @@ pub fn to_record(
         started_at_ms: game.created_at,
         finished_at_ms: game.last_move_at,
         rated: game.rated,
-        speed: game.speed.clone(),
-        perf: game.perf.clone(),
+        speed: game.speed.key().to_string(),
+        perf: game.perf.key().to_string(),
         variant: game.variant.clone(),
         initial_fen: initial_fen.clone(),
         clock: game.clock.map(|c| ClockRecord {
@@ -197,7 +197,7 @@ pub struct Fetched {
 pub async fn fetch_games(
     client: &Client,
     accounts: &[AccountRef],
-    perf: &str,
+    perf: Perf,
     timeline: &VersionTimeline,
 ) -> Fetched {
     let mut out = Fetched::default();
@@ -213,7 +213,7 @@ pub async fn fetch_games(
         };
         let query = ExportQuery {
             since: Some(newest + 1),
-            perf_type: vec![perf.to_string()],
+            perf_type: vec![perf],
             ..ExportQuery::default()
         };
         match client.export_games(&account.username, &query).await {
@@ -242,10 +242,10 @@ pub struct LichessRating {
 pub async fn lichess_rating(
     client: &Client,
     username: &str,
-    perf: &str,
+    perf: Perf,
 ) -> Result<Option<LichessRating>, LichessError> {
     let user = client.user(username).await?;
-    Ok(user.perfs.get(perf).and_then(|p| {
+    Ok(user.perfs.get(perf.key()).and_then(|p| {
         Some(LichessRating {
             rating: f64::from(p.rating?),
             rd: p.rd.map(f64::from),

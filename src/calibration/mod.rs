@@ -19,6 +19,7 @@ use anyhow::{Context, bail};
 
 use crate::config::Config;
 use crate::levels::{Coefficients, level_key};
+use crate::lichess::Perf;
 use crate::results::{GameRecord, ResultsLog, Source, read_results};
 use fetch::{AccountRef, VersionTimeline};
 use pipeline::{Settings, Targets};
@@ -37,7 +38,7 @@ pub struct CalibrateArgs {
     pub coefficients: PathBuf,
     /// The perf (rating pool) to calibrate.
     #[arg(long, default_value = "blitz")]
-    pub perf: String,
+    pub perf: Perf,
     /// Coefficients versions to use: "4" or "3..5" (default: the current version only).
     #[arg(long, conflicts_with = "window")]
     pub versions: Option<String>,
@@ -154,7 +155,7 @@ impl CalibrateArgs {
         }
         Ok(Settings {
             filter: Filter {
-                perf: self.perf.clone(),
+                perf: self.perf.key().to_string(),
                 versions,
                 sources: self.sources.clone(),
                 provisional_rd: self.provisional_rd,
@@ -248,13 +249,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         let timeline = VersionTimeline::new(&records, current.version);
         let mut fetched = fetch::Fetched::default();
         for account in &accounts {
-            let token = account
-                .load_token()
-                .map_err(|e| anyhow::anyhow!("{e}"))
-                .and_then(|raw| {
-                    crate::lichess::Token::new(&raw, &account.username)
-                        .map_err(|e| anyhow::anyhow!("{e}"))
-                })?;
+            let token = account.load_token().map_err(|e| anyhow::anyhow!("{e}"))?;
             let client = crate::lichess::Client::new(crate::lichess::ClientConfig::new(
                 config.lichess.base_url.clone(),
                 token,
@@ -267,7 +262,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
                 let got = runtime.block_on(fetch::fetch_games(
                     &client,
                     std::slice::from_ref(&who),
-                    &args.perf,
+                    args.perf,
                     &timeline,
                 ));
                 fetched.records.extend(got.records);
@@ -275,11 +270,8 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
                 fetched.failures.extend(got.failures);
             }
             if args.lichess_ratings {
-                match runtime.block_on(fetch::lichess_rating(
-                    &client,
-                    &account.username,
-                    &args.perf,
-                )) {
+                match runtime.block_on(fetch::lichess_rating(&client, &account.username, args.perf))
+                {
                     Ok(Some(r)) => {
                         lichess.insert(level_key(account.level), (account.username.clone(), r));
                     }
@@ -350,7 +342,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         "Dry run: nothing written; `--apply` writes this proposal.".to_string()
     };
     let ctx = report::ReportContext {
-        perf: args.perf.clone(),
+        perf: args.perf.to_string(),
         versions: settings.filter.versions.describe(),
         inputs,
         read_warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
@@ -371,7 +363,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             apply::write_atomically(&dir.join("calibration.md"), &markdown)?;
             apply::write_atomically(
                 &dir.join("calibration.svg"),
-                &svg::plot(&result, &args.perf),
+                &svg::plot(&result, args.perf.key()),
             )?;
             print!("{markdown}");
             println!(

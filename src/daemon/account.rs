@@ -21,14 +21,13 @@ use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{
-    BackoffPolicy, ChallengeJson, Client, Event, GameEventInfo, LichessError,
-    TimeControl as WireTimeControl,
+    BackoffPolicy, ChallengeId, ChallengeJson, Client, Event, GameEventInfo, GameId, LichessError,
 };
 use crate::logging::{AccountStatus, DailyTally};
 use crate::results::Source;
 
 use super::game::{self, GameContext, GameExit, sleep_or_stop};
-use super::policy::{self, ChallengeFacts, Decision, Load, TimeControl};
+use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
@@ -91,17 +90,18 @@ struct Running {
 struct Actor {
     ctx: AccountContext,
     username: String,
-    reserved: HashMap<String, Reservation>,
-    running: HashMap<String, Running>,
-    answered: HashMap<String, Instant>,
-    games: JoinSet<(String, GameExit)>,
+    /// Slots of accepted challenges, under the id of the game each will become.
+    reserved: HashMap<GameId, Reservation>,
+    running: HashMap<GameId, Running>,
+    answered: HashMap<ChallengeId, Instant>,
+    games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
-    tasks: HashMap<tokio::task::Id, String>,
+    tasks: HashMap<tokio::task::Id, GameId>,
     /// Games recorded today, for the status line.
     today: DailyTally,
 }
 
-type Joined = Result<(tokio::task::Id, (String, GameExit)), tokio::task::JoinError>;
+type Joined = Result<(tokio::task::Id, (GameId, GameExit)), tokio::task::JoinError>;
 
 /// Runs the account until shutdown. Returns an error only when the account cannot play at all
 /// (token rejected).
@@ -237,9 +237,11 @@ impl Actor {
             }
             Err(e) => {
                 // A panicking game actor must not take the account down.
-                let id = self.tasks.remove(&e.id()).unwrap_or_default();
-                self.running.remove(&id);
-                tracing::error!(account = %self.username, game = %id, "game actor failed: {e}");
+                let id = self.tasks.remove(&e.id());
+                if let Some(id) = &id {
+                    self.running.remove(id);
+                }
+                tracing::error!(account = %self.username, game = ?id, "game actor failed: {e}");
             }
         }
     }
@@ -263,7 +265,7 @@ impl Actor {
         self.reserved.retain(|id, r| {
             let keep = now.duration_since(r.at) < RESERVATION;
             if !keep {
-                tracing::info!(account = %self.username, challenge = %id, "accepted challenge never started; slot released");
+                tracing::info!(account = %self.username, game = %id, "accepted challenge never started; slot released");
             }
             keep
         });
@@ -279,7 +281,7 @@ impl Actor {
                 tracing::debug!(account = %self.username, game = %game.game_id, "gameFinish");
             }
             Event::ChallengeCanceled { challenge } => {
-                if self.reserved.remove(&challenge.id).is_some() {
+                if self.reserved.remove(&challenge.id.game_id()).is_some() {
                     tracing::info!(account = %self.username, challenge = %challenge.id, "challenge canceled; slot released");
                 }
             }
@@ -318,7 +320,7 @@ impl Actor {
             &facts,
             self.load_for(&facts.challenger_id),
         );
-        let tc = describe_tc(&facts.time_control);
+        let tc = facts.time_control.to_string();
         let permit = match decision {
             Decision::Accept => match Arc::clone(&self.ctx.global_slots).try_acquire_owned() {
                 Ok(p) => Some(p),
@@ -338,7 +340,7 @@ impl Actor {
                         variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
                     );
                     self.reserved.insert(
-                        c.id.clone(),
+                        c.id.game_id(),
                         Reservation {
                             opponent: facts.challenger_id,
                             at: Instant::now(),
@@ -432,30 +434,8 @@ pub fn facts_of(c: &ChallengeJson) -> ChallengeFacts {
         challenger_id: c.challenger.id.to_lowercase(),
         challenger_is_bot: c.challenger.is_bot(),
         variant: c.variant.key.clone(),
-        speed: c.speed.clone(),
+        speed: c.speed,
         rated: c.rated,
-        time_control: match &c.time_control {
-            WireTimeControl::Clock {
-                limit, increment, ..
-            } => TimeControl::Clock {
-                limit_s: u64::from(*limit),
-                increment_s: u64::from(*increment),
-            },
-            WireTimeControl::Correspondence { days_per_turn } => TimeControl::Correspondence {
-                days: u64::from(days_per_turn.unwrap_or(0)),
-            },
-            WireTimeControl::Unlimited => TimeControl::Unlimited,
-        },
-    }
-}
-
-fn describe_tc(tc: &TimeControl) -> String {
-    match tc {
-        TimeControl::Clock {
-            limit_s,
-            increment_s,
-        } => format!("{limit_s}+{increment_s}"),
-        TimeControl::Correspondence { days } => format!("{days}d"),
-        TimeControl::Unlimited => "unlimited".into(),
+        time_control: c.time_control.clone(),
     }
 }

@@ -2,6 +2,7 @@
 //! challenger. A pure function of the account's policy, the challenge and the current load.
 
 use crate::config::ChallengePolicy;
+use crate::lichess::{Speed, TimeControl};
 
 /// The facts of an incoming challenge the policy looks at.
 #[derive(Clone, Debug, PartialEq)]
@@ -10,17 +11,9 @@ pub struct ChallengeFacts {
     pub challenger_is_bot: bool,
     /// Lichess variant key: standard, chess960, fromPosition, …
     pub variant: String,
-    /// Lichess speed: ultraBullet, bullet, blitz, rapid, classical, correspondence.
-    pub speed: String,
+    pub speed: Speed,
     pub rated: bool,
     pub time_control: TimeControl,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum TimeControl {
-    Clock { limit_s: u64, increment_s: u64 },
-    Correspondence { days: u64 },
-    Unlimited,
 }
 
 /// Games already running or promised, as seen by the account when the challenge arrives.
@@ -43,20 +36,6 @@ pub use crate::lichess::types::DeclineReason as Reason;
 pub enum Decision {
     Accept,
     Decline(Reason),
-}
-
-/// Lichess speeds from fastest to slowest.
-const SPEED_ORDER: &[&str] = &[
-    "ultraBullet",
-    "bullet",
-    "blitz",
-    "rapid",
-    "classical",
-    "correspondence",
-];
-
-fn speed_rank(speed: &str) -> Option<usize> {
-    SPEED_ORDER.iter().position(|s| *s == speed)
 }
 
 /// Decides one challenge. Permanent refusals (who, what) come before temporary ones (load), so
@@ -97,18 +76,20 @@ pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decis
 }
 
 fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<Reason> {
-    if !policy.speeds.iter().any(|s| s == &c.speed) {
-        let rank = speed_rank(&c.speed)?;
-        let accepted: Vec<usize> = policy.speeds.iter().filter_map(|s| speed_rank(s)).collect();
-        return Some(match (accepted.iter().min(), accepted.iter().max()) {
-            (Some(&fastest), _) if rank < fastest => Reason::TooFast,
-            (_, Some(&slowest)) if rank > slowest => Reason::TooSlow,
-            _ => Reason::TimeControl,
-        });
+    if !policy.speeds.contains(&c.speed) {
+        // Speeds are ordered fastest first.
+        return Some(
+            match (policy.speeds.iter().min(), policy.speeds.iter().max()) {
+                (Some(&fastest), _) if c.speed < fastest => Reason::TooFast,
+                (_, Some(&slowest)) if c.speed > slowest => Reason::TooSlow,
+                _ => Reason::TimeControl,
+            },
+        );
     }
     match c.time_control {
         TimeControl::Unlimited => Some(Reason::TimeControl),
-        TimeControl::Correspondence { days } => {
+        TimeControl::Correspondence { days_per_turn } => {
+            let days = u64::from(days_per_turn.unwrap_or(0));
             if days < policy.min_days {
                 Some(Reason::TooFast)
             } else if days > policy.max_days {
@@ -118,9 +99,9 @@ fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<R
             }
         }
         TimeControl::Clock {
-            limit_s,
-            increment_s,
+            limit, increment, ..
         } => {
+            let (limit_s, increment_s) = (u64::from(limit), u64::from(increment));
             if limit_s < policy.min_initial_s || increment_s < policy.min_increment_s {
                 Some(Reason::TooFast)
             } else if limit_s > policy.max_initial_s || increment_s > policy.max_increment_s {
@@ -141,12 +122,9 @@ mod tests {
             challenger_id: "alice".into(),
             challenger_is_bot: false,
             variant: "standard".into(),
-            speed: "blitz".into(),
+            speed: Speed::Blitz,
             rated: true,
-            time_control: TimeControl::Clock {
-                limit_s: 180,
-                increment_s: 2,
-            },
+            time_control: TimeControl::clock(180, 2),
         }
     }
 
@@ -189,25 +167,16 @@ mod tests {
             Some(Reason::Standard)
         );
         assert_eq!(
-            with(&|c| c.speed = "ultraBullet".into()),
+            with(&|c| c.speed = Speed::UltraBullet),
+            Some(Reason::TooFast)
+        );
+        assert_eq!(with(&|c| c.speed = Speed::Classical), Some(Reason::TooSlow));
+        assert_eq!(
+            with(&|c| c.time_control = TimeControl::clock(30, 0)),
             Some(Reason::TooFast)
         );
         assert_eq!(
-            with(&|c| c.speed = "classical".into()),
-            Some(Reason::TooSlow)
-        );
-        assert_eq!(
-            with(&|c| c.time_control = TimeControl::Clock {
-                limit_s: 30,
-                increment_s: 0
-            }),
-            Some(Reason::TooFast)
-        );
-        assert_eq!(
-            with(&|c| c.time_control = TimeControl::Clock {
-                limit_s: 180,
-                increment_s: 60
-            }),
+            with(&|c| c.time_control = TimeControl::clock(180, 60)),
             Some(Reason::TooSlow)
         );
         assert_eq!(with(&|c| c.rated = true), Some(Reason::Casual));
@@ -223,9 +192,9 @@ mod tests {
         c.variant = "atomic".into();
         assert_eq!(decline(&variants, &c), Some(Reason::Variant));
         let mut corr = ChallengePolicy::default();
-        corr.speeds.push("correspondence".into());
+        corr.speeds.push(Speed::Correspondence);
         let mut c = blitz();
-        c.speed = "correspondence".into();
+        c.speed = Speed::Correspondence;
         c.time_control = TimeControl::Unlimited;
         assert_eq!(decline(&corr, &c), Some(Reason::TimeControl));
     }

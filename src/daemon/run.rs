@@ -32,9 +32,7 @@ pub struct RunArgs {
 /// Tokens from each account's `token_env` / `token_file`.
 pub fn token_clients() -> ClientFactory {
     Arc::new(|account, base_url| {
-        let raw = account.load_token().map_err(|e| e.to_string())?;
-        let token = Token::new(&raw, "the account's token source")
-            .map_err(|e| format!("account {}: {e}", account.username))?;
+        let token = account.load_token().map_err(|e| e.to_string())?;
         Ok(ClientConfig::new(base_url, token))
     })
 }

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use crate::engine::{Game, GameError};
 use crate::levels::LevelParams;
-use crate::lichess::{Color, GameFull, GameState, GameStatus};
+use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
 };
@@ -21,7 +21,7 @@ use crate::player::clock::ClockInput;
 /// What the actor knows before the game stream opens.
 #[derive(Clone, Debug)]
 pub struct GameSetup {
-    pub game_id: String,
+    pub game_id: GameId,
     /// Our account's username and id.
     pub username: String,
     pub user_id: String,
@@ -55,11 +55,11 @@ pub enum Action {
 #[derive(Debug, thiserror::Error)]
 pub enum TrackerError {
     #[error("game {game_id}: we ({user}) do not play in it")]
-    NotOurGame { game_id: String, user: String },
+    NotOurGame { game_id: GameId, user: String },
     #[error("game {game_id}: {source}")]
-    Moves { game_id: String, source: GameError },
+    Moves { game_id: GameId, source: GameError },
     #[error("game {game_id}: a gameState came before any gameFull")]
-    NoGameFull { game_id: String },
+    NoGameFull { game_id: GameId },
 }
 
 /// The game as the tracker follows it.
@@ -287,7 +287,7 @@ impl Tracker {
         });
         GameRecord {
             schema: SCHEMA_VERSION,
-            game_id: self.setup.game_id.clone(),
+            game_id: self.setup.game_id.to_string(),
             source: self.setup.source,
             account: self.setup.username.clone(),
             level: self.setup.params.level,
@@ -302,8 +302,13 @@ impl Tracker {
             started_at_ms: full.created_at,
             finished_at_ms: now_ms,
             rated: full.rated,
-            speed: full.speed.clone(),
-            perf: perf_key(&full.perf.name, &full.speed),
+            speed: full.speed.key().to_string(),
+            // `perf.name` is a display name ("Blitz", "Chess960"; "From Position" games count
+            // in their speed's pool); the record wants the perf key.
+            perf: Perf::from_name(&full.perf.name)
+                .unwrap_or(Perf::from(full.speed))
+                .key()
+                .to_string(),
             variant: full.variant.key.clone(),
             initial_fen: full.initial_fen.clone(),
             clock: full.clock.map(|c| ClockRecord {
@@ -350,24 +355,6 @@ pub fn outcome(status: GameStatus, winner: Option<Color>, us: Color) -> Outcome 
     }
 }
 
-/// `gameFull.perf.name` is a display name ("Blitz", "Chess960"); the record wants the perf key.
-fn perf_key(name: &str, speed: &str) -> String {
-    let key = match name {
-        "" => speed.to_string(),
-        "UltraBullet" => "ultraBullet".to_string(),
-        "King of the Hill" => "kingOfTheHill".to_string(),
-        "Three-check" => "threeCheck".to_string(),
-        "Racing Kings" => "racingKings".to_string(),
-        other => other.to_lowercase(),
-    };
-    // "From Position" games count in the speed's pool.
-    if key == "from position" {
-        speed.to_string()
-    } else {
-        key
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -375,7 +362,7 @@ mod tests {
 
     fn setup() -> GameSetup {
         GameSetup {
-            game_id: "g1".into(),
+            game_id: GameId::new("g1"),
             username: "Ladder-L1".into(),
             user_id: "ladder-l1".into(),
             params: LevelParams::new(&Coefficients::builtin(), 1.0),

@@ -13,7 +13,9 @@ use tokio::time::Instant;
 
 use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy};
 use super::error::LichessError;
+use super::ids::{ChallengeId, GameId};
 use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+use super::speed::{Perf, TimeControl};
 use super::token::Token;
 use super::types::{
     ChallengeColor, ChallengeJson, ChatRoom, DeclineReason, Event, GameEvent, GameJson,
@@ -57,7 +59,8 @@ impl ClientConfig {
     }
 }
 
-/// Checks a base URL: https anywhere, plain http only to a loopback host.
+/// The one rule for where a token may be sent: https anywhere, plain http only to a loopback
+/// host (the sandbox, tests). Config validation and `Client::new` both apply it.
 pub fn validate_base_url(raw: &str) -> Result<Url, LichessError> {
     let bad = |reason: &str| LichessError::BadBaseUrl {
         url: raw.to_string(),
@@ -95,10 +98,7 @@ fn is_loopback(url: &Url) -> bool {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ChallengeRequest {
     pub rated: bool,
-    /// Real-time clock: (initial seconds, increment seconds).
-    pub clock: Option<(u32, u32)>,
-    /// Correspondence days per turn (when `clock` is `None`).
-    pub days: Option<u32>,
+    pub time_control: TimeControl,
     pub color: ChallengeColor,
     /// Variant key (`standard`, `chess960`, `fromPosition`, ...).
     pub variant: String,
@@ -110,8 +110,7 @@ impl ChallengeRequest {
     pub fn clock(limit_s: u32, increment_s: u32) -> ChallengeRequest {
         ChallengeRequest {
             rated: false,
-            clock: Some((limit_s, increment_s)),
-            days: None,
+            time_control: TimeControl::clock(limit_s, increment_s),
             color: ChallengeColor::Random,
             variant: "standard".to_string(),
             fen: None,
@@ -132,11 +131,20 @@ impl ChallengeRequest {
             ),
             ("variant".to_string(), self.variant.clone()),
         ];
-        if let Some((limit, increment)) = self.clock {
-            form.push(("clock.limit".to_string(), limit.to_string()));
-            form.push(("clock.increment".to_string(), increment.to_string()));
-        } else if let Some(days) = self.days {
-            form.push(("days".to_string(), days.to_string()));
+        match &self.time_control {
+            TimeControl::Clock {
+                limit, increment, ..
+            } => {
+                form.push(("clock.limit".to_string(), limit.to_string()));
+                form.push(("clock.increment".to_string(), increment.to_string()));
+            }
+            TimeControl::Correspondence {
+                days_per_turn: Some(days),
+            } => form.push(("days".to_string(), days.to_string())),
+            TimeControl::Correspondence {
+                days_per_turn: None,
+            }
+            | TimeControl::Unlimited => {}
         }
         if let Some(fen) = &self.fen {
             form.push(("fen".to_string(), fen.clone()));
@@ -153,8 +161,7 @@ pub struct ExportQuery {
     /// Games played until this time (Unix ms).
     pub until: Option<i64>,
     pub max: Option<u32>,
-    /// Perf keys, e.g. `["blitz", "rapid"]`.
-    pub perf_type: Vec<String>,
+    pub perf_type: Vec<Perf>,
     pub rated: Option<bool>,
     /// Only games against this user.
     pub vs: Option<String>,
@@ -173,7 +180,8 @@ impl ExportQuery {
             q.push(("max".to_string(), v.to_string()));
         }
         if !self.perf_type.is_empty() {
-            q.push(("perfType".to_string(), self.perf_type.join(",")));
+            let keys: Vec<&str> = self.perf_type.iter().map(|p| p.key()).collect();
+            q.push(("perfType".to_string(), keys.join(",")));
         }
         if let Some(v) = self.rated {
             q.push(("rated".to_string(), v.to_string()));
@@ -191,12 +199,22 @@ impl ExportQuery {
     }
 }
 
+/// Who a token belongs to, as Lichess says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenOwner {
+    pub account: UserExtended,
+    /// The token's OAuth scopes; `None` when Lichess did not tell.
+    pub scopes: Option<Vec<String>>,
+}
+
 /// One request, rebuilt for every attempt.
 struct Req {
     method: Method,
     segments: Vec<String>,
     query: Vec<(String, String)>,
     form: Option<Vec<(String, String)>>,
+    /// A plain-text body (`/api/token/test` takes the token itself).
+    text: Option<String>,
     accept: &'static str,
 }
 
@@ -207,6 +225,7 @@ impl Req {
             segments: segments.iter().map(|s| s.to_string()).collect(),
             query: Vec::new(),
             form: None,
+            text: None,
             accept: "application/json",
         }
     }
@@ -309,7 +328,45 @@ impl Client {
 
     /// `GET /api/account`: the token's own account.
     pub async fn account(&self) -> Result<UserExtended, LichessError> {
-        self.json(Req::new(Method::GET, &["api", "account"])).await
+        Ok(self
+            .json(Req::new(Method::GET, &["api", "account"]))
+            .await?
+            .0)
+    }
+
+    /// Whose token this is and what it may do: `GET /api/account`, with the scopes from the
+    /// `X-OAuth-Scopes` header Lichess adds to OAuth responses, or else from
+    /// `POST /api/token/test` (the documented way; `None` when neither tells).
+    pub async fn token_owner(&self) -> Result<TokenOwner, LichessError> {
+        let (account, headers) = self
+            .json::<UserExtended>(Req::new(Method::GET, &["api", "account"]))
+            .await?;
+        let header_scopes = headers
+            .get("x-oauth-scopes")
+            .and_then(|v| v.to_str().ok())
+            .map(parse_scopes);
+        let scopes = match header_scopes {
+            Some(scopes) => Some(scopes),
+            None => self.token_test_scopes().await,
+        };
+        Ok(TokenOwner { account, scopes })
+    }
+
+    /// `POST /api/token/test` with the token as body: `{"<token>": {"scopes": "a,b", …} | null}`.
+    async fn token_test_scopes(&self) -> Option<Vec<String>> {
+        #[derive(serde::Deserialize)]
+        struct TokenInfo {
+            scopes: String,
+        }
+        let mut req = Req::new(Method::POST, &["api", "token", "test"]);
+        req.text = Some(self.inner.token.expose().to_string());
+        let (map, _) = self
+            .json::<std::collections::HashMap<String, Option<TokenInfo>>>(req)
+            .await
+            .ok()?;
+        map.get(self.inner.token.expose())?
+            .as_ref()
+            .map(|info| parse_scopes(&info.scopes))
     }
 
     /// `POST /api/bot/account/upgrade`: irreversibly turns the account into a bot.
@@ -323,8 +380,10 @@ impl Client {
 
     /// `GET /api/user/{username}`: public data, including ratings per perf.
     pub async fn user(&self, username: &str) -> Result<UserExtended, LichessError> {
-        self.json(Req::new(Method::GET, &["api", "user", username]))
-            .await
+        Ok(self
+            .json(Req::new(Method::GET, &["api", "user", username]))
+            .await?
+            .0)
     }
 
     /// `GET /api/stream/event`: challenges and game starts/finishes of this account.
@@ -336,20 +395,29 @@ impl Client {
     /// `GET /api/bot/game/stream/{gameId}`: `gameFull`, then `gameState` after every move.
     pub async fn stream_game(
         &self,
-        game_id: &str,
+        game_id: &GameId,
     ) -> Result<NdjsonStream<GameEvent>, LichessError> {
-        self.stream(Req::new(Method::GET, &["api", "bot", "game", "stream", game_id]).ndjson())
-            .await
+        self.stream(
+            Req::new(
+                Method::GET,
+                &["api", "bot", "game", "stream", game_id.as_str()],
+            )
+            .ndjson(),
+        )
+        .await
     }
 
     /// `POST /api/bot/game/{gameId}/move/{move}` (UCI), optionally offering a draw.
     pub async fn make_move(
         &self,
-        game_id: &str,
+        game_id: &GameId,
         uci: &str,
         offering_draw: bool,
     ) -> Result<(), LichessError> {
-        let mut req = Req::new(Method::POST, &["api", "bot", "game", game_id, "move", uci]);
+        let mut req = Req::new(
+            Method::POST,
+            &["api", "bot", "game", game_id.as_str(), "move", uci],
+        );
         if offering_draw {
             req = req.query("offeringDraw", "true");
         }
@@ -359,7 +427,7 @@ impl Client {
     /// `POST /api/bot/game/{gameId}/chat`.
     pub async fn chat(
         &self,
-        game_id: &str,
+        game_id: &GameId,
         room: ChatRoom,
         text: &str,
     ) -> Result<(), LichessError> {
@@ -367,46 +435,50 @@ impl Client {
             ("room".to_string(), room.as_str().to_string()),
             ("text".to_string(), text.to_string()),
         ];
-        self.ok(Req::new(Method::POST, &["api", "bot", "game", game_id, "chat"]).form(form))
+        self.ok(Req::new(
+            Method::POST,
+            &["api", "bot", "game", game_id.as_str(), "chat"],
+        )
+        .form(form))
             .await
     }
 
     /// `POST /api/bot/game/{gameId}/abort` (only before both sides have moved).
-    pub async fn abort(&self, game_id: &str) -> Result<(), LichessError> {
+    pub async fn abort(&self, game_id: &GameId) -> Result<(), LichessError> {
         self.game_action(game_id, &["abort"]).await
     }
 
     /// `POST /api/bot/game/{gameId}/resign`.
-    pub async fn resign(&self, game_id: &str) -> Result<(), LichessError> {
+    pub async fn resign(&self, game_id: &GameId) -> Result<(), LichessError> {
         self.game_action(game_id, &["resign"]).await
     }
 
     /// `POST /api/bot/game/{gameId}/draw/{yes|no}`: offer/accept, or decline.
-    pub async fn draw(&self, game_id: &str, accept: bool) -> Result<(), LichessError> {
+    pub async fn draw(&self, game_id: &GameId, accept: bool) -> Result<(), LichessError> {
         self.game_action(game_id, &["draw", yes_no(accept)]).await
     }
 
     /// `POST /api/bot/game/{gameId}/takeback/{yes|no}`.
-    pub async fn takeback(&self, game_id: &str, accept: bool) -> Result<(), LichessError> {
+    pub async fn takeback(&self, game_id: &GameId, accept: bool) -> Result<(), LichessError> {
         self.game_action(game_id, &["takeback", yes_no(accept)])
             .await
     }
 
     /// `POST /api/bot/game/{gameId}/claim-victory` (after `opponentGone`).
-    pub async fn claim_victory(&self, game_id: &str) -> Result<(), LichessError> {
+    pub async fn claim_victory(&self, game_id: &GameId) -> Result<(), LichessError> {
         self.game_action(game_id, &["claim-victory"]).await
     }
 
     /// `POST /api/bot/game/{gameId}/claim-draw` (after `opponentGone`).
-    pub async fn claim_draw(&self, game_id: &str) -> Result<(), LichessError> {
+    pub async fn claim_draw(&self, game_id: &GameId) -> Result<(), LichessError> {
         self.game_action(game_id, &["claim-draw"]).await
     }
 
     /// `POST /api/challenge/{challengeId}/accept`.
-    pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
+    pub async fn accept_challenge(&self, challenge_id: &ChallengeId) -> Result<(), LichessError> {
         self.ok(Req::new(
             Method::POST,
-            &["api", "challenge", challenge_id, "accept"],
+            &["api", "challenge", challenge_id.as_str(), "accept"],
         ))
         .await
     }
@@ -414,24 +486,29 @@ impl Client {
     /// `POST /api/challenge/{challengeId}/decline` with a reason.
     pub async fn decline_challenge(
         &self,
-        challenge_id: &str,
+        challenge_id: &ChallengeId,
         reason: DeclineReason,
     ) -> Result<(), LichessError> {
         let form = vec![("reason".to_string(), reason.as_str().to_string())];
-        self.ok(Req::new(Method::POST, &["api", "challenge", challenge_id, "decline"]).form(form))
+        self.ok(Req::new(
+            Method::POST,
+            &["api", "challenge", challenge_id.as_str(), "decline"],
+        )
+        .form(form))
             .await
     }
 
     /// `POST /api/challenge/{challengeId}/cancel` (a challenge this account sent).
-    pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
+    pub async fn cancel_challenge(&self, challenge_id: &ChallengeId) -> Result<(), LichessError> {
         self.ok(Req::new(
             Method::POST,
-            &["api", "challenge", challenge_id, "cancel"],
+            &["api", "challenge", challenge_id.as_str(), "cancel"],
         ))
         .await
     }
 
-    /// `POST /api/challenge/{username}`: challenges a user; the game id is the challenge id.
+    /// `POST /api/challenge/{username}`: challenges a user; once accepted, the game is
+    /// [`ChallengeId::game_id`].
     pub async fn create_challenge(
         &self,
         username: &str,
@@ -439,7 +516,7 @@ impl Client {
     ) -> Result<ChallengeJson, LichessError> {
         let req = Req::new(Method::POST, &["api", "challenge", username]).form(request.form());
         let label = req.label();
-        let value: serde_json::Value = self.json(req).await?;
+        let (value, _): (serde_json::Value, _) = self.json(req).await?;
         // Older Lichess versions wrapped the challenge in `{"challenge": ...}`.
         let value = match value.get("challenge") {
             Some(inner) if inner.is_object() => inner.clone(),
@@ -486,8 +563,8 @@ impl Client {
 
     // ------------------------------------------------------------ plumbing
 
-    async fn game_action(&self, game_id: &str, tail: &[&str]) -> Result<(), LichessError> {
-        let mut segments = vec!["api", "bot", "game", game_id];
+    async fn game_action(&self, game_id: &GameId, tail: &[&str]) -> Result<(), LichessError> {
+        let mut segments = vec!["api", "bot", "game", game_id.as_str()];
         segments.extend_from_slice(tail);
         self.ok(Req::new(Method::POST, &segments)).await
     }
@@ -501,11 +578,15 @@ impl Client {
         Ok(())
     }
 
-    /// An ordinary call returning JSON.
-    async fn json<T: DeserializeOwned>(&self, req: Req) -> Result<T, LichessError> {
+    /// An ordinary call returning JSON, with the response's headers.
+    async fn json<T: DeserializeOwned>(
+        &self,
+        req: Req,
+    ) -> Result<(T, reqwest::header::HeaderMap), LichessError> {
         let label = req.label();
         let _turn = self.inner.gate.lock().await;
         let response = self.send_with_retries(&req, true).await?;
+        let headers = response.headers().clone();
         let body = response
             .bytes()
             .await
@@ -514,10 +595,11 @@ impl Client {
                 attempts: 1,
                 last: e.to_string(),
             })?;
-        serde_json::from_slice(&body).map_err(|e| LichessError::Decode {
+        let value = serde_json::from_slice(&body).map_err(|e| LichessError::Decode {
             endpoint: label,
             message: e.to_string(),
-        })
+        })?;
+        Ok((value, headers))
     }
 
     /// Opens a stream: the gate is held until the headers arrive, then released.
@@ -572,6 +654,11 @@ impl Client {
                 .header(reqwest::header::ACCEPT, req.accept);
             if let Some(form) = &req.form {
                 builder = builder.form(form);
+            }
+            if let Some(text) = &req.text {
+                builder = builder
+                    .header(reqwest::header::CONTENT_TYPE, "text/plain")
+                    .body(text.clone());
             }
             if whole_timeout {
                 builder = builder.timeout(config.request_timeout);
@@ -658,17 +745,30 @@ fn describe_reqwest_error(e: &reqwest::Error) -> String {
     }
 }
 
+/// Lichess errors are `{"error": "…"}`: that sentence, or a short prefix of any other body.
+fn error_text(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| body.trim().chars().take(MAX_ERROR_TEXT).collect())
+}
+
+/// The scopes of a comma-separated list (`X-OAuth-Scopes`, `/api/token/test`).
+fn parse_scopes(list: &str) -> Vec<String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
 /// Turns a 4xx (other than 429) into a typed error, quoting the body's `error` text.
 async fn client_error(
     label: String,
     status: StatusCode,
     response: reqwest::Response,
 ) -> LichessError {
-    let body = response.text().await.unwrap_or_default();
-    let message = serde_json::from_str::<serde_json::Value>(&body)
-        .ok()
-        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
-        .unwrap_or_else(|| body.trim().chars().take(MAX_ERROR_TEXT).collect());
+    let message = error_text(&response.text().await.unwrap_or_default());
     match status {
         StatusCode::UNAUTHORIZED => LichessError::TokenRejected { endpoint: label },
         StatusCode::FORBIDDEN => LichessError::Forbidden {
@@ -694,6 +794,24 @@ async fn client_error(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lichess_error_body_is_quoted_as_its_sentence() {
+        assert_eq!(
+            error_text(r#"{"error":"This account has already played games"}"#),
+            "This account has already played games"
+        );
+        assert_eq!(error_text("  <html>oops"), "<html>oops");
+    }
+
+    #[test]
+    fn scope_lists_are_split_and_trimmed() {
+        assert_eq!(
+            parse_scopes("bot:play, challenge:read,board:play"),
+            vec!["bot:play", "challenge:read", "board:play"]
+        );
+        assert!(parse_scopes("").is_empty());
+    }
 
     #[test]
     fn base_url_rules() {

@@ -1,22 +1,32 @@
-//! The Lichess HTTP client: wire types, NDJSON streams with idle timeouts, rate limits.
+//! Everything the ladder knows about Lichess: its vocabulary (ids, speeds, perfs, time
+//! controls, the token, which base URLs may carry it) and the HTTP client.
 //!
-//! - [`token`]: the redacted `Token` and how it is loaded,
+//! - [`ids`]: `GameId`, `ChallengeId` and the rule that links them,
+//! - [`speed`]: `Speed`, `Perf`, `Clock`, `TimeControl` and lila's rules between them,
+//! - [`token`]: the redacted `Token`, validated once,
 //! - [`types`]: serde wire types as the OpenAPI spec spells them,
 //! - [`ndjson`]: line streams with an idle timeout,
 //! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause),
-//! - [`client`]: `Client`, one per account, the only place HTTP happens,
+//! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, and the
+//!   base-URL rule (https, or http to loopback),
 //! - [`error`]: the `LichessError` type.
 
 pub mod backoff;
 pub mod client;
 pub mod error;
+pub mod ids;
 pub mod ndjson;
+pub mod speed;
 pub mod token;
 pub mod types;
 
 pub use backoff::{BackoffPolicy, RateLimitPolicy};
-pub use client::{ChallengeRequest, Client, ClientConfig, ExportQuery, LICHESS_URL};
+pub use client::{
+    ChallengeRequest, Client, ClientConfig, ExportQuery, LICHESS_URL, TokenOwner, validate_base_url,
+};
 pub use error::LichessError;
+pub use ids::{BadId, ChallengeId, GameId};
 pub use ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+pub use speed::{Clock, Perf, Speed, TimeControl};
 pub use token::{Token, TokenError, token_file_permission_problem};
 pub use types::*;

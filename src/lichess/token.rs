@@ -1,5 +1,6 @@
-//! The API token: a newtype that never prints itself, loaded from an environment variable or a
-//! file (systemd credentials), with a check on the file's permissions.
+//! The API token: a newtype that never prints itself, validated once where it enters (the
+//! config's `token_env` / `token_file`, the sandbox), and the check on a token file's
+//! permissions.
 
 use std::fmt;
 use std::path::Path;
@@ -9,18 +10,9 @@ use std::path::Path;
 #[derive(Clone, PartialEq, Eq)]
 pub struct Token(String);
 
-/// Why a token could not be loaded.
+/// Why a text is not a token. Never carries the text.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
-    #[error("environment variable {name} is not set")]
-    MissingEnv { name: String },
-    #[error("environment variable {name} is not valid unicode")]
-    NotUnicode { name: String },
-    #[error("cannot read token file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
     #[error("token from {origin} is empty")]
     Empty { origin: String },
     /// The spec says tokens match `^[A-Za-z0-9_]+$`; anything else is a copy-paste accident
@@ -49,31 +41,6 @@ impl Token {
         Ok(Token(trimmed.to_string()))
     }
 
-    /// Reads the token from an environment variable.
-    pub fn from_env(name: &str) -> Result<Token, TokenError> {
-        match std::env::var(name) {
-            Ok(value) => Token::new(&value, &format!("environment variable {name}")),
-            Err(std::env::VarError::NotPresent) => Err(TokenError::MissingEnv {
-                name: name.to_string(),
-            }),
-            Err(std::env::VarError::NotUnicode(_)) => Err(TokenError::NotUnicode {
-                name: name.to_string(),
-            }),
-        }
-    }
-
-    /// Reads the token from a file, warning when the file is readable by group or others.
-    pub fn from_file(path: &Path) -> Result<Token, TokenError> {
-        if let Some(problem) = token_file_permission_problem(path) {
-            tracing::warn!("{problem}");
-        }
-        let text = std::fs::read_to_string(path).map_err(|source| TokenError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
-        Token::new(&text, &format!("file {}", path.display()))
-    }
-
     /// The secret itself, for the `Authorization` header only.
     pub fn expose(&self) -> &str {
         &self.0
@@ -93,8 +60,7 @@ impl fmt::Display for Token {
 }
 
 /// A sentence describing why a token file's permissions are too open (readable by group or
-/// others), or `None` when they are fine or cannot be inspected. `ladder check` reports it;
-/// [`Token::from_file`] logs it as a warning.
+/// others), or `None` when they are fine or cannot be inspected. `ladder check` reports it.
 pub fn token_file_permission_problem(path: &Path) -> Option<String> {
     #[cfg(unix)]
     {
@@ -139,16 +105,6 @@ mod tests {
         ));
     }
 
-    #[test]
-    fn missing_env_var_is_named_in_the_error() {
-        let err = Token::from_env("LADDER_TEST_SURELY_UNSET_TOKEN_VAR").unwrap_err();
-        assert!(matches!(err, TokenError::MissingEnv { .. }));
-        assert!(
-            err.to_string()
-                .contains("LADDER_TEST_SURELY_UNSET_TOKEN_VAR")
-        );
-    }
-
     #[cfg(unix)]
     #[test]
     fn open_token_file_is_flagged() {
@@ -160,6 +116,5 @@ mod tests {
         assert!(token_file_permission_problem(&path).is_some());
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         assert!(token_file_permission_problem(&path).is_none());
-        assert_eq!(Token::from_file(&path).unwrap().expose(), "lip_abc");
     }
 }

@@ -10,6 +10,9 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ids::{ChallengeId, GameId};
+use super::speed::{Perf, Speed, TimeControl};
+
 /// A side of the board.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -340,26 +343,6 @@ impl ChallengeUser {
     }
 }
 
-/// `TimeControl`: real-time clock (seconds), correspondence (days) or unlimited.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
-pub enum TimeControl {
-    Clock {
-        /// Initial time in seconds.
-        limit: u32,
-        /// Increment in seconds.
-        increment: u32,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        show: Option<String>,
-    },
-    #[serde(rename_all = "camelCase")]
-    Correspondence {
-        #[serde(default)]
-        days_per_turn: Option<u32>,
-    },
-    Unlimited,
-}
-
 /// `ChallengeStatus`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -385,7 +368,7 @@ pub struct ChallengePerf {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChallengeJson {
-    pub id: String,
+    pub id: ChallengeId,
     pub url: String,
     pub status: ChallengeStatus,
     pub challenger: ChallengeUser,
@@ -393,7 +376,7 @@ pub struct ChallengeJson {
     pub dest_user: Option<ChallengeUser>,
     pub variant: Variant,
     pub rated: bool,
-    pub speed: String,
+    pub speed: Speed,
     pub time_control: TimeControl,
     pub color: ChallengeColor,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -404,7 +387,7 @@ pub struct ChallengeJson {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_fen: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rematch_of: Option<String>,
+    pub rematch_of: Option<GameId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decline_reason: Option<String>,
     /// Lowercase key (`toofast`); parse with [`DeclineReason::from_str`].
@@ -441,7 +424,7 @@ pub struct GameEventOpponent {
 #[serde(rename_all = "camelCase")]
 pub struct GameEventInfo {
     pub full_id: String,
-    pub game_id: String,
+    pub game_id: GameId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fen: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -455,9 +438,9 @@ pub struct GameEventInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub variant: Option<Variant>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speed: Option<String>,
+    pub speed: Option<Speed>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub perf: Option<String>,
+    pub perf: Option<Perf>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rated: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -477,7 +460,7 @@ pub struct GameEventInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compat: Option<Compat>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
+    pub id: Option<GameId>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tournament_id: Option<String>,
 }
@@ -666,7 +649,7 @@ pub struct GameState {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expiration: Option<Expiration>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rematch: Option<String>,
+    pub rematch: Option<GameId>,
 }
 
 impl GameState {
@@ -712,11 +695,11 @@ impl GameState {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GameFull {
-    pub id: String,
+    pub id: GameId,
     pub variant: Variant,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clock: Option<GameClock>,
-    pub speed: String,
+    pub speed: Speed,
     pub perf: GamePerf,
     pub rated: bool,
     pub created_at: i64,
@@ -897,10 +880,10 @@ impl Serialize for GameEvent {
 
 // ---------------------------------------------------------------- users
 
-/// `Perf`: a rating in one pool. Puzzle modes (`storm`, `racer`, `streak`) have another shape
-/// and parse with `rating: None`.
+/// `Perf` of a user: the rating in one pool. Puzzle modes (`storm`, `racer`, `streak`) have
+/// another shape and parse with `rating: None`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct Perf {
+pub struct PerfRating {
     #[serde(default)]
     pub games: Option<u32>,
     #[serde(default)]
@@ -921,7 +904,8 @@ pub struct UserExtended {
     pub id: String,
     pub username: String,
     #[serde(default)]
-    pub perfs: BTreeMap<String, Perf>,
+    /// By perf key; besides the [`Perf`] pools, Lichess lists puzzle modes here.
+    pub perfs: BTreeMap<String, PerfRating>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -944,7 +928,7 @@ impl UserExtended {
     }
 
     /// The rating in one perf (`blitz`, `rapid`, ...), if the user has one.
-    pub fn perf(&self, perf: &str) -> Option<&Perf> {
+    pub fn perf(&self, perf: &str) -> Option<&PerfRating> {
         self.perfs.get(perf).filter(|p| p.rating.is_some())
     }
 
@@ -1012,11 +996,11 @@ pub struct ExportClock {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GameJson {
-    pub id: String,
+    pub id: GameId,
     pub rated: bool,
     pub variant: String,
-    pub speed: String,
-    pub perf: String,
+    pub speed: Speed,
+    pub perf: Perf,
     pub created_at: i64,
     pub last_move_at: i64,
     pub status: GameStatus,

@@ -16,6 +16,7 @@ use super::world::{Action, ChallengeSpec, Notice};
 use crate::engine::{Game, NoStop};
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::types::ChallengeColor;
+use crate::lichess::{GameId, TimeControl};
 use crate::player::LevelPlayer;
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
@@ -123,8 +124,7 @@ pub async fn challenge_loop(shared: Shared, index: usize, seed: u64) {
         turn += 1;
         let spec = ChallengeSpec {
             rated: config.rated,
-            clock: Some((limit, increment)),
-            days: None,
+            time_control: TimeControl::clock(limit, increment),
             color: ChallengeColor::Random,
             variant,
             fen: None,
@@ -146,7 +146,7 @@ struct View {
     opponent_proposes_takeback: bool,
 }
 
-fn view(shared: &Shared, game_id: &str, me: &str) -> Option<View> {
+fn view(shared: &Shared, game_id: &GameId, me: &str) -> Option<View> {
     let world = lock(shared);
     let g = &world.games.get(game_id)?.game;
     let color = g.color_of(me)?;
@@ -164,7 +164,7 @@ fn view(shared: &Shared, game_id: &str, me: &str) -> Option<View> {
 /// Plays one game for a challenger until it ends.
 async fn play_game(
     shared: Shared,
-    game_id: String,
+    game_id: GameId,
     me: String,
     config: ChallengerConfig,
     coefficients: Arc<Coefficients>,

@@ -8,19 +8,19 @@ use super::world::World;
 use crate::lichess::types::{
     ChatLine, Color, ExportClock, GameJson, GamePlayer, GamePlayers, GameStatus, LightUser,
 };
+use crate::lichess::{Clock, GameId, Speed};
 use shakmaty::san::SanPlus;
 
 /// A finished or running game as the control API reports it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GameSummary {
-    pub id: String,
+    pub id: GameId,
     pub white: String,
     pub black: String,
     pub rated: bool,
     pub variant: String,
-    pub speed: String,
-    /// (initial ms, increment ms).
-    pub clock: Option<(u64, u64)>,
+    pub speed: Speed,
+    pub clock: Option<Clock>,
     pub moves: Vec<String>,
     pub status: GameStatus,
     pub winner: Option<Color>,
@@ -47,7 +47,7 @@ impl GameSummary {
 }
 
 impl World {
-    pub fn summary(&self, game_id: &str) -> Option<GameSummary> {
+    pub fn summary(&self, game_id: &GameId) -> Option<GameSummary> {
         let entry = self.games.get(game_id)?;
         let g = &entry.game;
         let now = Instant::now();
@@ -57,7 +57,7 @@ impl World {
             black: g.black.name.clone(),
             rated: g.rated,
             variant: g.variant.clone(),
-            speed: g.speed.clone(),
+            speed: g.speed,
             clock: g.clock,
             moves: g.moves.clone(),
             status: g.status,
@@ -69,7 +69,7 @@ impl World {
     }
 
     /// `GameJson` of a game (finished or not).
-    pub fn game_json(&self, game_id: &str) -> Option<GameJson> {
+    pub fn game_json(&self, game_id: &GameId) -> Option<GameJson> {
         let entry = self.games.get(game_id)?;
         let g = &entry.game;
         let player = |s: &Seat| GamePlayer {
@@ -87,8 +87,8 @@ impl World {
             id: g.id.clone(),
             rated: g.rated,
             variant: g.variant.clone(),
-            speed: g.speed.clone(),
-            perf: g.perf.clone(),
+            speed: g.speed,
+            perf: g.perf,
             created_at: g.created_at_ms,
             last_move_at: g.last_move_at_ms,
             status: g.status,
@@ -100,10 +100,10 @@ impl World {
             initial_fen: (g.initial_fen != "startpos").then(|| g.initial_fen.clone()),
             winner: g.winner,
             moves: Some(san_moves(&g.board)),
-            clock: g.clock.map(|(initial, increment)| ExportClock {
-                initial: initial / 1000,
-                increment: increment / 1000,
-                total_time: (initial + 40 * increment) / 1000,
+            clock: g.clock.map(|c| ExportClock {
+                initial: c.initial_ms / 1000,
+                increment: c.increment_ms / 1000,
+                total_time: c.estimated_seconds(),
             }),
             days_per_turn: g.days_per_turn,
         })

@@ -10,6 +10,7 @@ use tokio::time::Instant;
 use crate::engine::Game;
 use crate::engine::position::GameEnd;
 use crate::lichess::types::{Color, Expiration, GameState, GameStatus};
+use crate::lichess::{Clock, GameId, Perf, Speed};
 
 /// A side as the sandbox knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -39,15 +40,15 @@ pub enum ActionError {
 /// A game being played (or finished) in the sandbox.
 #[derive(Clone, Debug)]
 pub struct SandboxGame {
-    pub id: String,
+    pub id: GameId,
     pub white: Seat,
     pub black: Seat,
     pub variant: String,
     pub rated: bool,
-    pub speed: String,
-    pub perf: String,
-    /// Initial time and increment, in ms; `None` for correspondence/unlimited.
-    pub clock: Option<(u64, u64)>,
+    pub speed: Speed,
+    pub perf: Perf,
+    /// `None` for correspondence/unlimited.
+    pub clock: Option<Clock>,
     pub days_per_turn: Option<u32>,
     pub initial_fen: String,
     pub created_at_ms: i64,
@@ -73,12 +74,12 @@ const NO_CLOCK_MS: u64 = i32::MAX as u64;
 #[allow(clippy::too_many_arguments)]
 impl SandboxGame {
     pub fn new(
-        id: String,
+        id: GameId,
         white: Seat,
         black: Seat,
         variant: String,
         rated: bool,
-        clock: Option<(u64, u64)>,
+        clock: Option<Clock>,
         days_per_turn: Option<u32>,
         initial_fen: Option<String>,
         no_start: Duration,
@@ -91,12 +92,9 @@ impl SandboxGame {
             Some(fen) if !fen.trim().is_empty() && fen.trim() != "startpos" => fen,
             _ => "startpos".to_string(),
         };
-        let speed = speed_of(clock, days_per_turn);
-        let perf = match variant.as_str() {
-            "standard" | "fromPosition" => speed.clone(),
-            other => other.to_string(),
-        };
-        let initial = clock.map_or(NO_CLOCK_MS, |c| c.0);
+        let speed = Speed::of(clock);
+        let perf = Perf::of_game(&variant, speed);
+        let initial = clock.map_or(NO_CLOCK_MS, |c| c.initial_ms);
         Ok(SandboxGame {
             id,
             white,
@@ -181,7 +179,7 @@ impl SandboxGame {
 
     /// The wire `gameState` at `now`.
     pub fn state(&self, now: Instant) -> GameState {
-        let (winc, binc) = self.clock.map_or((0, 0), |c| (c.1, c.1));
+        let increment = self.clock.map_or(0, |c| c.increment_ms);
         let expiration = (!self.is_over() && self.moves.len() < 2).then(|| Expiration {
             idle_millis: now.saturating_duration_since(self.turn_started).as_millis() as u64,
             millis_to_move: self.no_start.as_millis() as u64,
@@ -190,8 +188,8 @@ impl SandboxGame {
             moves: self.moves.join(" "),
             wtime: self.remaining(Color::White, now),
             btime: self.remaining(Color::Black, now),
-            winc,
-            binc,
+            winc: increment,
+            binc: increment,
             status: self.status,
             winner: self.winner,
             wdraw: self.draw_offer == Some(Color::White),
@@ -262,7 +260,7 @@ impl SandboxGame {
             .map_err(|_| ActionError::IllegalMove(uci.to_string()))?;
         let canonical = self.board.to_uci(m);
         if running {
-            let increment = self.clock.map_or(0, |c| c.1);
+            let increment = self.clock.map_or(0, |c| c.increment_ms);
             self.set_stored(color, left + increment);
         }
         self.moves.push(canonical);
@@ -408,23 +406,6 @@ impl SandboxGame {
     }
 }
 
-/// Lichess's speed from the estimated duration `limit + 40 × increment`.
-pub fn speed_of(clock: Option<(u64, u64)>, days_per_turn: Option<u32>) -> String {
-    let Some((initial_ms, inc_ms)) = clock else {
-        let _ = days_per_turn;
-        return "correspondence".to_string();
-    };
-    let estimate = initial_ms / 1000 + 40 * inc_ms / 1000;
-    match estimate {
-        0..30 => "ultraBullet",
-        30..180 => "bullet",
-        180..480 => "blitz",
-        480..1500 => "rapid",
-        _ => "classical",
-    }
-    .to_string()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -441,12 +422,15 @@ mod tests {
 
     fn game(clock: Option<(u64, u64)>, now: Instant) -> SandboxGame {
         SandboxGame::new(
-            "g".into(),
+            GameId::new("g"),
             seat("w"),
             seat("b"),
             "standard".into(),
             false,
-            clock,
+            clock.map(|(initial_ms, increment_ms)| Clock {
+                initial_ms,
+                increment_ms,
+            }),
             None,
             None,
             Duration::from_secs(30),

@@ -32,7 +32,7 @@ pub use export::GameSummary;
 pub use world::{Action, ApiError, ChallengeSpec, RequestStats, World};
 
 use crate::lichess::types::{ChallengeJson, GameStatus};
-use crate::lichess::{Client, ClientConfig, Token};
+use crate::lichess::{Client, ClientConfig, GameId, Token};
 
 /// How often the clock ticker looks for flags, `noStart` and expired challenges.
 const TICK: Duration = Duration::from_millis(20);
@@ -175,12 +175,12 @@ impl Sandbox {
             .collect()
     }
 
-    pub fn game(&self, id: &str) -> Option<GameSummary> {
+    pub fn game(&self, id: &GameId) -> Option<GameSummary> {
         self.lock().summary(id)
     }
 
     /// Plays an action as a player (e.g. a test scripting a human side).
-    pub fn act(&self, player: &str, game_id: &str, action: Action) -> Result<(), ApiError> {
+    pub fn act(&self, player: &str, game_id: &GameId, action: Action) -> Result<(), ApiError> {
         let player = player.to_ascii_lowercase();
         self.lock().game_action(&player, game_id, action)
     }
@@ -229,7 +229,7 @@ impl Sandbox {
         &self,
         username: &str,
         timeout: Duration,
-    ) -> Result<String, WaitTimeout> {
+    ) -> Result<GameId, WaitTimeout> {
         let id = username.to_ascii_lowercase();
         self.wait_until(&format!("a game of {username}"), timeout, |w| {
             w.games
@@ -251,7 +251,7 @@ impl Sandbox {
     }
 
     /// Closes every open stream of a game now.
-    pub fn drop_game_streams(&self, game_id: &str) -> usize {
+    pub fn drop_game_streams(&self, game_id: &GameId) -> usize {
         let mut world = self.lock();
         world
             .games
@@ -323,7 +323,7 @@ impl Sandbox {
     /// `opponentGone` and may claim victory or a draw once `claim_after` has passed.
     pub fn set_gone(
         &self,
-        game_id: &str,
+        game_id: &GameId,
         username: &str,
         gone: bool,
         claim_after: Duration,
@@ -348,7 +348,7 @@ impl Sandbox {
     }
 
     /// Writes a raw line into every open stream of a game. Returns how many got it.
-    pub fn inject_game_line(&self, game_id: &str, raw: &str) -> usize {
+    pub fn inject_game_line(&self, game_id: &GameId, raw: &str) -> usize {
         let world = self.lock();
         world.games.get(game_id).map_or(0, |e| {
             e.streams

@@ -18,6 +18,7 @@ use serde_json::json;
 use super::streams::ndjson_response;
 use super::world::{Action, Api, ApiError, ChallengeSpec, World};
 use crate::lichess::types::{ChallengeColor, ChatRoom, DeclineReason, OkBody};
+use crate::lichess::{ChallengeId, GameId, TimeControl};
 
 pub type Shared = Arc<Mutex<World>>;
 
@@ -95,7 +96,7 @@ pub fn router(shared: Shared) -> Router {
             router
                 .route(
                     &format!("{base}/stream/{{id}}"),
-                    get(move |s: State<Shared>, p: Path<String>, h: HeaderMap| {
+                    get(move |s: State<Shared>, p: Path<GameId>, h: HeaderMap| {
                         game_stream(api, s, p, h)
                     }),
                 )
@@ -103,7 +104,7 @@ pub fn router(shared: Shared) -> Router {
                     &format!("{base}/{{id}}/move/{{uci}}"),
                     post(
                         move |s: State<Shared>,
-                              Path((id, uci)): Path<(String, String)>,
+                              Path((id, uci)): Path<(GameId, String)>,
                               q: Query<HashMap<String, String>>,
                               h: HeaderMap| async move {
                             let offering_draw = q.get("offeringDraw").is_some_and(|v| v == "true");
@@ -115,7 +116,7 @@ pub fn router(shared: Shared) -> Router {
                     &format!("{base}/{{id}}/chat"),
                     post(
                         move |s: State<Shared>,
-                              Path(id): Path<String>,
+                              Path(id): Path<GameId>,
                               h: HeaderMap,
                               body: Bytes| async move {
                             let form = parse_form(&body);
@@ -140,7 +141,7 @@ pub fn router(shared: Shared) -> Router {
                 .route(
                     &format!("{base}/{{id}}/abort"),
                     post(
-                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
                             act(api, s, id, h, Action::Abort)
                         },
                     ),
@@ -148,7 +149,7 @@ pub fn router(shared: Shared) -> Router {
                 .route(
                     &format!("{base}/{{id}}/resign"),
                     post(
-                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
                             act(api, s, id, h, Action::Resign)
                         },
                     ),
@@ -156,7 +157,7 @@ pub fn router(shared: Shared) -> Router {
                 .route(
                     &format!("{base}/{{id}}/claim-victory"),
                     post(
-                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
                             act(api, s, id, h, Action::ClaimVictory)
                         },
                     ),
@@ -164,7 +165,7 @@ pub fn router(shared: Shared) -> Router {
                 .route(
                     &format!("{base}/{{id}}/claim-draw"),
                     post(
-                        move |s: State<Shared>, Path(id): Path<String>, h: HeaderMap| async move {
+                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
                             act(api, s, id, h, Action::ClaimDraw)
                         },
                     ),
@@ -173,7 +174,7 @@ pub fn router(shared: Shared) -> Router {
                     &format!("{base}/{{id}}/draw/{{accept}}"),
                     post(
                         move |s: State<Shared>,
-                              Path((id, accept)): Path<(String, String)>,
+                              Path((id, accept)): Path<(GameId, String)>,
                               h: HeaderMap| async move {
                             match yes(&accept) {
                                 Ok(y) => act(api, s, id, h, Action::Draw(y)),
@@ -186,7 +187,7 @@ pub fn router(shared: Shared) -> Router {
                     &format!("{base}/{{id}}/takeback/{{accept}}"),
                     post(
                         move |s: State<Shared>,
-                              Path((id, accept)): Path<(String, String)>,
+                              Path((id, accept)): Path<(GameId, String)>,
                               h: HeaderMap| async move {
                             match yes(&accept) {
                                 Ok(y) => act(api, s, id, h, Action::Takeback(y)),
@@ -277,7 +278,7 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
 fn act(
     api: Api,
     State(shared): State<Shared>,
-    id: String,
+    id: GameId,
     headers: HeaderMap,
     action: Action,
 ) -> Response {
@@ -338,7 +339,7 @@ async fn event_stream(State(shared): State<Shared>, headers: HeaderMap) -> Respo
 async fn game_stream(
     api: Api,
     State(shared): State<Shared>,
-    Path(id): Path<String>,
+    Path(id): Path<GameId>,
     headers: HeaderMap,
 ) -> Response {
     let result = (|| {
@@ -398,9 +399,14 @@ fn challenge_spec(form: &HashMap<String, String>) -> Result<ChallengeSpec, ApiEr
             })
             .transpose()
     };
-    let clock = match (number("clock.limit")?, number("clock.increment")?) {
-        (Some(limit), Some(increment)) => Some((limit, increment)),
-        (None, None) => None,
+    let time_control = match (number("clock.limit")?, number("clock.increment")?) {
+        (Some(limit), Some(increment)) => TimeControl::clock(limit, increment),
+        (None, None) => match number("days")? {
+            Some(days) => TimeControl::Correspondence {
+                days_per_turn: Some(days),
+            },
+            None => TimeControl::Unlimited,
+        },
         _ => {
             return Err(ApiError::BadRequest(
                 "clock.limit and clock.increment go together".into(),
@@ -415,8 +421,7 @@ fn challenge_spec(form: &HashMap<String, String>) -> Result<ChallengeSpec, ApiEr
     };
     Ok(ChallengeSpec {
         rated: form.get("rated").is_some_and(|v| v == "true"),
-        clock,
-        days: number("days")?,
+        time_control,
         color,
         variant: form
             .get("variant")
@@ -428,7 +433,7 @@ fn challenge_spec(form: &HashMap<String, String>) -> Result<ChallengeSpec, ApiEr
 
 async fn accept(
     State(shared): State<Shared>,
-    Path(id): Path<String>,
+    Path(id): Path<ChallengeId>,
     headers: HeaderMap,
 ) -> Response {
     let result = (|| {
@@ -443,7 +448,7 @@ async fn accept(
 
 async fn decline(
     State(shared): State<Shared>,
-    Path(id): Path<String>,
+    Path(id): Path<ChallengeId>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -467,7 +472,7 @@ async fn decline(
 
 async fn cancel(
     State(shared): State<Shared>,
-    Path(id): Path<String>,
+    Path(id): Path<ChallengeId>,
     headers: HeaderMap,
 ) -> Response {
     let result = (|| {
@@ -505,7 +510,7 @@ async fn export_user_games(
         .filter(|g| g.color_of(&account.id).is_some())
         .filter(|g| since.is_none_or(|s| g.created_at >= s))
         .filter(|g| until.is_none_or(|u| g.created_at <= u))
-        .filter(|g| perfs.is_empty() || perfs.contains(&g.perf.as_str()))
+        .filter(|g| perfs.is_empty() || perfs.contains(&g.perf.key()))
         .filter(|g| rated.is_none_or(|r| g.rated == r))
         .filter(|g| {
             vs.as_ref().is_none_or(|v| {
@@ -526,7 +531,7 @@ async fn export_user_games(
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-async fn export_game(State(shared): State<Shared>, Path(id): Path<String>) -> Response {
+async fn export_game(State(shared): State<Shared>, Path(id): Path<GameId>) -> Response {
     match lock(&shared).game_json(&id) {
         Some(g) => axum::Json(g).into_response(),
         None => ApiError::NotFound("Not found.".into()).into_response(),

@@ -20,19 +20,17 @@ use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
     ChatRoom, Color, Compat, DeclineReason, Event, GameClock, GameEvent, GameEventInfo,
     GameEventOpponent, GameEventPlayer, GameFull, GamePerf, GameState, GameStatus, GameStatusObj,
-    OpponentGone, Perf, TimeControl, UserExtended, Variant,
+    OpponentGone, PerfRating, UserExtended, Variant,
 };
+use crate::lichess::{ChallengeId, GameId, Perf, TimeControl};
 
-/// Perfs every sandbox account has a rating in.
-const PERFS: [&str; 7] = [
-    "ultraBullet",
-    "bullet",
-    "blitz",
-    "rapid",
-    "classical",
-    "correspondence",
-    "chess960",
-];
+/// The pools every sandbox account has a rating in: those of the games the sandbox plays
+/// (every speed, and Chess960).
+fn rated_perfs() -> impl Iterator<Item = Perf> {
+    Perf::ALL
+        .into_iter()
+        .filter(|perf| perf.speed().is_some() || *perf == Perf::Chess960)
+}
 
 /// An API failure as Lichess words it; the server turns it into a status and `{"error"}`.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -73,7 +71,7 @@ pub struct Account {
     pub bot: bool,
     pub title: Option<String>,
     /// perf -> (rating, rated games in it).
-    pub ratings: BTreeMap<String, (i32, u32)>,
+    pub ratings: BTreeMap<Perf, (i32, u32)>,
     pub provisional: bool,
     pub games_played: u32,
     /// Index of the simulated challenger playing this account, if any.
@@ -94,10 +92,7 @@ impl Account {
             token: config.token.clone(),
             bot: config.bot,
             title,
-            ratings: PERFS
-                .iter()
-                .map(|p| (p.to_string(), (config.rating, 0)))
-                .collect(),
+            ratings: rated_perfs().map(|p| (p, (config.rating, 0))).collect(),
             provisional: config.provisional,
             games_played: config.games_played,
             challenger,
@@ -105,11 +100,11 @@ impl Account {
         }
     }
 
-    pub fn rating(&self, perf: &str) -> i32 {
-        self.ratings.get(perf).map_or(1500, |r| r.0)
+    pub fn rating(&self, perf: Perf) -> i32 {
+        self.ratings.get(&perf).map_or(1500, |r| r.0)
     }
 
-    fn challenge_user(&self, perf: &str) -> ChallengeUser {
+    fn challenge_user(&self, perf: Perf) -> ChallengeUser {
         ChallengeUser {
             id: self.id.clone(),
             name: self.username.clone(),
@@ -121,7 +116,7 @@ impl Account {
         }
     }
 
-    fn seat(&self, perf: &str) -> Seat {
+    fn seat(&self, perf: Perf) -> Seat {
         Seat {
             id: self.id.clone(),
             name: self.username.clone(),
@@ -141,14 +136,14 @@ impl Account {
                 .iter()
                 .map(|(perf, &(rating, games))| {
                     let prov = self.provisional || games < 10;
-                    let perf_json = Perf {
+                    let perf_json = PerfRating {
                         games: Some(games),
                         rating: Some(rating),
                         rd: Some(if prov { 150 } else { 60 }),
                         prog: Some(0),
                         prov,
                     };
-                    (perf.clone(), perf_json)
+                    (perf.key().to_string(), perf_json)
                 })
                 .collect(),
             title: self.title.clone(),
@@ -252,14 +247,14 @@ pub struct GameEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notice {
     GameStarted {
-        game_id: String,
+        game_id: GameId,
     },
     ChallengeReceived {
-        challenge_id: String,
+        challenge_id: ChallengeId,
         dest: String,
     },
     ChallengeDeclined {
-        challenge: String,
+        challenge: ChallengeId,
         challenger: String,
         reason: String,
     },
@@ -295,31 +290,6 @@ pub struct RequestStats {
 /// client sends.
 pub use crate::lichess::ChallengeRequest as ChallengeSpec;
 
-/// The challenge's time control as Lichess shows it in `ChallengeJson`.
-fn time_control(spec: &ChallengeSpec) -> TimeControl {
-    match (spec.clock, spec.days) {
-        (Some((limit, increment)), _) => TimeControl::Clock {
-            limit,
-            increment,
-            show: Some(format!("{}+{increment}", show_minutes(limit))),
-        },
-        (None, Some(days)) => TimeControl::Correspondence {
-            days_per_turn: Some(days),
-        },
-        (None, None) => TimeControl::Unlimited,
-    }
-}
-
-fn show_minutes(limit_s: u32) -> String {
-    match limit_s {
-        15 => "¼".to_string(),
-        30 => "½".to_string(),
-        45 => "¾".to_string(),
-        90 => "1.5".to_string(),
-        s => (s / 60).to_string(),
-    }
-}
-
 /// Which API a caller uses: bot endpoints for bots, board endpoints for humans.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Api {
@@ -346,8 +316,8 @@ pub struct World {
     pub config: SandboxConfig,
     pub accounts: BTreeMap<String, Account>,
     tokens: HashMap<String, String>,
-    pub challenges: BTreeMap<String, ChallengeEntry>,
-    pub games: BTreeMap<String, GameEntry>,
+    pub challenges: BTreeMap<ChallengeId, ChallengeEntry>,
+    pub games: BTreeMap<GameId, GameEntry>,
     pub event_streams: HashMap<String, StreamSlot>,
     /// Every challenge declined so far, with its reason.
     pub declined: Vec<ChallengeJson>,
@@ -483,17 +453,17 @@ impl World {
         if challenger.id == dest.id {
             return Err(ApiError::BadRequest("You cannot challenge yourself".into()));
         }
-        if let Some((limit, increment)) = spec.clock {
+        let speed = spec.time_control.speed();
+        if let TimeControl::Clock {
+            limit, increment, ..
+        } = spec.time_control
+        {
             let valid_limit =
                 matches!(limit, 0 | 15 | 30 | 45 | 60 | 90) || (limit % 60 == 0 && limit <= 10800);
             if !valid_limit || increment > 60 || (limit == 0 && increment == 0) {
                 return Err(ApiError::BadRequest("Invalid clock".into()));
             }
-            let ultra = super::game::speed_of(
-                Some((u64::from(limit) * 1000, u64::from(increment) * 1000)),
-                None,
-            ) == "ultraBullet";
-            if ultra && (challenger.bot || dest.bot) {
+            if !speed.bots_may_play() && (challenger.bot || dest.bot) {
                 return Err(ApiError::BadRequest("Bots cannot play UltraBullet".into()));
             }
         }
@@ -518,16 +488,8 @@ impl World {
             crate::engine::Game::new(Some(fen), variant_key == "chess960")
                 .map_err(|e| ApiError::BadRequest(e.to_string()))?;
         }
-        let clock_ms = spec
-            .clock
-            .map(|(l, i)| (u64::from(l) * 1000, u64::from(i) * 1000));
-        let speed = super::game::speed_of(clock_ms, spec.days);
-        let perf_key = if variant_key == "chess960" {
-            "chess960".to_string()
-        } else {
-            speed.clone()
-        };
-        let id = self.random_id(8);
+        let perf = Perf::of_game(&variant_key, speed);
+        let id = ChallengeId::new(self.random_id(8));
         let final_color = match spec.color {
             ChallengeColor::White => Color::White,
             ChallengeColor::Black => Color::Black,
@@ -543,17 +505,17 @@ impl World {
             id: id.clone(),
             url: format!("{}/{id}", self.base_url),
             status: ChallengeStatus::Created,
-            challenger: challenger.challenge_user(&perf_key),
-            dest_user: Some(dest.challenge_user(&perf_key)),
+            challenger: challenger.challenge_user(perf),
+            dest_user: Some(dest.challenge_user(perf)),
             variant: Variant::from_key(&variant_key),
             rated: spec.rated,
             speed,
-            time_control: time_control(spec),
+            time_control: spec.time_control.clone(),
             color: spec.color,
             final_color: Some(final_color),
             perf: ChallengePerf {
                 icon: "\u{e019}".to_string(),
-                name: perf_name(&perf_key),
+                name: perf.name().to_string(),
             },
             direction: None,
             initial_fen: spec.fen.clone(),
@@ -588,7 +550,11 @@ impl World {
         }
     }
 
-    pub fn accept_challenge(&mut self, account: &str, id: &str) -> Result<String, ApiError> {
+    pub fn accept_challenge(
+        &mut self,
+        account: &str,
+        id: &ChallengeId,
+    ) -> Result<GameId, ApiError> {
         let entry = self.challenges.get(id).ok_or_else(not_found)?;
         let dest = entry.json.dest_user.as_ref().map(|u| u.id.as_str());
         if dest != Some(account) {
@@ -601,7 +567,7 @@ impl World {
     pub fn decline_challenge(
         &mut self,
         account: &str,
-        id: &str,
+        id: &ChallengeId,
         reason: DeclineReason,
     ) -> Result<(), ApiError> {
         let entry = self.challenges.get(id).ok_or_else(not_found)?;
@@ -627,7 +593,7 @@ impl World {
             .is_some_and(|a| a.challenger.is_some())
         {
             let _ignored = self.notices.send(Notice::ChallengeDeclined {
-                challenge: id.to_string(),
+                challenge: id.clone(),
                 challenger,
                 reason: reason.key(),
             });
@@ -637,7 +603,11 @@ impl World {
     }
 
     /// Cancels a challenge (by its challenger, or by expiry when `account` is `None`).
-    pub fn cancel_challenge(&mut self, account: Option<&str>, id: &str) -> Result<(), ApiError> {
+    pub fn cancel_challenge(
+        &mut self,
+        account: Option<&str>,
+        id: &ChallengeId,
+    ) -> Result<(), ApiError> {
         let entry = self.challenges.get(id).ok_or_else(not_found)?;
         if account.is_some_and(|a| entry.json.challenger.id != a) {
             return Err(not_found());
@@ -659,7 +629,7 @@ impl World {
 
     // -------------------------------------------------------------- games
 
-    fn start_game(&mut self, challenge: ChallengeJson) -> Result<String, ApiError> {
+    fn start_game(&mut self, challenge: ChallengeJson) -> Result<GameId, ApiError> {
         let challenger = self
             .account(&challenge.challenger.id)
             .ok_or_else(not_found)?
@@ -672,27 +642,18 @@ impl World {
             .clone();
         let dest = self.account(&dest_id).ok_or_else(not_found)?.clone();
         let challenger_color = challenge.final_color.unwrap_or(Color::White);
-        let perf_key = if challenge.variant.key == "chess960" {
-            "chess960".to_string()
-        } else {
-            challenge.speed.clone()
-        };
+        let perf = Perf::of_game(&challenge.variant.key, challenge.speed);
         let (white, black) = match challenger_color {
-            Color::White => (challenger.seat(&perf_key), dest.seat(&perf_key)),
-            Color::Black => (dest.seat(&perf_key), challenger.seat(&perf_key)),
+            Color::White => (challenger.seat(perf), dest.seat(perf)),
+            Color::Black => (dest.seat(perf), challenger.seat(perf)),
         };
-        let (clock, days) = match &challenge.time_control {
-            TimeControl::Clock {
-                limit, increment, ..
-            } => (
-                Some((u64::from(*limit) * 1000, u64::from(*increment) * 1000)),
-                None,
-            ),
-            TimeControl::Correspondence { days_per_turn } => (None, *days_per_turn),
-            TimeControl::Unlimited => (None, None),
+        let clock = challenge.time_control.real_time();
+        let days = match challenge.time_control {
+            TimeControl::Correspondence { days_per_turn } => days_per_turn,
+            TimeControl::Clock { .. } | TimeControl::Unlimited => None,
         };
         let game = SandboxGame::new(
-            challenge.id.clone(),
+            challenge.id.game_id(),
             white,
             black,
             challenge.variant.key.clone(),
@@ -732,7 +693,7 @@ impl World {
     }
 
     /// Sends `gameStart` (or `gameFinish`) of a game to a player's event stream.
-    fn send_game_event(&self, player: &str, game_id: &str, start: bool) {
+    fn send_game_event(&self, player: &str, game_id: &GameId, start: bool) {
         let (Some(slot), Some(info)) = (
             self.event_streams.get(player),
             self.game_event_info(player, game_id),
@@ -749,7 +710,7 @@ impl World {
     }
 
     /// `GameEventInfo` of a game from one player's point of view.
-    pub fn game_event_info(&self, player: &str, game_id: &str) -> Option<GameEventInfo> {
+    pub fn game_event_info(&self, player: &str, game_id: &GameId) -> Option<GameEventInfo> {
         let entry = self.games.get(game_id)?;
         let g = &entry.game;
         let color = g.color_of(player)?;
@@ -764,8 +725,8 @@ impl World {
             source: Some("friend".to_string()),
             status: Some(GameStatusObj::from(g.status)),
             variant: Some(Variant::from_key(&g.variant)),
-            speed: Some(g.speed.clone()),
-            perf: Some(g.perf.clone()),
+            speed: Some(g.speed),
+            perf: Some(g.perf),
             rated: Some(g.rated),
             has_moved: Some(g.moves.len() > usize::from(color == Color::Black)),
             opponent: Some(GameEventOpponent {
@@ -790,7 +751,7 @@ impl World {
     }
 
     /// `gameFull` of a game.
-    pub fn game_full(&self, game_id: &str) -> Option<GameFull> {
+    pub fn game_full(&self, game_id: &GameId) -> Option<GameFull> {
         let entry = self.games.get(game_id)?;
         let g = &entry.game;
         let player = |s: &Seat| GameEventPlayer {
@@ -804,12 +765,13 @@ impl World {
         Some(GameFull {
             id: g.id.clone(),
             variant: Variant::from_key(&g.variant),
-            clock: g
-                .clock
-                .map(|(initial, increment)| GameClock { initial, increment }),
-            speed: g.speed.clone(),
+            clock: g.clock.map(|c| GameClock {
+                initial: c.initial_ms,
+                increment: c.increment_ms,
+            }),
+            speed: g.speed,
             perf: GamePerf {
-                name: perf_name(&g.perf),
+                name: g.perf.name().to_string(),
             },
             rated: g.rated,
             created_at: g.created_at_ms,
@@ -865,7 +827,7 @@ impl World {
     pub fn open_game_stream(
         &mut self,
         account: &str,
-        game_id: &str,
+        game_id: &GameId,
     ) -> Result<StreamReader, ApiError> {
         let full = self.game_full(game_id).ok_or_else(not_found)?;
         let entry = self.games.get_mut(game_id).expect("game_full found it");
@@ -885,7 +847,7 @@ impl World {
     pub fn game_action(
         &mut self,
         account: &str,
-        game_id: &str,
+        game_id: &GameId,
         action: Action,
     ) -> Result<(), ApiError> {
         let entry = self.games.get_mut(game_id).ok_or_else(not_found)?;
@@ -951,7 +913,7 @@ impl World {
     /// `opponentGone` line; the opponent may claim after `claim_after`.
     pub fn set_gone(
         &mut self,
-        game_id: &str,
+        game_id: &GameId,
         player: &str,
         gone: bool,
         claim_after: Duration,
@@ -977,7 +939,7 @@ impl World {
 
     /// Pushes the new state to streams and watchers; finishes the game's bookkeeping when
     /// it just ended.
-    fn after_change(&mut self, game_id: &str) {
+    fn after_change(&mut self, game_id: &GameId) {
         let Some(entry) = self.games.get_mut(game_id) else {
             return;
         };
@@ -999,7 +961,7 @@ impl World {
     }
 
     /// Elo update of both players' perf ratings after a rated game with a result.
-    fn update_ratings(&mut self, game_id: &str) {
+    fn update_ratings(&mut self, game_id: &GameId) {
         let Some(entry) = self.games.get(game_id) else {
             return;
         };
@@ -1013,16 +975,16 @@ impl World {
             None => 0.5,
         };
         let (w, b) = (g.white.id.clone(), g.black.id.clone());
-        let perf = g.perf.clone();
-        let rw = f64::from(self.accounts.get(&w).map_or(1500, |a| a.rating(&perf)));
-        let rb = f64::from(self.accounts.get(&b).map_or(1500, |a| a.rating(&perf)));
+        let perf = g.perf;
+        let rw = f64::from(self.accounts.get(&w).map_or(1500, |a| a.rating(perf)));
+        let rb = f64::from(self.accounts.get(&b).map_or(1500, |a| a.rating(perf)));
         let expected_white = 1.0 / (1.0 + 10f64.powf((rb - rw) / 400.0));
         for (id, delta_score) in [
             (w, score_white - expected_white),
             (b, expected_white - score_white),
         ] {
             if let Some(account) = self.accounts.get_mut(&id) {
-                let entry = account.ratings.entry(perf.clone()).or_insert((1500, 0));
+                let entry = account.ratings.entry(perf).or_insert((1500, 0));
                 let k = if entry.1 < 10 { 40.0 } else { 20.0 };
                 entry.0 += (k * delta_score).round() as i32;
                 entry.1 += 1;
@@ -1034,7 +996,7 @@ impl World {
     pub fn tick(&mut self) {
         let now = Instant::now();
         let now_ms = unix_ms();
-        let ended: Vec<String> = self
+        let ended: Vec<GameId> = self
             .games
             .iter_mut()
             .filter_map(|(id, entry)| entry.game.tick(now, now_ms).then(|| id.clone()))
@@ -1043,7 +1005,7 @@ impl World {
             self.after_change(&id);
         }
         let timeout = self.config.challenge_timeout;
-        let expired: Vec<String> = self
+        let expired: Vec<ChallengeId> = self
             .challenges
             .iter()
             .filter(|(_, c)| {
@@ -1065,20 +1027,5 @@ impl World {
             .values()
             .map(|c| c.created + self.config.challenge_timeout);
         games.chain(challenges).min()
-    }
-}
-
-/// The translated perf name Lichess shows (`Blitz`, `Chess960`).
-fn perf_name(perf: &str) -> String {
-    match perf {
-        "ultraBullet" => "UltraBullet".to_string(),
-        "chess960" => "Chess960".to_string(),
-        other => {
-            let mut chars = other.chars();
-            chars
-                .next()
-                .map(|c| c.to_ascii_uppercase().to_string() + chars.as_str())
-                .unwrap_or_default()
-        }
     }
 }
