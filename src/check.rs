@@ -366,7 +366,7 @@ async fn check_account(
             ),
         );
     }
-    let token = match account.load_token() {
+    let token = match account.read_token() {
         Ok(token) => token,
         Err(e) => {
             let fix = match &account.token {

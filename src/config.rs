@@ -221,6 +221,14 @@ impl Account {
     /// warning ([`crate::credentials::warn_if_exposed`]), so `run` says so at start-up as
     /// `check` does.
     pub fn load_token(&self) -> Result<String, ConfigError> {
+        if let Some(Ok(path)) = self.token.file() {
+            crate::credentials::warn_if_exposed(&path);
+        }
+        self.read_token()
+    }
+
+    /// [`Account::load_token`] without the warning, for `check`, which reports it itself.
+    pub fn read_token(&self) -> Result<String, ConfigError> {
         let problem = |problem: String| ConfigError::Token {
             account: self.username.clone(),
             problem: format!("{}: {problem}", self.token.setting()),
@@ -228,11 +236,8 @@ impl Account {
         let raw = match (&self.token, self.token.file()) {
             (TokenSource::Env(var), _) => std::env::var(var)
                 .map_err(|_| problem(format!("environment variable {var} is not set")))?,
-            (_, Some(Ok(path))) => {
-                crate::credentials::warn_if_exposed(&path);
-                std::fs::read_to_string(&path)
-                    .map_err(|e| problem(format!("cannot read {}: {e}", path.display())))?
-            }
+            (_, Some(Ok(path))) => std::fs::read_to_string(&path)
+                .map_err(|e| problem(format!("cannot read {}: {e}", path.display())))?,
             (_, Some(Err(why))) => return Err(problem(why)),
             (_, None) => unreachable!("only token_env has no file"),
         };

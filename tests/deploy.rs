@@ -965,4 +965,27 @@ fn calibration_unit_runs_as_the_timer_starts_it() {
     assert_eq!(now.version, 2, "{t}");
     assert!(state.join("history/coefficients-v1.toml").exists(), "{t}");
     assert!(state.join("report/calibration.md").exists(), "{t}");
+
+    // --fetch does read the tokens: without the credentials it stops, naming the account and
+    // its setting, and writes nothing.
+    let out = Command::new(LADDER)
+        .args(&args)
+        .arg("--fetch")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(environment.iter().map(|(k, v)| (k, v)))
+        .current_dir(&state)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
+    assert!(
+        t.contains("account ladder-l1: token_file = \"credential:ladder_l1\"")
+            && t.contains("CREDENTIALS_DIRECTORY is not set"),
+        "{t}"
+    );
+    assert_eq!(
+        ladder::levels::Coefficients::load(&coefficients).unwrap(),
+        now
+    );
 }
