@@ -326,6 +326,10 @@ async fn check_account(
         token_source: match &account.token {
             TokenSource::Env(var) => format!("env {var}"),
             TokenSource::File(path) => format!("file {}", path.display()),
+            TokenSource::Credential(name) => match account.token.file() {
+                Some(Ok(path)) => format!("file {}", path.display()),
+                _ => format!("credential {name}"),
+            },
         },
         lichess: "not asked".into(),
     };
@@ -343,7 +347,7 @@ async fn check_account(
             ),
         );
     }
-    let token = match account.load_token() {
+    let token = match account.read_token() {
         Ok(token) => token,
         Err(e) => {
             let fix = match &account.token {
@@ -361,6 +365,10 @@ async fn check_account(
                      ladder, mode 600",
                     path.display()
                 ),
+                TokenSource::Credential(_) => "run ladder the way its unit does (LoadCredential=; \
+                     for `ladder check`: systemd-run, see docs/operating.md) or use a token_file \
+                     path"
+                    .to_string(),
             };
             // The subject already names the account.
             let problem = match e {

@@ -37,6 +37,27 @@ fn list<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> String {
     items.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
 
+/// Search threads at most: one per core on any machine this runs on, well under the units'
+/// TasksMax (256 for the daemon).
+pub const MAX_SEARCH_THREADS: i64 = 64;
+/// Games at once, over all accounts or for one account.
+pub const MAX_GAMES: i64 = 1000;
+/// Move overhead at most (a minute of every move would be no game).
+pub const MAX_MOVE_OVERHEAD_MS: i64 = 60_000;
+/// Durations in seconds at most: a day.
+pub const DAY_S: i64 = 86_400;
+/// Correspondence days per move (Lichess offers up to 14).
+pub const MAX_DAYS: i64 = 365;
+
+/// Why a key has the upper bound it has, for the error message.
+fn limit_reason(key: &str) -> &'static str {
+    match key {
+        "search_threads" => " (threads share the cores; the unit's TasksMax is 256)",
+        k if k.ends_with("_s") => " (one day)",
+        _ => "",
+    }
+}
+
 /// A configuration problem.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -150,6 +171,37 @@ impl Default for ChallengePolicy {
 pub enum TokenSource {
     Env(String),
     File(PathBuf),
+    /// A systemd credential (`token_file = "credential:NAME"`): the file NAME in
+    /// `$CREDENTIALS_DIRECTORY`, looked up only when the token is read, so commands that need no
+    /// token (calibration from the local results) load the file outside the daemon's unit.
+    Credential(String),
+}
+
+impl TokenSource {
+    /// The file the token is read from (`None` for an environment variable); a credential
+    /// outside its unit is an error saying what to do.
+    pub fn file(&self) -> Option<Result<PathBuf, String>> {
+        match self {
+            TokenSource::Env(_) => None,
+            TokenSource::File(path) => Some(Ok(path.clone())),
+            TokenSource::Credential(name) => Some(crate::credentials::credential_path(
+                name,
+                std::env::var_os(crate::credentials::CREDENTIALS_DIRECTORY).as_deref(),
+            )),
+        }
+    }
+
+    /// The setting as accounts.toml spells it, for messages (never the token).
+    pub fn setting(&self) -> String {
+        match self {
+            TokenSource::Env(var) => format!("token_env = {var:?}"),
+            TokenSource::File(path) => format!("token_file = {:?}", path.display().to_string()),
+            TokenSource::Credential(name) => format!(
+                "token_file = \"{}{name}\"",
+                crate::credentials::CREDENTIAL_PREFIX
+            ),
+        }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -173,26 +225,36 @@ impl Account {
         self.username.to_lowercase()
     }
 
-    /// Reads the token (validated by [`Token::new`]). Errors say where it was looked for,
-    /// never what it is.
+    /// Reads the token (validated by [`Token::new`]). Errors name the account and the setting
+    /// and say where the token was looked for, never what it is. A token file that other users
+    /// can read is logged as a warning ([`crate::credentials::warn_if_exposed`]), so `run`
+    /// says so at start-up as `check` does.
     pub fn load_token(&self) -> Result<Token, ConfigError> {
+        if let Some(Ok(path)) = self.token.file() {
+            crate::credentials::warn_if_exposed(&path);
+        }
+        self.read_token()
+    }
+
+    /// [`Account::load_token`] without the warning, for `check`, which reports it itself.
+    pub fn read_token(&self) -> Result<Token, ConfigError> {
         let problem = |problem: String| ConfigError::Token {
             account: self.username.clone(),
-            problem,
+            problem: format!("{}: {problem}", self.token.setting()),
         };
-        let (raw, origin) = match &self.token {
-            TokenSource::Env(var) => (
-                std::env::var(var).map_err(|_| {
-                    problem(format!("environment variable {var} is not set (token_env)"))
-                })?,
+        let (raw, origin) = match (&self.token, self.token.file()) {
+            (TokenSource::Env(var), _) => (
+                std::env::var(var)
+                    .map_err(|_| problem(format!("environment variable {var} is not set")))?,
                 format!("environment variable {var}"),
             ),
-            TokenSource::File(path) => (
-                std::fs::read_to_string(path).map_err(|e| {
-                    problem(format!("cannot read token_file {}: {e}", path.display()))
-                })?,
-                format!("token_file {}", path.display()),
+            (_, Some(Ok(path))) => (
+                std::fs::read_to_string(&path)
+                    .map_err(|e| problem(format!("cannot read {}: {e}", path.display())))?,
+                format!("token file {}", path.display()),
             ),
+            (_, Some(Err(why))) => return Err(problem(why)),
+            (_, None) => unreachable!("only token_env has no file"),
         };
         Token::new(&raw, &origin).map_err(|e| problem(e.to_string()))
     }
@@ -224,10 +286,10 @@ impl Config {
             || path.display().to_string(),
             |f| f.to_string_lossy().into(),
         );
-        let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        let raw: RawConfig = from_toml(text).map_err(|e| ConfigError::Parse {
             path: origin.clone(),
-            line: e.span().map_or(0, |s| line_of(text, s.start)),
-            message: e.message().to_string(),
+            line: e.line,
+            message: e.keyed_message(),
         })?;
         let base_dir = path.parent().unwrap_or(Path::new(""));
         Validator {
@@ -242,6 +304,70 @@ impl Config {
             .iter()
             .find(|a| a.username.eq_ignore_ascii_case(username))
     }
+}
+
+/// A TOML syntax, type or missing-field error: its line (0 when toml gives no position), the
+/// key it is about (`accounts[2].level`) and toml's message (without the source excerpt, which
+/// could hold a secret pasted into the file).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TomlError {
+    pub line: usize,
+    pub key: Option<String>,
+    pub message: String,
+}
+
+impl TomlError {
+    /// "key: message", or the message alone when no key applies (a syntax error).
+    pub fn keyed_message(&self) -> String {
+        match &self.key {
+            Some(key) => format!("{key}: {}", self.message),
+            None => self.message.clone(),
+        }
+    }
+}
+
+/// Deserializes `text`, naming the key of a type or missing-field error (through
+/// `serde_path_to_error`) as well as toml's line. The one TOML front door of accounts.toml and
+/// coefficients.toml.
+pub fn from_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
+    serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
+        // Spanned<T> is read through private map keys; they are no part of the user's key.
+        let mut key: Vec<String> = Vec::new();
+        for segment in e.path().iter() {
+            match segment {
+                serde_path_to_error::Segment::Seq { index } => match key.last_mut() {
+                    Some(last) => last.push_str(&format!("[{index}]")),
+                    None => key.push(format!("[{index}]")),
+                },
+                serde_path_to_error::Segment::Map { key: k }
+                | serde_path_to_error::Segment::Enum { variant: k } => {
+                    if !k.starts_with("$__") {
+                        key.push(k.clone());
+                    }
+                }
+                serde_path_to_error::Segment::Unknown => {}
+            }
+        }
+        let inner = e.into_inner();
+        let mut message = inner.message().trim().to_string();
+        // "missing field `level`" is about accounts[2].level, not accounts[2].
+        if let Some(field) = message
+            .strip_prefix("missing field `")
+            .and_then(|m| m.strip_suffix('`'))
+        {
+            key.push(field.to_string());
+            message = "missing".to_string();
+        }
+        // An unknown key's message already names it and the keys allowed there.
+        if message.starts_with("unknown field") {
+            key.clear();
+        }
+        TomlError {
+            line: inner.span().map_or(0, |s| line_of(text, s.start)),
+            key: (!key.is_empty()).then(|| key.join(".")),
+            message,
+        }
+    })
 }
 
 fn line_of(text: &str, offset: usize) -> usize {
@@ -341,19 +467,30 @@ impl Validator<'_> {
         })
     }
 
-    /// A non-negative integer (`min` or more) with its default.
+    /// An integer in `bounds` with its default. The upper bounds keep every accepted value
+    /// usable: a duration that overflows when added to the clock, or more threads than the
+    /// unit's TasksMax, would panic or abort long after the file was accepted.
     fn count(
         &self,
         value: &Option<Spanned<i64>>,
         key: &str,
-        min: i64,
+        bounds: std::ops::RangeInclusive<i64>,
         default: u64,
     ) -> Result<u64, ConfigError> {
         match value {
             None => Ok(default),
-            Some(v) if *v.get_ref() < min => {
-                self.invalid(v.span(), key, &format!("must be >= {min}"))
+            Some(v) if *v.get_ref() < *bounds.start() => {
+                self.invalid(v.span(), key, &format!("must be >= {}", bounds.start()))
             }
+            Some(v) if *v.get_ref() > *bounds.end() => self.invalid(
+                v.span(),
+                key,
+                &format!(
+                    "must be <= {}{}",
+                    bounds.end(),
+                    limit_reason(key.rsplit('.').next().unwrap_or(key))
+                ),
+            ),
             Some(v) => Ok(*v.get_ref() as u64),
         }
     }
@@ -387,22 +524,27 @@ impl Validator<'_> {
             search_threads: self.count(
                 &d.search_threads,
                 "daemon.search_threads",
-                1,
-                cores as u64,
+                1..=MAX_SEARCH_THREADS,
+                (cores as u64).min(MAX_SEARCH_THREADS as u64),
             )? as usize,
-            max_games: self.count(&d.max_games, "daemon.max_games", 1, 20)? as usize,
-            move_overhead_ms: self.count(&d.move_overhead_ms, "daemon.move_overhead_ms", 0, 300)?,
-            abort_after_s: self.count(&d.abort_after_s, "daemon.abort_after_s", 1, 30)?,
+            max_games: self.count(&d.max_games, "daemon.max_games", 1..=MAX_GAMES, 20)? as usize,
+            move_overhead_ms: self.count(
+                &d.move_overhead_ms,
+                "daemon.move_overhead_ms",
+                0..=MAX_MOVE_OVERHEAD_MS,
+                300,
+            )?,
+            abort_after_s: self.count(&d.abort_after_s, "daemon.abort_after_s", 1..=DAY_S, 30)?,
             shutdown_grace_s: self.count(
                 &d.shutdown_grace_s,
                 "daemon.shutdown_grace_s",
-                0,
+                0..=DAY_S,
                 1800,
             )?,
             status_interval_s: self.count(
                 &d.status_interval_s,
                 "daemon.status_interval_s",
-                1,
+                1..=DAY_S,
                 crate::logging::STATUS_INTERVAL.as_secs(),
             )?,
         };
@@ -437,18 +579,23 @@ impl Validator<'_> {
             }
             let token = match (&a.token_env, &a.token_file) {
                 (Some(env), None) => {
-                    if env.get_ref().is_empty() {
-                        return self.invalid(env.span(), &key("token_env"), "must name a variable");
+                    if let Err(problem) = crate::credentials::check_token_env(env.get_ref()) {
+                        return self.invalid(env.span(), &key("token_env"), &problem);
                     }
                     TokenSource::Env(env.get_ref().clone())
                 }
                 (None, Some(file)) => {
-                    // `credential:NAME` is a systemd credential (src/credentials.rs).
-                    match crate::credentials::resolve_token_file(file.get_ref(), base_dir) {
-                        Ok(p) => TokenSource::File(p),
-                        Err(problem) => {
+                    // `credential:NAME` is a systemd credential (src/credentials.rs), looked up
+                    // when the token is read.
+                    match crate::credentials::credential_name(file.get_ref()) {
+                        Some(Ok(name)) => TokenSource::Credential(name),
+                        Some(Err(problem)) => {
                             return self.invalid(file.span(), &key("token_file"), &problem);
                         }
+                        None => TokenSource::File(crate::credentials::token_file_path(
+                            file.get_ref(),
+                            base_dir,
+                        )),
                     }
                 }
                 (Some(env), Some(_)) => {
@@ -583,35 +730,39 @@ impl Validator<'_> {
         p.min_initial_s = self.count(
             &raw.min_initial_s,
             &key("min_initial_s"),
-            0,
+            0..=DAY_S,
             p.min_initial_s,
         )?;
         p.max_initial_s = self.count(
             &raw.max_initial_s,
             &key("max_initial_s"),
-            0,
+            0..=DAY_S,
             p.max_initial_s,
         )?;
         p.min_increment_s = self.count(
             &raw.min_increment_s,
             &key("min_increment_s"),
-            0,
+            0..=DAY_S,
             p.min_increment_s,
         )?;
         p.max_increment_s = self.count(
             &raw.max_increment_s,
             &key("max_increment_s"),
-            0,
+            0..=DAY_S,
             p.max_increment_s,
         )?;
-        p.min_days = self.count(&raw.min_days, &key("min_days"), 1, p.min_days)?;
-        p.max_days = self.count(&raw.max_days, &key("max_days"), 1, p.max_days)?;
-        p.max_games =
-            self.count(&raw.max_games, &key("max_games"), 1, p.max_games as u64)? as usize;
+        p.min_days = self.count(&raw.min_days, &key("min_days"), 1..=MAX_DAYS, p.min_days)?;
+        p.max_days = self.count(&raw.max_days, &key("max_days"), 1..=MAX_DAYS, p.max_days)?;
+        p.max_games = self.count(
+            &raw.max_games,
+            &key("max_games"),
+            1..=MAX_GAMES,
+            p.max_games as u64,
+        )? as usize;
         p.max_games_per_opponent = self.count(
             &raw.max_games_per_opponent,
             &key("max_games_per_opponent"),
-            1,
+            1..=MAX_GAMES,
             p.max_games_per_opponent as u64,
         )? as usize;
         if let Some(v) = raw.rated {
@@ -792,5 +943,126 @@ target_rating = 600
         assert!(!err.contains("lip_secret"), "{err}");
         std::fs::write(&file, "lip_secret\n").unwrap();
         assert_eq!(c.accounts[0].load_token().unwrap().expose(), "lip_secret");
+    }
+
+    #[test]
+    fn values_that_would_overflow_or_exhaust_the_system_are_refused_by_key() {
+        let cases = [
+            (
+                "[daemon]\nstatus_interval_s = 9223372036854775807\n",
+                "accounts.toml:2: daemon.status_interval_s: must be <= 86400",
+            ),
+            (
+                "[daemon]\nsearch_threads = 300\n",
+                "accounts.toml:2: daemon.search_threads: must be <= 64",
+            ),
+            (
+                "[daemon]\nshutdown_grace_s = 9223372036854775807\n",
+                "accounts.toml:2: daemon.shutdown_grace_s: must be <= 86400",
+            ),
+            (
+                "[daemon]\nmax_games = 9223372036854775807\n",
+                "accounts.toml:2: daemon.max_games: must be <= 1000",
+            ),
+            (
+                "[challenge]\nmax_initial_s = 9223372036854775807\n",
+                "accounts.toml:2: challenge.max_initial_s: must be <= 86400",
+            ),
+        ];
+        for (head, want) in cases {
+            let err = parse(&format!("{head}{MINIMAL}")).unwrap_err().to_string();
+            assert!(err.starts_with(want), "{err}");
+        }
+        let ok = parse(&format!(
+            "[daemon]\nsearch_threads = 64\nstatus_interval_s = 86400\n{MINIMAL}"
+        ))
+        .unwrap();
+        assert_eq!(ok.daemon.search_threads, 64);
+    }
+
+    #[test]
+    fn type_and_missing_field_errors_name_the_key_and_line() {
+        let err = parse(&MINIMAL.replace("level = 1", "level = \"one\""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("accounts.toml:5: accounts[0].level: invalid type"),
+            "{err}"
+        );
+        let err = parse(&MINIMAL.replace("target_rating = 600\n", ""))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("accounts.toml:") && err.contains("accounts[0].target_rating: missing"),
+            "{err}"
+        );
+        let err = parse(&format!("[daemon]\nmax_games = \"many\"\n{MINIMAL}"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("accounts.toml:2: daemon.max_games: invalid type"),
+            "{err}"
+        );
+        let err = parse(&format!(
+            "{MINIMAL}[accounts.challenge]\nspeeds = \"blitz\"\n"
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(":8: accounts[0].challenge.speeds: invalid type"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_token_pasted_into_token_env_is_refused_without_being_shown() {
+        let token = "lip_Zx8kQ2mN5pR7tV9wY1aB";
+        let err = parse(&MINIMAL.replace("LADDER_TOKEN_L1", token))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("accounts.toml:4: accounts[0].token_env: looks like a token"),
+            "{err}"
+        );
+        assert!(!err.contains("Zx8kQ2mN5pR7tV9wY1aB"), "{err}");
+        let err = parse(&MINIMAL.replace("LADDER_TOKEN_L1", "my token"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("token_env: must be the name of an environment variable"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_credential_is_looked_up_only_when_the_token_is_read() {
+        let text = MINIMAL.replace(
+            "token_env = \"LADDER_TOKEN_L1\"",
+            "token_file = \"credential:ladder_l1\"",
+        );
+        // No $CREDENTIALS_DIRECTORY here: the file loads, only reading the token fails, and
+        // the error names the account and its setting.
+        let c = parse(&text).expect("loading the config needs no credential");
+        assert_eq!(
+            c.accounts[0].token,
+            TokenSource::Credential("ladder_l1".into())
+        );
+        if std::env::var_os(crate::credentials::CREDENTIALS_DIRECTORY).is_none() {
+            let err = c.accounts[0].load_token().unwrap_err().to_string();
+            assert!(
+                err.starts_with("account ladder-l1: token_file = \"credential:ladder_l1\": ")
+                    && err.contains("CREDENTIALS_DIRECTORY is not set"),
+                "{err}"
+            );
+        }
+        let bad = MINIMAL.replace(
+            "token_env = \"LADDER_TOKEN_L1\"",
+            "token_file = \"credential:../x\"",
+        );
+        let err = parse(&bad).unwrap_err().to_string();
+        assert!(
+            err.starts_with("accounts.toml:4: accounts[0].token_file:"),
+            "{err}"
+        );
     }
 }

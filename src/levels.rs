@@ -15,6 +15,12 @@ use shakmaty::Position;
 
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 
+/// Hash per game at most, MB (the coefficients' `hash` steps, the UCI `Hash` option): more would
+/// abort the process allocating it.
+pub const MAX_HASH_MB: usize = 4096;
+/// Offsets beyond this many levels are a broken calibration, not a correction.
+pub const MAX_OFFSET: f64 = 100.0;
+
 /// The living coefficients, as stored in calibration/coefficients.toml.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,11 +123,18 @@ pub enum CoefficientsError {
         path: String,
         source: std::io::Error,
     },
-    #[error("{path}: {message}")]
-    Parse { path: String, message: String },
-    #[error("{path}: `{key}` {problem}")]
+    /// Syntax, type and missing-field errors (the message names the key when there is one).
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// A value that parses but makes no sense.
+    #[error("{path}:{line}: {key}: {problem}")]
     Invalid {
         path: String,
+        line: usize,
         key: String,
         problem: String,
     },
@@ -144,15 +157,21 @@ impl Coefficients {
         Coefficients::parse(&text, &path.display().to_string())
     }
 
-    /// Parses and validates; `origin` names the file in error messages (toml's own messages
-    /// carry the line and column).
+    /// Parses and validates; `origin` names the file in error messages, which give the line
+    /// and the key.
     pub fn parse(text: &str, origin: &str) -> Result<Coefficients, CoefficientsError> {
         let coefficients: Coefficients =
-            toml::from_str(text).map_err(|e| CoefficientsError::Parse {
+            crate::config::from_toml(text).map_err(|e| CoefficientsError::Parse {
                 path: origin.to_string(),
-                message: e.to_string(),
+                line: e.line,
+                message: e.keyed_message(),
             })?;
-        coefficients.validate(origin)?;
+        coefficients.validate(origin).map_err(|mut e| {
+            if let CoefficientsError::Invalid { line, key, .. } = &mut e {
+                *line = line_of_key(text, key);
+            }
+            e
+        })?;
         Ok(coefficients)
     }
 
@@ -164,6 +183,7 @@ impl Coefficients {
         let invalid = |key: &str, problem: &str| {
             Err(CoefficientsError::Invalid {
                 path: origin.to_string(),
+                line: 0,
                 key: key.to_string(),
                 problem: problem.to_string(),
             })
@@ -190,12 +210,18 @@ impl Coefficients {
         if self.max_nodes == 0 {
             return invalid("max_nodes", "must be positive");
         }
-        if self.hash.is_empty() || self.hash.iter().any(|h| h.mb == 0) {
-            return invalid("hash", "needs at least one step, each with mb >= 1");
+        if self.hash.is_empty() {
+            return invalid("hash", "needs at least one step");
         }
-        for key in self.offsets.keys().chain(self.ratings.keys()) {
-            if key.parse::<f64>().is_err() {
-                return invalid(key, "is not a level number");
+        for (i, step) in self.hash.iter().enumerate() {
+            if !(1..=MAX_HASH_MB).contains(&step.mb) {
+                return invalid(
+                    &format!("hash[{i}].mb"),
+                    &format!("must be between 1 and {MAX_HASH_MB} (MB of hash per game)"),
+                );
+            }
+            if !step.from_level.is_finite() {
+                return invalid(&format!("hash[{i}].from_level"), "must be a finite number");
             }
         }
         if let Some(cap) = self.max_noise_cp
@@ -214,8 +240,34 @@ impl Coefficients {
                 return invalid("blindness.width", "must be a positive number");
             }
         }
-        if self.offsets.values().any(|o| !o.is_finite()) {
-            return invalid("offsets", "must be finite numbers");
+        for (table, keys) in [("offsets", &self.offsets), ("ratings", &self.ratings)] {
+            for key in keys.keys() {
+                if !key.parse::<f64>().is_ok_and(f64::is_finite) {
+                    return invalid(&format!("{table}.{key}"), "is not a level number");
+                }
+            }
+        }
+        for (key, offset) in &self.offsets {
+            if !(offset.is_finite() && offset.abs() <= MAX_OFFSET) {
+                return invalid(
+                    &format!("offsets.\"{key}\""),
+                    &format!("must be a number between -{MAX_OFFSET} and {MAX_OFFSET}"),
+                );
+            }
+        }
+        // A rating outside Lichess's range is a broken measurement, not a level: calibration
+        // validates its proposal through here before writing it.
+        for (key, rating) in &self.ratings {
+            if !(rating.is_finite() && crate::results::RATING_RANGE.contains(rating)) {
+                return invalid(
+                    &format!("ratings.\"{key}\""),
+                    &format!(
+                        "must be a rating between {} and {}",
+                        crate::results::RATING_RANGE.start(),
+                        crate::results::RATING_RANGE.end()
+                    ),
+                );
+            }
         }
         Ok(())
     }
@@ -263,6 +315,53 @@ impl Coefficients {
             (elo >= r0 && elo <= r1 && r1 > r0).then(|| l0 + (l1 - l0) * (elo - r0) / (r1 - r0))
         })
     }
+}
+
+/// The line of the coefficients file that sets `key` as [`Coefficients::validate`] names it
+/// (`b`, `hash[1].mb`, `ratings."3"`), 0 when it cannot be told (a key written inline).
+fn line_of_key(text: &str, key: &str) -> usize {
+    let bare = |l: &str| {
+        l.split('=')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .trim_matches('"')
+            .to_string()
+    };
+    let lines: Vec<&str> = text.lines().map(str::trim).collect();
+    let (table, leaf, nth) = match key.split_once('.') {
+        None => (None, key.to_string(), 0),
+        Some((table, leaf)) => match table.split_once('[') {
+            Some((t, i)) => (
+                Some(t),
+                leaf.to_string(),
+                i.trim_end_matches(']').parse().unwrap_or(0),
+            ),
+            None => (Some(table), leaf.trim_matches('"').to_string(), 0),
+        },
+    };
+    // The top-level keys come before the first table header; a table's keys follow its
+    // header (the `nth` one of an array of tables).
+    let start = match table {
+        None => 0,
+        Some(t) => {
+            let headers = [format!("[{t}]"), format!("[[{t}]]")];
+            match lines
+                .iter()
+                .enumerate()
+                .filter(|(_, l)| headers.iter().any(|h| h == *l))
+                .nth(nth)
+            {
+                Some((i, _)) => i + 1,
+                None => return 0,
+            }
+        }
+    };
+    lines[start..]
+        .iter()
+        .take_while(|l| table.is_some() || !l.starts_with('['))
+        .position(|l| !l.starts_with('[') && l.contains('=') && bare(l) == leaf)
+        .map_or(0, |i| start + i + 1)
 }
 
 /// The canonical key of a level in the coefficients tables: "3", "3.5".
@@ -535,11 +634,76 @@ mod tests {
         let err = Coefficients::parse(&text, "c.toml")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("`b`"), "{err}");
+        let line = 1 + Coefficients::DEFAULT_TOML
+            .lines()
+            .position(|l| l.starts_with("b ="))
+            .unwrap();
+        assert!(
+            err.starts_with(&format!("c.toml:{line}: b: must be greater")),
+            "{err}"
+        );
         let err = Coefficients::parse("version = \"x\"", "c.toml")
             .unwrap_err()
             .to_string();
-        assert!(err.contains("line 1"), "{err}");
+        assert!(err.starts_with("c.toml:1: version: invalid type"), "{err}");
+    }
+
+    #[test]
+    fn values_that_would_abort_or_poison_are_refused_by_key() {
+        let huge_hash = Coefficients::DEFAULT_TOML.replacen("mb = 1\n", "mb = 100000000\n", 1);
+        let err = Coefficients::parse(&huge_hash, "c.toml")
+            .unwrap_err()
+            .to_string();
+        let line = 1 + huge_hash
+            .lines()
+            .position(|l| l == "mb = 100000000")
+            .unwrap();
+        assert!(
+            err.starts_with(&format!(
+                "c.toml:{line}: hash[0].mb: must be between 1 and 4096"
+            )),
+            "{err}"
+        );
+        let absurd = Coefficients::DEFAULT_TOML.replace("\"3\" = 1000.0", "\"3\" = 1e308");
+        let err = Coefficients::parse(&absurd, "c.toml")
+            .unwrap_err()
+            .to_string();
+        let line = 1 + absurd.lines().position(|l| l == "\"3\" = 1e308").unwrap();
+        assert!(
+            err.starts_with(&format!("c.toml:{line}: ratings.\"3\": must be a rating")),
+            "{err}"
+        );
+        let mut c = Coefficients::builtin();
+        c.offsets.insert("2".into(), 1e300);
+        let err = Coefficients::parse(&c.to_toml(), "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(": offsets.\"2\": must be a number"), "{err}");
+    }
+
+    #[test]
+    fn type_and_missing_field_errors_name_the_key() {
+        let text = Coefficients::DEFAULT_TOML.replace("\nn0 = 16.0", "\nn0 = \"sixteen\"");
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("n0: invalid type"), "{err}");
+        let line = Coefficients::DEFAULT_TOML
+            .lines()
+            .position(|l| l.starts_with("n0 ="))
+            .unwrap()
+            + 1;
+        assert!(err.starts_with(&format!("c.toml:{line}: n0: ")), "{err}");
+        let text = Coefficients::DEFAULT_TOML.replace("\nb = 2.0", "");
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("b: missing"), "{err}");
+        let text = Coefficients::DEFAULT_TOML.replacen("mb = 1\n", "mb = -1\n", 1);
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("hash[0].mb: invalid value"), "{err}");
     }
 
     fn with_bottom(mut c: Coefficients) -> Coefficients {

@@ -1,13 +1,17 @@
 //! The results log: one JSON line per finished game, the source of truth for calibration.
 //!
 //! The daemon and the arena append [`GameRecord`]s through [`ResultsLog`]: each record is
-//! written once per game id (even across restarts), flushed and fsynced. [`read_results`] is
-//! tolerant: a torn last line (a crash mid-write), a malformed line, an unknown schema version
-//! or a duplicate game id is skipped and reported, never fatal.
+//! written once per game id (even across restarts), flushed and fsynced. Every reader of a
+//! results file (the daemon's and the arena's start-up scan in [`ResultsLog::open`], the arena's
+//! `--from-results`, calibration) goes through [`scan_results`], which is tolerant: a torn last
+//! line (a crash mid-write), bytes that are not UTF-8, a malformed line, an unknown schema
+//! version, a value out of its sane range ([`check_record`]) or a duplicate game id is skipped
+//! and reported with its file and line, never fatal.
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -135,8 +139,10 @@ pub struct ResultsLog {
 
 impl ResultsLog {
     /// Opens (creating) `path` for appending. The ids already in the file are loaded so a
-    /// restarted process never writes a game twice; a torn last line is closed with a newline
-    /// so the next record starts on a line of its own.
+    /// restarted process never writes a game twice (lines skipped by the reader still count
+    /// when their game id can be read); every skipped line is logged as a warning with its
+    /// file and line. A torn last line is closed with a newline so the next record starts on a
+    /// line of its own.
     pub fn open(path: &Path) -> io::Result<ResultsLog> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
@@ -147,17 +153,27 @@ impl ResultsLog {
             .append(true)
             .open(path)?;
         let mut seen = HashSet::new();
-        let mut text = String::new();
-        file.read_to_string(&mut text)?;
-        for line in text.lines() {
-            if let Ok(id) = serde_json::from_str::<IdOnly>(line) {
-                seen.insert(id.game_id);
+        scan_lines(&mut file, path, |line| match line {
+            Line::Record(record) => {
+                seen.insert(record.game_id);
             }
-        }
-        if !text.is_empty() && !text.ends_with('\n') {
-            file.seek(SeekFrom::End(0))?;
-            file.write_all(b"\n")?;
-            file.sync_data()?;
+            Line::Other { game_id } => {
+                seen.extend(game_id);
+            }
+            Line::Skipped(warning) => {
+                tracing::warn!("skipped {warning}");
+                seen.extend(warning.game_id);
+            }
+        })?;
+        let len = file.seek(SeekFrom::End(0))?;
+        if len > 0 {
+            let mut last = [0u8];
+            file.seek(SeekFrom::Start(len - 1))?;
+            file.read_exact(&mut last)?;
+            if last[0] != b'\n' {
+                file.write_all(b"\n")?;
+                file.sync_data()?;
+            }
         }
         Ok(ResultsLog {
             path: path.to_path_buf(),
@@ -207,6 +223,9 @@ pub struct ReadWarning {
     pub path: PathBuf,
     pub line: usize,
     pub problem: String,
+    /// The game id of the skipped line, when it could still be read (so a writer never logs
+    /// that game a second time).
+    pub game_id: Option<String>,
 }
 
 impl std::fmt::Display for ReadWarning {
@@ -225,53 +244,95 @@ pub struct ResultsRead {
     pub other_records: usize,
 }
 
+/// One line of a results file as the reader judged it.
+#[derive(Clone, Debug)]
+pub enum Line {
+    Record(Box<GameRecord>),
+    /// A record of another kind (`"record": "anchor-game"`: the arena's games between
+    /// anchors), not a game of ours.
+    Other { game_id: Option<String> },
+    Skipped(ReadWarning),
+}
+
 /// Reads results files in order. The first record of each game id wins; later copies (the same
 /// game in two files, or fetched again) are counted in `duplicates`. Fails only when a file
-/// cannot be opened or read.
+/// cannot be opened or read; every bad line is skipped and reported.
 pub fn read_results(paths: &[PathBuf]) -> io::Result<ResultsRead> {
     let mut out = ResultsRead::default();
     let mut seen = HashSet::new();
     for path in paths {
-        let file = File::open(path).map_err(|e| {
-            io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display()))
-        })?;
-        let mut reader = BufReader::new(file);
-        let mut raw = Vec::new();
-        let mut line_no = 0;
-        loop {
-            raw.clear();
-            if reader.read_until(b'\n', &mut raw)? == 0 {
-                break;
-            }
-            line_no += 1;
-            let complete = raw.last() == Some(&b'\n');
-            let text = String::from_utf8_lossy(&raw);
-            let text = text.trim();
-            if text.is_empty() {
-                continue;
-            }
-            let warn = |problem: String| ReadWarning {
-                path: path.clone(),
-                line: line_no,
-                problem,
-            };
-            match parse_line(text) {
-                Ok(None) => out.other_records += 1,
-                Ok(Some(record)) => {
-                    if seen.insert(record.game_id.clone()) {
-                        out.records.push(record);
-                    } else {
-                        out.duplicates += 1;
-                    }
+        scan_results(path, |line| match line {
+            Line::Record(record) => {
+                if seen.insert(record.game_id.clone()) {
+                    out.records.push(*record);
+                } else {
+                    out.duplicates += 1;
                 }
-                Err(problem) if !complete => out
-                    .warnings
-                    .push(warn(format!("torn last line skipped ({problem})"))),
-                Err(problem) => out.warnings.push(warn(problem)),
             }
-        }
+            Line::Other { .. } => out.other_records += 1,
+            Line::Skipped(warning) => out.warnings.push(warning),
+        })?;
     }
     Ok(out)
+}
+
+/// The one reader of a results file: hands every non-empty line to `each`, as a checked record
+/// or as a skipped line with its file, line number and why. Reads bytes, so a line that is not
+/// UTF-8 is one skipped line, not the end of the file. Fails only when the file cannot be
+/// opened or read.
+pub fn scan_results(path: &Path, each: impl FnMut(Line)) -> io::Result<()> {
+    let mut file = File::open(path)
+        .map_err(|e| io::Error::new(e.kind(), format!("cannot open {}: {e}", path.display())))?;
+    scan_lines(&mut file, path, each)
+}
+
+fn scan_lines(file: &mut File, path: &Path, mut each: impl FnMut(Line)) -> io::Result<()> {
+    let mut reader = BufReader::new(file);
+    let mut raw = Vec::new();
+    let mut line_no = 0;
+    loop {
+        raw.clear();
+        let read = reader
+            .read_until(b'\n', &mut raw)
+            .map_err(|e| io::Error::new(e.kind(), format!("reading {}: {e}", path.display())))?;
+        if read == 0 {
+            return Ok(());
+        }
+        line_no += 1;
+        let complete = raw.last() == Some(&b'\n');
+        let skipped = |problem: String, text: &str| {
+            Line::Skipped(ReadWarning {
+                path: path.to_path_buf(),
+                line: line_no,
+                problem,
+                game_id: serde_json::from_str::<IdOnly>(text).ok().map(|i| i.game_id),
+            })
+        };
+        let line = match std::str::from_utf8(&raw) {
+            Err(e) => {
+                let lossy = String::from_utf8_lossy(&raw);
+                skipped(
+                    format!(
+                        "not valid UTF-8 (byte {} of the line); skipped",
+                        e.valid_up_to() + 1
+                    ),
+                    lossy.trim(),
+                )
+            }
+            Ok(text) if text.trim().is_empty() => continue,
+            Ok(text) => match parse_line(text.trim()) {
+                Ok(Some(record)) => Line::Record(Box::new(record)),
+                Ok(None) => Line::Other {
+                    game_id: serde_json::from_str::<IdOnly>(text).ok().map(|i| i.game_id),
+                },
+                Err(problem) if !complete => {
+                    skipped(format!("torn last line skipped ({problem})"), text.trim())
+                }
+                Err(problem) => skipped(problem, text.trim()),
+            },
+        };
+        each(line);
+    }
 }
 
 /// `Ok(None)`: a record of another kind (`"record": "anchor-game"`), not a game of ours.
@@ -293,9 +354,122 @@ fn parse_line(text: &str) -> Result<Option<GameRecord>, String> {
             "schema version {schema} is newer than this build reads ({SCHEMA_VERSION}); skipped"
         ));
     }
-    serde_json::from_str(text)
-        .map(Some)
-        .map_err(|e| format!("malformed record: {e}"))
+    let record: GameRecord =
+        serde_json::from_str(text).map_err(|e| format!("malformed record: {e}"))?;
+    check_record(&record).map_err(|problem| format!("{problem}; skipped"))?;
+    Ok(Some(record))
+}
+
+/// Ratings a record may hold (the opponent's, ours) and a level may be measured at. Lichess's
+/// lie well inside; the Elo model itself has no floor (the simulator's weakest opponents are
+/// rated below 0); beyond these a number is a corruption, not a rating.
+pub const RATING_RANGE: RangeInclusive<f64> = -1000.0..=5000.0;
+/// Rating deviations: Glicko-2 starts at 500 on Lichess.
+pub const RD_RANGE: RangeInclusive<f64> = 0.0..=1000.0;
+/// Levels (the UCI front end's `Level` goes up to 100).
+pub const LEVEL_RANGE: RangeInclusive<f64> = 0.0..=100.0;
+/// Nodes per move at full material (0 marks a game fetched from Lichess).
+pub const MAX_NODES: u64 = 10_000_000_000;
+/// Evaluation noise scale, centipawns.
+pub const NOISE_RANGE: RangeInclusive<f64> = 0.0..=100_000.0;
+/// Initial clock (Lichess allows 180 minutes) and increment (180 s), with room to spare.
+pub const MAX_INITIAL_MS: u64 = 24 * 3600 * 1000;
+pub const MAX_INCREMENT_MS: u64 = 3600 * 1000;
+/// Unix milliseconds from 1970 to 2100.
+pub const TIME_RANGE_MS: RangeInclusive<i64> = 0..=4_102_444_800_000;
+/// Half-moves in a game: the longest legal game is under 12 000 plies.
+pub const MAX_PLIES: usize = 12_000;
+
+/// Whether every value of `record` lies in its sane range. A record that parses but holds an
+/// absurd number (an opponent rated 1e308, a level of -3) would poison whatever reads it, so
+/// the reader skips it and says which key was wrong.
+pub fn check_record(r: &GameRecord) -> Result<(), String> {
+    fn bad(key: &str, value: impl std::fmt::Display, range: &str) -> Result<(), String> {
+        Err(format!("{key} = {value} is out of range ({range})"))
+    }
+    // 1e308, not 309 digits.
+    let num = |v: f64| {
+        if v.is_finite() && (v == 0.0 || (1e-3..1e7).contains(&v.abs())) {
+            format!("{v}")
+        } else {
+            format!("{v:e}")
+        }
+    };
+    if r.game_id.trim().is_empty() || r.game_id.len() > 200 {
+        return bad("game_id", format!("{:?}", r.game_id), "1 to 200 characters");
+    }
+    if r.account.trim().is_empty() {
+        return bad("account", "\"\"", "a name");
+    }
+    if !(r.level.is_finite() && r.level > *LEVEL_RANGE.start() && r.level <= *LEVEL_RANGE.end()) {
+        return bad("level", num(r.level), "0 < level <= 100");
+    }
+    if !(r.offset.is_finite() && r.offset.abs() <= *LEVEL_RANGE.end()) {
+        return bad("offset", num(r.offset), "-100 to 100");
+    }
+    if r.engine.nodes > MAX_NODES {
+        return bad("engine.nodes", r.engine.nodes, "at most 10^10");
+    }
+    if !(r.engine.noise_cp.is_finite() && NOISE_RANGE.contains(&r.engine.noise_cp)) {
+        return bad("engine.noise_cp", num(r.engine.noise_cp), "0 to 100000");
+    }
+    if r.engine.hash_mb > crate::levels::MAX_HASH_MB {
+        return bad("engine.hash_mb", r.engine.hash_mb, "at most 4096");
+    }
+    for (key, ms) in [
+        ("started_at_ms", r.started_at_ms),
+        ("finished_at_ms", r.finished_at_ms),
+    ] {
+        if !TIME_RANGE_MS.contains(&ms) {
+            return bad(key, ms, "Unix milliseconds between 1970 and 2100");
+        }
+    }
+    if let Some(clock) = r.clock {
+        if clock.initial_ms > MAX_INITIAL_MS {
+            return bad("clock.initial_ms", clock.initial_ms, "at most 24 hours");
+        }
+        if clock.increment_ms > MAX_INCREMENT_MS {
+            return bad("clock.increment_ms", clock.increment_ms, "at most 1 hour");
+        }
+    }
+    if !matches!(r.color.as_str(), "white" | "black") {
+        return bad("color", format!("{:?}", r.color), "\"white\" or \"black\"");
+    }
+    if let Some(w) = &r.winner
+        && !matches!(w.as_str(), "white" | "black")
+    {
+        return bad("winner", format!("{w:?}"), "\"white\", \"black\" or absent");
+    }
+    for (key, rating) in [
+        ("opponent.rating", r.opponent.rating),
+        ("our_rating", r.our_rating),
+    ] {
+        if let Some(v) = rating
+            && !(v.is_finite() && RATING_RANGE.contains(&v))
+        {
+            return bad(key, num(v), "-1000 to 5000");
+        }
+    }
+    if let Some(rd) = r.opponent.rd
+        && !(rd.is_finite() && RD_RANGE.contains(&rd))
+    {
+        return bad("opponent.rd", num(rd), "0 to 1000");
+    }
+    let plies = r.moves.split_whitespace().count();
+    if plies > MAX_PLIES {
+        return bad("moves", format!("{plies} plies"), "at most 12000");
+    }
+    for (key, value) in [
+        ("speed", &r.speed),
+        ("perf", &r.perf),
+        ("variant", &r.variant),
+        ("status", &r.status),
+    ] {
+        if value.is_empty() || value.len() > 40 {
+            return bad(key, format!("{value:?}"), "1 to 40 characters");
+        }
+    }
+    Ok(())
 }
 
 /// A record for tests and examples; every field filled with plausible values.
@@ -410,5 +584,97 @@ mod tests {
         assert_eq!(read.warnings.len(), 1);
         assert!(read.warnings[0].problem.contains("schema version"));
         assert_eq!(read.warnings[0].line, 2);
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_skipped_with_its_line_and_the_rest_is_read() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut log = ResultsLog::open(&path).unwrap();
+        log.append(&sample_record("a", Outcome::Win)).unwrap();
+        drop(log);
+        let mut bad = serde_json::to_vec(&sample_record("latin1", Outcome::Win)).unwrap();
+        let at = bad.windows(5).position(|w| w == b"Aaron").unwrap();
+        bad[at + 1] = 0xE9; // "A\xE9ron": Latin-1, not UTF-8
+        bad.push(b'\n');
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(&bad)
+            .unwrap();
+        let mut log = ResultsLog::open(&path).expect("a bad byte never stops a writer");
+        assert!(
+            log.contains("latin1"),
+            "the skipped line's id is still known"
+        );
+        log.append(&sample_record("c", Outcome::Loss)).unwrap();
+        drop(log);
+        let read = read_results(std::slice::from_ref(&path)).unwrap();
+        let ids: Vec<_> = read.records.iter().map(|r| r.game_id.as_str()).collect();
+        assert_eq!(ids, ["a", "c"]);
+        assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
+        let w = read.warnings[0].to_string();
+        assert!(w.starts_with(&format!("{}:2: ", path.display())), "{w}");
+        assert!(w.contains("not valid UTF-8"), "{w}");
+    }
+
+    #[test]
+    fn values_out_of_range_are_skipped_and_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("results.jsonl");
+        let mut log = ResultsLog::open(&path).unwrap();
+        let mut cases: Vec<(GameRecord, &str)> = Vec::new();
+        let mut add = |id: &str, key: &'static str, change: &dyn Fn(&mut GameRecord)| {
+            let mut r = sample_record(id, Outcome::Win);
+            change(&mut r);
+            cases.push((r, key));
+        };
+        add("huge-rating", "opponent.rating", &|r| {
+            r.opponent.rating = Some(1e308)
+        });
+        add("low-rating", "opponent.rating", &|r| {
+            r.opponent.rating = Some(-5000.0)
+        });
+        add("our-rating", "our_rating", &|r| r.our_rating = Some(9000.0));
+        add("rd", "opponent.rd", &|r| r.opponent.rd = Some(1e9));
+        add("level", "level", &|r| r.level = -3.0);
+        add("offset", "offset", &|r| r.offset = 1e12);
+        add("noise", "engine.noise_cp", &|r| r.engine.noise_cp = 1e300);
+        add("hash", "engine.hash_mb", &|r| {
+            r.engine.hash_mb = 100_000_000
+        });
+        add("clock", "clock.initial_ms", &|r| {
+            r.clock = Some(ClockRecord {
+                initial_ms: u64::MAX,
+                increment_ms: 0,
+            })
+        });
+        add("time", "started_at_ms", &|r| r.started_at_ms = -1);
+        add("plies", "moves", &|r| r.moves = "e2e4 ".repeat(20_000));
+        add("color", "color", &|r| r.color = "green".into());
+        for (record, _) in &cases {
+            log.append(record).unwrap();
+        }
+        log.append(&sample_record("fine", Outcome::Draw)).unwrap();
+        drop(log);
+        let read = read_results(std::slice::from_ref(&path)).unwrap();
+        let ids: Vec<_> = read.records.iter().map(|r| r.game_id.as_str()).collect();
+        assert_eq!(ids, ["fine"]);
+        assert_eq!(read.warnings.len(), cases.len());
+        for ((record, key), w) in cases.iter().zip(&read.warnings) {
+            assert!(
+                w.problem.starts_with(&format!("{key} = ")),
+                "{}: {w}",
+                record.game_id
+            );
+            assert_eq!(w.game_id.as_deref(), Some(record.game_id.as_str()));
+        }
+        // The writer's start-up scan knows these games too, and never logs them again.
+        let mut log = ResultsLog::open(&path).unwrap();
+        assert!(
+            !log.append(&sample_record("huge-rating", Outcome::Win))
+                .unwrap()
+        );
     }
 }

@@ -22,7 +22,7 @@ use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Color, Move, Position};
 
 use crate::engine::{Engine, Game, Limits, Score, SearchInfo, SearchObserver, SearchParams};
-use crate::levels::{Coefficients, LevelParams};
+use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
 use crate::player::LevelPlayer;
 
 /// `ladder uci` options.
@@ -37,13 +37,23 @@ pub fn run(_args: UciArgs) -> anyhow::Result<()> {
 
 /// Speaks UCI until `quit` or the end of `input`; every answer goes to `output`.
 pub fn serve<R: BufRead>(input: R, output: Output) {
+    let mut input = input;
     let mut session = Session::new(output);
-    for line in input.lines() {
-        let Ok(line) = line else {
-            // Unreadable input (not UTF-8, or the pipe broke): treat as the end of the session.
-            break;
+    let mut raw = Vec::new();
+    loop {
+        raw.clear();
+        // Bytes, not `lines()`: one line that is not UTF-8 is one bad command, not the end of
+        // the session. Only the end of input or a broken pipe ends it.
+        match input.read_until(b'\n', &mut raw) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
+        }
+        let Ok(line) = std::str::from_utf8(&raw) else {
+            session.output.error("the line is not valid UTF-8; ignored");
+            continue;
         };
-        if session.handle(&line) == Flow::Quit {
+        let line = line.trim_end_matches(['\n', '\r']);
+        if session.handle(line) == Flow::Quit {
             break;
         }
     }
@@ -79,7 +89,6 @@ impl Output {
 /// Levels above this are far past full strength anyway (nodes are capped by `max_nodes`).
 const MAX_LEVEL: f64 = 100.0;
 const DEFAULT_HASH_MB: usize = 16;
-const MAX_HASH_MB: usize = 4096;
 /// The largest `Seed` a GUI can hold in a 32-bit spin control.
 const MAX_SEED: u64 = i32::MAX as u64;
 const DEFAULT_OVERHEAD_MS: u64 = 50;

@@ -416,7 +416,8 @@ fn unreadable_token_file_fails() {
     assert!(!out.status.success(), "{out_text}");
     assert!(
         out_text.contains("error: account ladder-l2: ")
-            && out_text.contains("cannot read token_file")
+            && out_text.contains("token_file = ")
+            && out_text.contains("cannot read")
             && out_text.contains("Permission denied"),
         "{out_text}"
     );
@@ -437,6 +438,78 @@ fn token_file_readable_by_others_is_a_warning() {
         "{out}"
     );
     assert!(out.contains("ok, with 1 warning"), "{out}");
+}
+
+/// `ladder run` says at start-up what `ladder check` says about a token file others can read.
+#[test]
+fn run_warns_about_a_token_file_others_can_read() {
+    use std::io::BufRead;
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    set_mode(&d.token_file, 0o644);
+    let mut child = Command::new(LADDER)
+        .args(["run", "--config", d.config.to_str().unwrap()])
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LADDER_LOG_STYLE", "plain")
+        .env(ENV_L1.0, ENV_L1.1)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut log = Vec::new();
+    let warned = loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let found = line.contains("WARN")
+                    && line.contains(&format!("token file {}", d.token_file.display()))
+                    && line.contains("mode 644");
+                log.push(line);
+                if found {
+                    break true;
+                }
+            }
+            // The process ended or the time ran out without the warning.
+            Err(_) => break false,
+        }
+    };
+    drop(child.kill());
+    drop(child.wait());
+    let log = log.join("\n");
+    assert!(warned, "{log}");
+    assert!(!log.contains(TOKEN_L1) && !log.contains(TOKEN_L2), "{log}");
+}
+
+/// A token pasted into `token_env` is refused by name, and never shown by `check`.
+#[test]
+fn a_token_pasted_into_token_env_is_never_shown() {
+    let (url, _) = good_lichess();
+    let d = deployment(&url);
+    let text = std::fs::read_to_string(&d.config)
+        .unwrap()
+        .replace("\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
+    std::fs::write(&d.config, text).unwrap();
+    let (ok, out) = check(&d, &[ENV_L1]);
+    assert!(!ok, "{out}");
+    assert!(
+        out.contains("accounts[0].token_env: looks like a token"),
+        "{out}"
+    );
 }
 
 #[test]
@@ -793,34 +866,126 @@ fn calibration_reloads_the_daemon_only_when_coefficients_change() {
     assert_eq!(reloads(), ["try-reload-or-restart ladder.service"]);
 }
 
-/// The command line of ladder-calibrate.service is one `ladder calibrate` accepts: a renamed
-/// flag would otherwise only show up as a failed timer run on a host.
+/// ladder-calibrate.service's exact command line, run as the timer starts it: the unit's
+/// environment and working directory, accounts whose tokens are systemd credentials, and no
+/// `$CREDENTIALS_DIRECTORY` (the unit loads no credentials: calibrating from the local results
+/// needs no token). It reads the results, applies a new version and writes the report; a
+/// renamed flag or a token looked up too early would fail the timer on every host.
 #[test]
-fn calibration_unit_command_line_is_accepted() {
+fn calibration_unit_runs_as_the_timer_starts_it() {
     let unit = std::fs::read_to_string(Path::new(UNITS).join("ladder-calibrate.service")).unwrap();
-    let exec = unit
-        .lines()
-        .find_map(|l| l.strip_prefix("ExecStart=/usr/local/bin/ladder "))
+    let value = |key: &str| -> Vec<String> {
+        unit.lines()
+            .filter_map(|l| l.strip_prefix(key))
+            .map(str::to_string)
+            .collect()
+    };
+    let exec = value("ExecStart=");
+    assert_eq!(exec.len(), 1, "one ExecStart: {exec:?}");
+    let exec = exec[0]
+        .strip_prefix("/usr/local/bin/ladder ")
         .expect("ExecStart runs /usr/local/bin/ladder");
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let state = d.dir.path().join("state");
-    std::fs::write(state.join("results.jsonl"), "").unwrap();
+    assert!(
+        !exec.contains("--fetch") && !exec.contains("--lichess-ratings")
+            || unit.lines().any(|l| l.starts_with("LoadCredential=")),
+        "a command that reads tokens needs the unit to load them"
+    );
+    let environment: Vec<(String, String)> = value("Environment=")
+        .iter()
+        .flat_map(|v| v.split_whitespace().map(str::to_string).collect::<Vec<_>>())
+        .filter_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect();
+    assert!(
+        environment
+            .iter()
+            .all(|(k, _)| k != "CREDENTIALS_DIRECTORY"),
+        "{environment:?}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let (etc, state) = (dir.path().join("etc"), dir.path().join("state"));
+    std::fs::create_dir(&etc).unwrap();
+    std::fs::create_dir(&state).unwrap();
+    let coefficients = state.join("coefficients.toml");
+    std::fs::copy(Path::new(FIXTURES).join("coefficients.toml"), &coefficients).unwrap();
+    let config = etc.join("accounts.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[daemon]\nresults = \"{s}/results.jsonl\"\ncoefficients = \"{s}/coefficients.toml\"\n\n\
+             [[accounts]]\nusername = \"ladder-l1\"\ntoken_file = \"credential:ladder_l1\"\n\
+             level = 1\ntarget_rating = 600\n\n\
+             [[accounts]]\nusername = \"ladder-l2\"\ntoken_file = \"credential:ladder_l2\"\n\
+             level = 2\ntarget_rating = 800\n",
+            s = state.display()
+        ),
+    )
+    .unwrap();
+    // 40 games a level: level 1 scores 75% against its 600 target (it must move), level 2 50%.
+    let mut log = ladder::results::ResultsLog::open(&state.join("results.jsonl")).unwrap();
+    for level in [1u32, 2] {
+        for i in 0..40 {
+            let result = match (level, i % 4) {
+                (1, 0) | (2, 0 | 1) => ladder::results::Outcome::Loss,
+                _ => ladder::results::Outcome::Win,
+            };
+            let mut r = ladder::results::sample_record(&format!("l{level}-{i}"), result);
+            r.account = format!("ladder-l{level}");
+            r.level = f64::from(level);
+            r.opponent.rating = Some(400.0 + 200.0 * f64::from(level));
+            log.append(&r).unwrap();
+        }
+    }
+    drop(log);
+
     let args: Vec<String> = exec
         .split_whitespace()
         .map(|a| {
-            a.replace("/etc/ladder/accounts.toml", d.config.to_str().unwrap())
+            a.replace("/etc/ladder", etc.to_str().unwrap())
                 .replace("/var/lib/ladder", state.to_str().unwrap())
         })
         .collect();
     assert!(args.iter().any(|a| a == "--apply"), "{exec}");
-    let args: Vec<&str> = args.iter().map(String::as_str).collect();
-    let out = ladder(&args, &[ENV_L1], "");
+    let out = Command::new(LADDER)
+        .args(&args)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("LADDER_LOG_STYLE", "journal")
+        .envs(environment.iter().map(|(k, v)| (k, v)))
+        .current_dir(&state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
     let t = text(&out);
-    // clap reports an unknown or malformed flag with exit code 2 and its usage line.
-    assert_ne!(out.status.code(), Some(2), "{t}");
+    assert!(out.status.success(), "{t}");
+    let now = ladder::levels::Coefficients::load(&coefficients).unwrap();
+    assert_eq!(now.version, 2, "{t}");
+    assert!(state.join("history/coefficients-v1.toml").exists(), "{t}");
+    assert!(state.join("report/calibration.md").exists(), "{t}");
+
+    // --fetch does read the tokens: without the credentials it stops, naming the account and
+    // its setting, and writes nothing.
+    let out = Command::new(LADDER)
+        .args(&args)
+        .arg("--fetch")
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .envs(environment.iter().map(|(k, v)| (k, v)))
+        .current_dir(&state)
+        .output()
+        .unwrap();
+    let t = text(&out);
+    assert!(!out.status.success(), "{t}");
     assert!(
-        !t.contains("unexpected argument") && !t.contains("Usage:"),
+        t.contains("account ladder-l1: token_file = \"credential:ladder_l1\"")
+            && t.contains("CREDENTIALS_DIRECTORY is not set"),
         "{t}"
+    );
+    assert_eq!(
+        ladder::levels::Coefficients::load(&coefficients).unwrap(),
+        now
     );
 }

@@ -353,6 +353,62 @@ fn bad_input_is_reported_and_changes_nothing() {
     uci.quit();
 }
 
+/// One line of bytes that are not UTF-8 (a GUI in Latin-1, a corrupted pipe) is one bad
+/// command: answered with an error, and the session goes on with its position and options.
+#[test]
+fn a_line_that_is_not_utf8_is_an_error_and_the_session_goes_on() {
+    let mut uci = Uci::spawn();
+    uci.set("Level", "2");
+    uci.send(&format!("position fen {ONE_MOVE_FEN}"));
+    uci.transcript
+        .push("> setoption name Gr\\xfc\\xdfe value 1".to_string());
+    uci.stdin
+        .write_all(b"setoption name Gr\xfc\xdfe value 1\n")
+        .unwrap();
+    uci.stdin.flush().unwrap();
+    let line = uci.next_line(TIMEOUT).expect("an answer to the bad line");
+    assert!(
+        line.starts_with("info string error: ") && line.contains("UTF-8"),
+        "{line:?}"
+    );
+    uci.ready();
+    let (lines, best) = uci.go("nodes 500");
+    assert_eq!(best, "a1b2", "the position is kept: {lines:?}");
+    assert!(
+        lines.iter().any(|l| l.starts_with("info string level 2 ")),
+        "the Level is kept: {lines:?}"
+    );
+    uci.quit();
+}
+
+/// A coefficients file whose hash would take 10^14 bytes is refused by name, and the engine
+/// keeps the coefficients it had instead of aborting on the allocation.
+#[test]
+fn a_huge_hash_in_the_coefficients_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge-hash.toml");
+    let text = Coefficients::DEFAULT_TOML.replacen("mb = 1\n", "mb = 100000000\n", 1);
+    assert_ne!(text, Coefficients::DEFAULT_TOML);
+    std::fs::write(&path, text).unwrap();
+    let mut uci = Uci::spawn();
+    uci.set("Coefficients", path.to_str().unwrap());
+    let line = uci.next_line(TIMEOUT).expect("an answer");
+    assert!(
+        line.starts_with("info string error: ") && line.contains("hash[0].mb"),
+        "{line:?}"
+    );
+    uci.set("Level", "1");
+    uci.send("position startpos");
+    let (lines, _) = uci.go("nodes 200");
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("info string level 1 ") && l.contains(" hash 1 ")),
+        "the built-in hash is kept: {lines:?}"
+    );
+    uci.quit();
+}
+
 /// The level `info string` line of a `go`.
 fn level_of(lines: &[String]) -> f64 {
     let line = lines

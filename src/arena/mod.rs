@@ -117,7 +117,7 @@ pub struct ArenaOptions {
     /// Results JSONL (appended; the schema `ladder calibrate` reads).
     #[arg(long, default_value = "arena-results.jsonl")]
     pub results: PathBuf,
-    /// PGN of every game, in schedule order.
+    /// PGN of every game, in schedule order (appended, as --results is).
     #[arg(long)]
     pub pgn: Option<PathBuf>,
     /// Play nothing: report on these arena results files (repeatable; e.g. several shards or
@@ -427,8 +427,8 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     }
     let mut pgn_writer = match &args.pgn {
         Some(path) => Some(
-            pgn::PgnWriter::create(path, games.iter().map(|g| g.index).collect())
-                .with_context(|| format!("creating PGN file {}", path.display()))?,
+            pgn::PgnWriter::append(path, games.iter().map(|g| g.index).collect())
+                .with_context(|| format!("opening PGN file {}", path.display()))?,
         ),
         None => None,
     };

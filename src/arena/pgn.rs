@@ -1,8 +1,8 @@
-//! PGN of arena games, written in schedule order (games finishing out of order wait for the
-//! ones before them), so a rerun with the same seed writes the same file.
+//! PGN of arena games, appended in schedule order (games finishing out of order wait for the
+//! ones before them), so a run with a given seed always adds the same games in the same order.
 
 use std::collections::BTreeMap;
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -122,14 +122,22 @@ pub struct PgnWriter {
 }
 
 impl PgnWriter {
-    /// Creates (truncates) `path`.
-    pub fn create(path: &Path, mut expected: Vec<usize>) -> io::Result<PgnWriter> {
+    /// Opens `path` for appending (creating it): like the results file, a new run adds its
+    /// games after the ones already there and never truncates them.
+    pub fn append(path: &Path, mut expected: Vec<usize>) -> io::Result<PgnWriter> {
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir)?;
         }
         expected.sort_unstable();
+        let mut file = OpenOptions::new().create(true).append(true).open(path)?;
+        // A file cut short (a crash mid-game) gets a blank line, so the next game's tags start
+        // a game of their own.
+        let len = file.metadata()?.len();
+        if len > 0 && !ends_with_blank_line(path, len)? {
+            file.write_all(b"\n\n")?;
+        }
         Ok(PgnWriter {
-            file: File::create(path)?,
+            file,
             expected,
             next: 0,
             pending: BTreeMap::new(),
@@ -156,4 +164,16 @@ impl PgnWriter {
         }
         self.file.flush()
     }
+}
+
+/// Whether the `len`-byte file at `path` ends with an empty line (as every game written here
+/// does).
+fn ends_with_blank_line(path: &Path, len: u64) -> io::Result<bool> {
+    use std::io::{Read, Seek, SeekFrom};
+    let mut tail = [0u8; 2];
+    let n = len.min(2) as usize;
+    let mut f = File::open(path)?;
+    f.seek(SeekFrom::Start(len - n as u64))?;
+    f.read_exact(&mut tail[..n])?;
+    Ok(&tail[..n] == b"\n\n")
 }

@@ -57,7 +57,11 @@ pub fn apply(
         ),
         Err(_) => write_atomically(&kept, &old_text)?,
     }
-    write_atomically(path, &format!("{HEADER}{}", next.to_toml()))?;
+    // Belt and braces: only a file the validator accepts (finite numbers, ratings and offsets
+    // in range, a sane hash) is ever written, whatever produced `next`.
+    let text = format!("{HEADER}{}", next.to_toml());
+    Coefficients::parse(&text, "the new coefficients").context("nothing written")?;
+    write_atomically(path, &text)?;
     Ok(kept)
 }
 
@@ -87,4 +91,31 @@ pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
         let _ = fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_absurd_proposal_is_never_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("coefficients.toml");
+        fs::write(&path, Coefficients::DEFAULT_TOML).unwrap();
+        let current = Coefficients::builtin();
+        let mut next = current.clone();
+        next.version += 1;
+        next.ratings.insert("3".into(), 3.1e300);
+        let err = apply(&path, &current, &next, &dir.path().join("history"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("nothing written"), "{err}");
+        assert_eq!(
+            fs::read_to_string(&path).unwrap(),
+            Coefficients::DEFAULT_TOML
+        );
+        next.ratings.insert("3".into(), 1010.0);
+        apply(&path, &current, &next, &dir.path().join("history")).unwrap();
+        assert_eq!(Coefficients::load(&path).unwrap(), next);
+    }
 }

@@ -137,6 +137,16 @@ fn parse_source(text: &str) -> Result<Source, String> {
 }
 
 impl CalibrateArgs {
+    /// Where the previous versions are kept (default: history/ beside the coefficients file).
+    fn history_dir(&self) -> PathBuf {
+        self.history_dir.clone().unwrap_or_else(|| {
+            self.coefficients
+                .parent()
+                .unwrap_or(Path::new("."))
+                .join("history")
+        })
+    }
+
     fn settings(&self, current: &Coefficients) -> anyhow::Result<Settings> {
         let versions = match (&self.versions, self.window) {
             (Some(v), _) => Versions::parse_range(v).map_err(anyhow::Error::msg)?,
@@ -168,6 +178,7 @@ impl CalibrateArgs {
                 max_step_elo: self.max_step,
                 ..UpdateConfig::default()
             },
+            history: BTreeMap::new(),
         })
     }
 
@@ -206,7 +217,10 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         return run_simulation(&args);
     }
     let current = Coefficients::load(&args.coefficients)?;
-    let settings = args.settings(&current)?;
+    let mut settings = args.settings(&current)?;
+    // Loading accounts.toml reads no token: calibrating from the local results needs none, so
+    // the timer's unit runs without the daemon's credentials. --fetch and --lichess-ratings
+    // read each account's token below, and a missing one names the account and its setting.
     let config = match &args.accounts {
         Some(path) => Some(Config::load(path)?),
         None => None,
@@ -284,7 +298,20 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             for (who, why) in &fetched.failures {
                 tracing::warn!("{who}: fetch failed: {why}");
             }
-            let (added, dup) = merge(&mut records, fetched.records.clone());
+            // Fetched games pass the same value checks as the lines of a results file.
+            let checked: Vec<GameRecord> = fetched
+                .records
+                .iter()
+                .filter(|r| match crate::results::check_record(r) {
+                    Ok(()) => true,
+                    Err(problem) => {
+                        tracing::warn!("skipped fetched game {}: {problem}", r.game_id);
+                        false
+                    }
+                })
+                .cloned()
+                .collect();
+            let (added, dup) = merge(&mut records, checked);
             duplicates += dup;
             if let Some(path) = &args.save_fetched {
                 let mut log = ResultsLog::open(path)
@@ -309,6 +336,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         }
     }
 
+    settings.history = older_versions(&records, &settings, &current, &args.history_dir());
     const MEASURED: &str = "calibrated";
     let mut result = pipeline::calibrate(&records, &current, &targets, &settings, MEASURED)?;
     // The description needs the number of games used, known only after selection.
@@ -323,14 +351,15 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     }
     let next = result.proposal.coefficients.clone();
 
-    let outcome = if args.apply {
-        let history = args.history_dir.clone().unwrap_or_else(|| {
-            args.coefficients
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("history")
-        });
-        let kept = apply::apply(&args.coefficients, &current, &next, &history)?;
+    let outcome = if !result.proposal.changed {
+        format!(
+            "No change: no level's parameters and no measured rating would change, so no new \
+             version is written; {} stays version {}.",
+            args.coefficients.display(),
+            current.version
+        )
+    } else if args.apply {
+        let kept = apply::apply(&args.coefficients, &current, &next, &args.history_dir())?;
         format!(
             "Applied: {} is now version {}; version {} kept as {}.",
             args.coefficients.display(),
@@ -341,6 +370,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     } else {
         "Dry run: nothing written; `--apply` writes this proposal.".to_string()
     };
+    tracing::info!("{outcome}");
     let ctx = report::ReportContext {
         perf: args.perf.to_string(),
         versions: settings.filter.versions.describe(),
@@ -373,13 +403,48 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         }
         None => print!("{markdown}"),
     }
-    if !args.apply {
+    if !args.apply && result.proposal.changed {
         println!(
             "\n## Proposed coefficients (not written)\n\n```toml\n{}```",
             next.to_toml()
         );
     }
     Ok(())
+}
+
+/// The older coefficients versions that games outside the window were played with, read from
+/// the history directory, so that select.rs can count the games of a level that plays the same
+/// now. A version whose file is missing or unreadable is left out (its games with it).
+fn older_versions(
+    records: &[GameRecord],
+    settings: &Settings,
+    current: &Coefficients,
+    history_dir: &Path,
+) -> BTreeMap<u32, Coefficients> {
+    let wanted: std::collections::BTreeSet<u32> = records
+        .iter()
+        .map(|r| r.coefficients_version)
+        .filter(|&v| v != current.version && v != 0 && !settings.filter.versions.contains(v))
+        .collect();
+    let mut out = BTreeMap::new();
+    for version in wanted {
+        let path = apply::history_path(history_dir, version);
+        if !path.exists() {
+            continue;
+        }
+        match Coefficients::load(&path) {
+            Ok(c) if c.version == version => {
+                out.insert(version, c);
+            }
+            Ok(c) => tracing::warn!(
+                "{} holds version {}, not {version}: its games are not compared",
+                path.display(),
+                c.version
+            ),
+            Err(e) => tracing::warn!("{e}: the games of version {version} are not compared"),
+        }
+    }
+    out
 }
 
 /// Appends the `fetched` records whose game id is not already in `records`; returns how many

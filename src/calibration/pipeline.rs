@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use super::estimate::{Estimate, Prior, estimate};
-use super::select::{Filter, Selection, select};
+use super::select::{Filter, Lineage, Selection, select_with};
 use super::update::{LevelInput, Proposal, UpdateConfig, UpdateError, propose};
 use crate::levels::{Coefficients, level_key};
 use crate::results::GameRecord;
@@ -63,6 +63,9 @@ pub struct Settings {
     /// Virtual draws against the target (0: pure maximum likelihood).
     pub prior_draws: u32,
     pub update: UpdateConfig,
+    /// Older coefficients versions by number (the history directory): a game of a version
+    /// outside the window counts for a level that plays the same in the current version.
+    pub history: BTreeMap<u32, Coefficients>,
 }
 
 /// The outcome of one pass.
@@ -92,7 +95,11 @@ pub fn calibrate(
     settings: &Settings,
     ratings_source: &str,
 ) -> Result<Calibration, UpdateError> {
-    let selection = select(records, &settings.filter);
+    let lineage = Lineage {
+        current,
+        older: &settings.history,
+    };
+    let selection = select_with(records, &settings.filter, Some(lineage));
     let mut levels: BTreeMap<String, f64> = selection
         .levels
         .values()

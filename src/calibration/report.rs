@@ -32,13 +32,16 @@ pub struct ReportContext {
 pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
     let p = &cal.proposal;
     let mut out = String::new();
+    let current = p.coefficients.version - 1;
+    let versions = if p.changed {
+        format!("v{current} → v{}", p.coefficients.version)
+    } else {
+        format!("v{current}, no change")
+    };
     let _ = writeln!(
         out,
-        "# Calibration report: {} ({}), coefficients v{} → v{}\n",
-        ctx.perf,
-        ctx.versions,
-        p.coefficients.version - 1,
-        p.coefficients.version
+        "# Calibration report: {} ({}), coefficients {versions}\n",
+        ctx.perf, ctx.versions,
     );
     let _ = writeln!(out, "{}\n", ctx.outcome);
     let _ = writeln!(out, "Inputs: {}", ctx.inputs.join(", "));
@@ -53,6 +56,15 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
         ctx.duplicates,
         ctx.read_warnings.len()
     );
+    if cal.selection.carried_over > 0 {
+        let _ = writeln!(
+            out,
+            "Of the games used, {} were played with an older coefficients version whose \
+             parameters for their level are those of v{current} (same nodes, noise, hash and \
+             endgame scaling).\n",
+            cal.selection.carried_over
+        );
+    }
     let _ = writeln!(out, "![rating by level]({})\n", ctx.svg_name);
     let _ = writeln!(out, "## Levels\n");
     let _ = writeln!(
@@ -174,7 +186,7 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
     );
     let _ = writeln!(
         out,
-        "| unreadable line (torn, malformed, newer schema) | {} |",
+        "| unreadable line (torn, not UTF-8, malformed, out of range, newer schema) | {} |",
         ctx.read_warnings.len()
     );
     if !ctx.read_warnings.is_empty() {

@@ -1,10 +1,15 @@
 //! Which logged games a calibration uses: filters by perf, source and coefficients version,
 //! leaves out games that say nothing about strength, and counts every game left out.
+//!
+//! A game of a version outside the window still counts for its level when that level plays
+//! exactly as it does in the current version ([`plays_alike`]: same nodes, noise, hash and
+//! endgame scaling): a new version that moves some levels must not throw away the games of the
+//! levels it left alone.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::estimate::{Observation, PROVISIONAL_RD, glicko_g};
-use crate::levels::level_key;
+use crate::levels::{Coefficients, LevelParams, level_key};
 use crate::results::{GameRecord, Source};
 
 /// Which coefficients versions count.
@@ -141,6 +146,35 @@ pub struct Selection {
     pub levels: BTreeMap<String, LevelGames>,
     pub excluded: Exclusions,
     pub used: usize,
+    /// Of `used`: games of an older version whose level plays as it does in the current one.
+    pub carried_over: usize,
+}
+
+/// The coefficients a calibration compares older games with: the current version, and the
+/// older versions known (from the history directory) by number.
+#[derive(Clone, Copy, Debug)]
+pub struct Lineage<'a> {
+    pub current: &'a Coefficients,
+    pub older: &'a BTreeMap<u32, Coefficients>,
+}
+
+/// Whether `level` plays the same under `a` and `b`: the same nodes and noise at full
+/// material, the same hash, and the same nodes and noise at every material ratio of the endgame
+/// scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
+/// level alone computes its parameters through other, rounded numbers.
+pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
+    let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
+    let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
+    close(raw_nodes(a), raw_nodes(b))
+        && a.max_nodes == b.max_nodes
+        && close(pa.noise_cp, pb.noise_cp)
+        && pa.hash_mb == pb.hash_mb
+        && (0..=64).all(|i| {
+            let r = f64::from(i) / 64.0;
+            close(pa.node_multiplier(r), pb.node_multiplier(r))
+                && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
+        })
 }
 
 /// Marks a record whose engine parameters are unknown (fetched from Lichess, not logged by us):
@@ -160,8 +194,19 @@ pub fn source_name(source: Source) -> &'static str {
 
 /// Sorts `records` into per-level samples, leaving out and counting what must not be used.
 pub fn select(records: &[GameRecord], filter: &Filter) -> Selection {
+    select_with(records, filter, None)
+}
+
+/// [`select`], also counting the games of versions outside the window whose level plays as it
+/// does in `lineage.current`.
+pub fn select_with(
+    records: &[GameRecord],
+    filter: &Filter,
+    lineage: Option<Lineage<'_>>,
+) -> Selection {
     let mut out = Selection::default();
     let mut exponent_sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut alike: HashMap<(u32, String), bool> = HashMap::new();
     for record in records {
         let ex = &mut out.excluded;
         if !filter.sources.is_empty() && !filter.sources.contains(&record.source) {
@@ -192,9 +237,24 @@ pub fn select(records: &[GameRecord], filter: &Filter) -> Selection {
             ex.unknown_version += 1;
             continue;
         }
+        // The exponent the game was played at, in the scale of the version it counts for.
+        let mut exponent = record.level + record.offset;
         if !filter.versions.contains(record.coefficients_version) {
-            ex.other_version += 1;
-            continue;
+            let carried = lineage.is_some_and(|l| {
+                let key = (record.coefficients_version, level_key(record.level));
+                *alike.entry(key).or_insert_with(|| {
+                    l.older
+                        .get(&record.coefficients_version)
+                        .is_some_and(|old| plays_alike(old, l.current, record.level))
+                })
+            });
+            if !carried {
+                ex.other_version += 1;
+                continue;
+            }
+            let current = lineage.expect("carried games have a lineage").current;
+            exponent = record.level + current.offset(record.level);
+            out.carried_over += 1;
         }
         let Some(opponent) = record.opponent.rating.filter(|r| r.is_finite()) else {
             ex.unrated_opponent += 1;
@@ -221,7 +281,7 @@ pub fn select(records: &[GameRecord], filter: &Filter) -> Selection {
         if uncertain.is_some() {
             level.provisional += 1;
         }
-        *exponent_sums.entry(key).or_default() += record.level + record.offset;
+        *exponent_sums.entry(key).or_default() += exponent;
         out.used += 1;
     }
     for (key, level) in out.levels.iter_mut() {
@@ -296,5 +356,47 @@ mod tests {
         assert_eq!(Versions::parse_range("3"), Ok(Versions::Range(3, 3)));
         assert!(Versions::parse_range("4..2").is_err());
         assert!(Versions::parse_range("x").is_err());
+    }
+
+    #[test]
+    fn games_of_an_older_version_count_where_the_level_plays_the_same() {
+        let v1 = Coefficients::builtin();
+        let mut v2 = v1.clone();
+        v2.version = 2;
+        v2.offsets.insert("4".into(), 0.5);
+        let mut records = Vec::new();
+        for (id, level, version) in [("same", 3.0, 1), ("moved", 4.0, 1), ("now", 4.0, 2)] {
+            let mut r = sample_record(id, Outcome::Win);
+            r.level = level;
+            r.coefficients_version = version;
+            records.push(r);
+        }
+        let mut f = filter();
+        f.versions = Versions::Range(2, 2);
+        // Without the older version's file, only the current version's game counts.
+        let s = select(&records, &f);
+        assert_eq!((s.used, s.excluded.other_version), (1, 2));
+        let older = BTreeMap::from([(1, v1.clone())]);
+        let lineage = Lineage {
+            current: &v2,
+            older: &older,
+        };
+        let s = select_with(&records, &f, Some(lineage));
+        assert_eq!((s.used, s.carried_over), (2, 1));
+        assert_eq!(
+            s.excluded.other_version, 1,
+            "level 4 moved: its v1 game is out"
+        );
+        assert_eq!(s.levels["3"].observations.len(), 1);
+        assert_eq!(s.levels["4"].observations.len(), 1);
+        // The endgame scaling is part of how a level plays.
+        let mut v3 = v1.clone();
+        v3.version = 3;
+        v3.endgame_levels_per_halving += 0.5;
+        assert!(plays_alike(&v1, &v1, 3.0));
+        assert!(!plays_alike(&v1, &v3, 3.0));
+        let mut v4 = v1.clone();
+        v4.hash[0].mb = 2;
+        assert!(!plays_alike(&v1, &v4, 3.0));
     }
 }

@@ -7,13 +7,16 @@
 //! games, and zero for a level already within 2·SE of its target. Each level's step comes from
 //! its OWN estimate: a line alone cannot hit evenly spaced targets when rating is concave in x.
 //! The new exponents are then written in the closed form of CALIBRATION.md: fit x' = p + q·L,
-//! n0' = n0·b^p, b' = b^q, s0' = s0·d^p, d' = d^q, and keep each level's residual as its offset,
-//! so every level plays exactly at its new exponent.
+//! n0' = n0·b^p, b' = b^q, s0' = s0·d^p, d' = d^q, k' = k/q (the endgame scaling unchanged),
+//! and keep each level's residual as its offset, so every level plays exactly at its new
+//! exponent and a level left alone plays exactly as before. When nothing moves, the proposal
+//! keeps the parametrisation and says it changes nothing ([`Proposal::changed`]).
 
 use std::collections::BTreeMap;
 
 use super::estimate::Estimate;
 use super::fit::{LineFit, weighted_line};
+use super::select::plays_alike;
 use crate::levels::{Coefficients, LevelParams, level_key};
 
 /// The knobs of the update rule.
@@ -100,6 +103,9 @@ pub struct LevelUpdate {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Proposal {
     pub coefficients: Coefficients,
+    /// Whether the proposal changes anything: a level's parameters or a measured rating. A
+    /// proposal that does not is never written as a new version.
+    pub changed: bool,
     pub levels: Vec<LevelUpdate>,
     /// Rating against x over the levels with enough games, when two or more had.
     pub fit: Option<LineFit>,
@@ -239,36 +245,46 @@ pub fn propose(
         }
     }
 
-    // Closed form: the best line x_new ≈ p + q·L becomes the new (n0, b, s0, d); what the
-    // line misses stays as the level's offset. x_old-scale exponent = p + q · x_new-scale.
-    let pairs: Vec<(f64, f64, f64)> = updates.iter().map(|u| (u.0.level, u.4, 1.0)).collect();
-    let (p, q) = match weighted_line(&pairs) {
-        Ok(line) if line.slope > 0.0 => (line.intercept, line.slope.clamp(0.25, 4.0)),
-        _ => (
-            pairs.iter().map(|(l, x, _)| x - l).sum::<f64>() / pairs.len() as f64,
-            1.0,
-        ),
-    };
     let mut next = current.clone();
     next.version = current.version + 1;
     next.calibration_cycle = cycle;
-    next.n0 = current.n0 * current.b.powf(p);
-    next.b = current.b.powf(q);
-    next.s0 = current.s0 * current.d.powf(p);
-    next.d = current.d.powf(q);
-    let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
-    // Offsets of levels this run does not see keep their old exponent.
-    let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
-    for key in current.offsets.keys() {
-        if let Ok(level) = key.parse::<f64>() {
-            offsets.insert(key.clone(), to_offset(level, exponent(level)));
+    // When no exponent moves, the parametrisation stays as it is: a refit would only shuffle
+    // float dust between n0, b and the offsets.
+    let moved_any = updates.iter().any(|u| u.4 != u.3);
+    let (mut p, mut q) = (0.0, 1.0);
+    if moved_any {
+        // Closed form: the best line x_new ≈ p + q·L becomes the new (n0, b, s0, d); what the
+        // line misses stays as the level's offset. x_old-scale exponent = p + q · x_new-scale.
+        let pairs: Vec<(f64, f64, f64)> = updates.iter().map(|u| (u.0.level, u.4, 1.0)).collect();
+        (p, q) = match weighted_line(&pairs) {
+            Ok(line) if line.slope > 0.0 => (line.intercept, line.slope.clamp(0.25, 4.0)),
+            _ => (
+                pairs.iter().map(|(l, x, _)| x - l).sum::<f64>() / pairs.len() as f64,
+                1.0,
+            ),
+        };
+        next.n0 = current.n0 * current.b.powf(p);
+        next.b = current.b.powf(q);
+        next.s0 = current.s0 * current.d.powf(p);
+        next.d = current.d.powf(q);
+        // The endgame scaling is held in engine terms: k halvings of the old scale's levels are
+        // k/q of the new one's, so b'^(k/q) = b^k and a level left alone plays exactly as before
+        // (its games keep counting, see select.rs).
+        next.endgame_levels_per_halving = current.endgame_levels_per_halving / q;
+        let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
+        // Offsets of levels this run does not see keep their old exponent.
+        let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
+        for key in current.offsets.keys() {
+            if let Ok(level) = key.parse::<f64>() {
+                offsets.insert(key.clone(), to_offset(level, exponent(level)));
+            }
         }
+        for u in &updates {
+            offsets.insert(level_key(u.0.level), to_offset(u.0.level, u.4));
+        }
+        offsets.retain(|_, o| *o != 0.0);
+        next.offsets = offsets;
     }
-    for u in &updates {
-        offsets.insert(level_key(u.0.level), to_offset(u.0.level, u.4));
-    }
-    offsets.retain(|_, o| *o != 0.0);
-    next.offsets = offsets;
     let mut measured_levels = 0;
     for u in &updates {
         if let Some(e) =
@@ -283,9 +299,24 @@ pub fn propose(
     if measured_levels > 0 {
         next.ratings_source = ratings_source.to_string();
     }
-    // Round-trip through the validator: a proposal that cannot be loaded is never written.
+    // Round-trip through the validator (finite numbers, ratings and offsets in range): a
+    // proposal that cannot be loaded is never written.
     let next = Coefficients::parse(&next.to_toml(), "proposed coefficients")
         .map_err(|e| UpdateError::Invalid(e.to_string()))?;
+    // Every level the files name or this run saw: does any play differently, or has a
+    // measured rating changed? If not, there is nothing to write.
+    let mut compared: Vec<f64> = updates.iter().map(|u| u.0.level).collect();
+    compared.extend(
+        current
+            .offsets
+            .keys()
+            .chain(current.ratings.keys())
+            .filter_map(|k| k.parse::<f64>().ok()),
+    );
+    let changed = next.ratings != current.ratings
+        || compared
+            .iter()
+            .any(|&level| !plays_alike(current, &next, level));
 
     let levels = updates
         .into_iter()
@@ -311,6 +342,7 @@ pub fn propose(
         .collect();
     Ok(Proposal {
         coefficients: next,
+        changed,
         levels,
         fit,
         cycle,
@@ -544,5 +576,72 @@ mod tests {
         assert_eq!(p.levels[0].status, Status::Held);
         assert_eq!(p.levels[0].nodes_new, p.levels[0].nodes_old);
         assert!(!p.notes.is_empty());
+    }
+
+    #[test]
+    fn a_level_left_alone_plays_exactly_as_before() {
+        let mut c = base();
+        // Offsets from an earlier cycle: the refit below is not the identity.
+        c.offsets.insert("2".into(), 0.3);
+        c.offsets.insert("4".into(), -0.2);
+        let inputs = vec![
+            LevelInput {
+                level: 1.0,
+                target: Some(600.0),
+                estimate: est(610.0, 25.0, 200),
+            },
+            LevelInput {
+                level: 2.0,
+                target: Some(800.0),
+                estimate: est(700.0, 25.0, 200),
+            },
+            LevelInput {
+                level: 3.0,
+                target: Some(1000.0),
+                estimate: est(900.0, 25.0, 10),
+            },
+            LevelInput {
+                level: 4.0,
+                target: Some(1200.0),
+                estimate: est(1300.0, 25.0, 200),
+            },
+        ];
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert!(p.changed);
+        assert_ne!(p.q, 1.0, "the test needs a refit that rescales the levels");
+        for u in &p.levels {
+            let alike = plays_alike(&c, &p.coefficients, u.level);
+            assert_eq!(alike, u.status != Status::Moved, "{u:?}");
+        }
+    }
+
+    #[test]
+    fn nothing_moving_changes_nothing() {
+        let mut c = base();
+        c.offsets.insert("2".into(), 0.3);
+        // Too few games everywhere: no level moves, no rating is measured.
+        let inputs: Vec<_> = (1..=4)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(400.0 + 200.0 * l as f64),
+                estimate: est(500.0 * l as f64, 40.0, 5),
+            })
+            .collect();
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert!(!p.changed, "{:?}", p.notes);
+        assert_eq!((p.p, p.q), (0.0, 1.0));
+        assert_eq!(p.coefficients.offsets, c.offsets);
+        assert_eq!((p.coefficients.n0, p.coefficients.b), (c.n0, c.b));
+        // A measured rating alone is a change worth a version.
+        let measured: Vec<_> = inputs
+            .iter()
+            .map(|i| LevelInput {
+                estimate: est(i.target.unwrap() + 1.0, 40.0, 200),
+                ..i.clone()
+            })
+            .collect();
+        let p = propose(&c, &measured, &UpdateConfig::default(), "t").unwrap();
+        assert!(p.levels.iter().all(|u| u.status == Status::Converged));
+        assert!(p.changed);
     }
 }

@@ -118,25 +118,33 @@ pub struct PoolHandle {
 }
 
 impl SearchPool {
-    pub fn new(threads: usize) -> SearchPool {
+    /// Starts `threads` search threads; fails (never panics) when the system refuses one
+    /// (a unit's TasksMax, the user's process limit).
+    pub fn new(threads: usize) -> std::io::Result<SearchPool> {
         let threads = threads.max(1);
         let shared = Arc::new(Shared {
             threads,
             ..Shared::default()
         });
-        let handles = (0..threads)
-            .map(|i| {
-                let shared = Arc::clone(&shared);
-                std::thread::Builder::new()
-                    .name(format!("search-{i}"))
-                    .spawn(move || worker(&shared))
-                    .expect("spawn search thread")
-            })
-            .collect();
-        SearchPool {
+        let mut pool = SearchPool {
             shared,
-            threads: handles,
+            threads: Vec::with_capacity(threads),
+        };
+        for i in 0..threads {
+            let shared = Arc::clone(&pool.shared);
+            let handle = std::thread::Builder::new()
+                .name(format!("search-{i}"))
+                .spawn(move || worker(&shared))
+                // Dropping `pool` stops the threads already started.
+                .map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("cannot start search thread {} of {threads}: {e}", i + 1),
+                    )
+                })?;
+            pool.threads.push(handle);
         }
+        Ok(pool)
     }
 
     pub fn handle(&self) -> PoolHandle {
@@ -269,7 +277,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_job_gets_a_legal_move_and_its_player_back() {
-        let pool = SearchPool::new(2);
+        let pool = SearchPool::new(2).unwrap();
         let h = pool.handle();
         let rxs: Vec<_> = (0..8).map(|i| h.submit(job(i))).collect();
         for rx in rxs {
@@ -302,7 +310,7 @@ mod tests {
 
     #[tokio::test]
     async fn cancelled_job_is_dropped() {
-        let pool = SearchPool::new(1);
+        let pool = SearchPool::new(1).unwrap();
         let j = job(1);
         j.cancel.store(true, AtomicOrdering::SeqCst);
         assert!(pool.handle().submit(j).await.is_err());

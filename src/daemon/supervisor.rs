@@ -172,7 +172,7 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
     } = spec;
     let (results, writer) = results_writer::start(&results_path)
         .with_context(|| format!("cannot open the results log {}", results_path.display()))?;
-    let pool = SearchPool::new(config.daemon.search_threads);
+    let pool = SearchPool::new(config.daemon.search_threads).context("daemon.search_threads")?;
     let (coefficients_tx, coefficients_rx) = watch::channel(Arc::new(coefficients));
     let starter = Starter {
         clients,

@@ -59,28 +59,8 @@ impl fmt::Display for Token {
     }
 }
 
-/// A sentence describing why a token file's permissions are too open (readable by group or
-/// others), or `None` when they are fine or cannot be inspected. `ladder check` reports it.
-pub fn token_file_permission_problem(path: &Path) -> Option<String> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path).ok()?.permissions().mode();
-        if mode & 0o077 != 0 {
-            return Some(format!(
-                "token file {} is accessible by group or others (mode {:o}); run chmod 600 on it",
-                path.display(),
-                mode & 0o777
-            ));
-        }
-        None
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = path;
-        None
-    }
-}
+/// The permission rule lives with the other token-setting rules.
+pub use crate::credentials::token_file_permission_problem;
 
 #[cfg(test)]
 mod tests {
