@@ -19,5 +19,4 @@ pub mod logging;
 pub mod perft;
 pub mod results;
 pub mod sandbox;
-pub mod search_control;
 pub mod uci;

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::search_control::SearchControl;
 use crate::engine::{Engine, Game, SearchParams, SearchResult};
-use crate::search_control::SearchControl;
 
 /// One search to run.
 pub struct SearchJob {
