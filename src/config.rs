@@ -11,10 +11,8 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::lichess::{Perf, Speed, Token};
-
-/// Longest chat line Lichess accepts.
-pub const MAX_CHAT_CHARS: usize = 140;
+use crate::daemon::chat::{LONGEST_USERNAME, longest_line};
+use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
@@ -258,16 +256,6 @@ impl Account {
         };
         Token::new(&raw, &origin).map_err(|e| problem(e.to_string()))
     }
-}
-
-/// Fills `{me}` and `{opponent}` in a chat template and cuts it to what Lichess accepts.
-pub fn chat_line(template: &str, me: &str, opponent: &str) -> String {
-    template
-        .replace("{me}", me)
-        .replace("{opponent}", opponent)
-        .chars()
-        .take(MAX_CHAT_CHARS)
-        .collect()
 }
 
 impl Config {
@@ -541,11 +529,13 @@ impl Validator<'_> {
                 0..=DAY_S,
                 1800,
             )?,
+            // Often enough to see the daemon is alive in `journalctl -f`, rarely enough not
+            // to drown the games.
             status_interval_s: self.count(
                 &d.status_interval_s,
                 "daemon.status_interval_s",
                 1..=DAY_S,
-                crate::logging::STATUS_INTERVAL.as_secs(),
+                300,
             )?,
         };
         let defaults = self.challenge(
@@ -644,11 +634,10 @@ impl Validator<'_> {
                 match line {
                     None => Ok(None),
                     Some(l) if l.get_ref().trim().is_empty() => Ok(None),
-                    // Checked with the placeholders filled by the longest Lichess username (30).
-                    Some(l) if chat_len(l.get_ref()) > MAX_CHAT_CHARS => self.invalid(
+                    Some(l) if longest_line(l.get_ref()) > MAX_CHAT_CHARS => self.invalid(
                         l.span(),
                         &key(name),
-                        &format!("longer than {MAX_CHAT_CHARS} characters once {{me}}/{{opponent}} are filled (30 characters each)"),
+                        &format!("longer than {MAX_CHAT_CHARS} characters once {{me}}/{{opponent}} are filled ({LONGEST_USERNAME} characters each)"),
                     ),
                     Some(l) => Ok(Some(l.get_ref().clone())),
                 }
@@ -820,16 +809,6 @@ impl Validator<'_> {
     }
 }
 
-fn chat_len(template: &str) -> usize {
-    chat_line_untruncated(template, &"x".repeat(30), &"x".repeat(30))
-        .chars()
-        .count()
-}
-
-fn chat_line_untruncated(template: &str, me: &str, opponent: &str) -> String {
-    template.replace("{me}", me).replace("{opponent}", opponent)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -901,17 +880,13 @@ target_rating = 600
     }
 
     #[test]
-    fn chat_lines_are_checked_and_filled() {
+    fn chat_lines_that_cannot_fit_are_refused() {
         let text = format!(
             "{MINIMAL}greeting = \"{}\"\n",
             "a".repeat(120) + "{opponent}"
         );
         let err = parse(&text).unwrap_err().to_string();
         assert!(err.contains("accounts[0].greeting"), "{err}");
-        assert_eq!(
-            chat_line("Hi {opponent}, I am {me}", "L1", "bob"),
-            "Hi bob, I am L1"
-        );
     }
 
     #[test]

@@ -20,5 +20,4 @@ pub mod perft;
 pub mod player;
 pub mod results;
 pub mod sandbox;
-pub mod search_control;
 pub mod uci;

@@ -1,10 +1,14 @@
 //! Opening positions for arena games: a built-in set of short, balanced, well-known lines, or
-//! positions loaded from an EPD or PGN file. Each opening is played with both colours by the
-//! schedule, so a lopsided line costs both players equally.
+//! positions loaded from an EPD or PGN file (PGN read by `pgn-reader`, shakmaty's own). Each
+//! opening is played with both colours by the schedule, so a lopsided line costs both players
+//! equally.
 
+use std::cell::Cell;
+use std::io::Read;
+use std::ops::ControlFlow;
 use std::path::Path;
 
-use shakmaty::san::SanPlus;
+use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
 use crate::engine::{Game, GameError};
@@ -174,127 +178,158 @@ fn epd_id(line: &str) -> Option<String> {
     Some(line[start..start + len].to_string())
 }
 
-/// PGN: every game becomes an opening (its `FEN` tag, if any, plus its main line).
+/// PGN: every game becomes an opening (its `FEN` tag, if any, plus its main line). Standard
+/// PGN as `pgn-reader` reads it: comments, NAGs, variations and `%` escape lines are skipped.
+/// An error names the line where its game starts.
 pub fn parse_pgn(text: &str, origin: &str) -> Result<Vec<Opening>, OpeningsError> {
+    let consumed = Cell::new(0);
+    let mut reader = Reader::new(Counting {
+        rest: text.as_bytes(),
+        consumed: &consumed,
+    });
     let mut out = Vec::new();
-    let mut tags: Vec<(String, String)> = Vec::new();
-    let mut movetext = String::new();
-    let mut first_line = 1;
-    let flush = |tags: &mut Vec<(String, String)>,
-                 movetext: &mut String,
-                 line: usize,
-                 out: &mut Vec<Opening>|
-     -> Result<(), OpeningsError> {
-        if tags.is_empty() && movetext.trim().is_empty() {
-            return Ok(());
-        }
+    loop {
+        // Skips blank lines and `%` lines, so what is buffered now starts the next game.
+        let more = reader.has_more();
+        let line = line_of(text, consumed.get() - reader.buffer().len());
         let err = |message: String| OpeningsError::Parse {
             path: origin.to_string(),
             line,
             message,
         };
-        let tag = |name: &str| {
-            tags.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.clone())
+        if !more.map_err(|e| err(e.to_string()))? {
+            return Ok(out);
+        }
+        let Some(game) = reader
+            .read_game(&mut OpeningVisitor)
+            .map_err(|e| err(e.to_string()))?
+        else {
+            return Ok(out);
         };
-        let fen = tag("FEN");
-        let game = Game::new(fen.as_deref(), false).map_err(|e| err(e.to_string()))?;
-        let moves = san_line_to_uci(game.position(), movetext_tokens(movetext))
-            .map_err(|e| err(e.to_string()))?;
-        let name = tag("Opening")
-            .or_else(|| tag("Event").filter(|e| !e.is_empty() && e != "?"))
+        let game = game.map_err(err)?;
+        let name = game
+            .name
             .unwrap_or_else(|| format!("{origin} #{}", out.len() + 1));
-        out.push(Opening { name, fen, moves });
-        tags.clear();
-        movetext.clear();
-        Ok(())
-    };
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim();
-        if line.starts_with('[') {
-            // A tag after movetext starts the next game.
-            if !movetext.trim().is_empty() {
-                flush(&mut tags, &mut movetext, first_line, &mut out)?;
-            }
-            if tags.is_empty() {
-                first_line = i + 1;
-            }
-            if let Some((k, v)) = parse_tag(line) {
-                tags.push((k, v));
-            }
-        } else {
-            if tags.is_empty() && movetext.trim().is_empty() {
-                first_line = i + 1;
-            }
-            movetext.push_str(line);
-            movetext.push('\n');
+        out.push(Opening {
+            name,
+            fen: game.fen,
+            moves: game.moves,
+        });
+    }
+}
+
+/// The text as a reader that counts what `pgn-reader` has taken from it.
+struct Counting<'a> {
+    rest: &'a [u8],
+    consumed: &'a Cell<usize>,
+}
+
+impl Read for Counting<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.rest.read(buf)?;
+        self.consumed.set(self.consumed.get() + n);
+        Ok(n)
+    }
+}
+
+/// 1-based line of a byte offset.
+fn line_of(text: &str, offset: usize) -> usize {
+    text.as_bytes()[..offset.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// One PGN game as an opening's parts.
+struct PgnGame {
+    name: Option<String>,
+    fen: Option<String>,
+    moves: Vec<String>,
+}
+
+#[derive(Default)]
+struct PgnTags {
+    fen: Option<String>,
+    opening: Option<String>,
+    event: Option<String>,
+}
+
+/// The main line so far, and the position it reached.
+struct MainLine {
+    tags: PgnTags,
+    position: Chess,
+    moves: Vec<String>,
+}
+
+/// Turns each game's tags and main line into a [`PgnGame`]; an illegal move or a bad `FEN`
+/// ends the game with an error. Variations are skipped (the visitor's default).
+struct OpeningVisitor;
+
+impl Visitor for OpeningVisitor {
+    type Tags = PgnTags;
+    type Movetext = MainLine;
+    type Output = Result<PgnGame, String>;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, PgnTags> {
+        ControlFlow::Continue(PgnTags::default())
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut PgnTags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        let value = Some(value.decode_utf8_lossy().into_owned());
+        if name.eq_ignore_ascii_case(b"FEN") {
+            tags.fen = value;
+        } else if name.eq_ignore_ascii_case(b"Opening") {
+            tags.opening = value;
+        } else if name.eq_ignore_ascii_case(b"Event") {
+            tags.event = value;
+        }
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: PgnTags) -> ControlFlow<Self::Output, MainLine> {
+        match Game::new(tags.fen.as_deref(), false) {
+            Ok(game) => ControlFlow::Continue(MainLine {
+                position: game.position().clone(),
+                tags,
+                moves: Vec::new(),
+            }),
+            Err(e) => ControlFlow::Break(Err(e.to_string())),
         }
     }
-    flush(&mut tags, &mut movetext, first_line, &mut out)?;
-    Ok(out)
-}
 
-fn parse_tag(line: &str) -> Option<(String, String)> {
-    let inner = line.trim().strip_prefix('[')?.strip_suffix(']')?;
-    let (name, rest) = inner.split_once(char::is_whitespace)?;
-    let value = rest.trim().strip_prefix('"')?.strip_suffix('"')?;
-    Some((name.to_string(), value.replace("\\\"", "\"")))
-}
-
-/// The SAN tokens of a PGN main line: comments, variations, NAGs, move numbers and the result
-/// are dropped.
-fn movetext_tokens(text: &str) -> impl Iterator<Item = &str> {
-    let mut tokens = Vec::new();
-    let mut depth = 0usize;
-    let mut in_comment = false;
-    for line in text.lines() {
-        let mut rest = line;
-        if !in_comment && depth == 0 {
-            // `;` starts a comment that runs to the end of the line.
-            if let Some(pos) = rest.find(';') {
-                rest = &rest[..pos];
+    fn san(&mut self, line: &mut MainLine, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        match san_plus.san.to_move(&line.position) {
+            Ok(m) => {
+                line.moves
+                    .push(shakmaty::uci::UciMove::from_standard(m).to_string());
+                line.position.play_unchecked(m);
+                ControlFlow::Continue(())
             }
-        }
-        let mut start = None;
-        for (i, c) in rest.char_indices() {
-            let separator = in_comment || c.is_whitespace() || matches!(c, '{' | '}' | '(' | ')');
-            if separator {
-                if let Some(s) = start.take()
-                    && depth == 0
-                {
-                    tokens.push(&rest[s..i]);
-                }
-            } else if start.is_none() {
-                start = Some(i);
-            }
-            match c {
-                '{' if !in_comment => in_comment = true,
-                '}' if in_comment => in_comment = false,
-                '(' if !in_comment => depth += 1,
-                ')' if !in_comment => depth = depth.saturating_sub(1),
-                _ => {}
-            }
-        }
-        if let Some(s) = start
-            && depth == 0
-            && !in_comment
-        {
-            tokens.push(&rest[s..]);
+            Err(e) => ControlFlow::Break(Err(format!("{san_plus} is not legal here: {e}"))),
         }
     }
-    tokens.into_iter().filter_map(|t| {
-        // "12." "12..." and "12.e4" all carry a move number before the move.
-        let t = t.trim_start_matches(|c: char| c.is_ascii_digit() || c == '.');
-        let t = t.trim_end_matches(['!', '?']);
-        let skip = t.is_empty()
-            || t.starts_with('$')
-            || matches!(t, "*" | "1-0" | "0-1" | "1/2-1/2" | "-0" | "-1" | "/2-1/2");
-        (!skip).then_some(t)
-    })
+
+    fn end_game(&mut self, line: MainLine) -> Self::Output {
+        let PgnTags {
+            fen,
+            opening,
+            event,
+        } = line.tags;
+        Ok(PgnGame {
+            name: opening.or_else(|| event.filter(|e| !e.is_empty() && e != "?")),
+            fen,
+            moves: line.moves,
+        })
+    }
 }
 
-/// Plays SAN moves from `start`, returning them in UCI notation.
+/// Plays SAN moves from `start`, returning them in UCI notation (the built-in lines).
 fn san_line_to_uci<'a>(
     start: &Chess,
     san: impl Iterator<Item = &'a str>,
@@ -338,6 +373,34 @@ mod tests {
         assert_eq!(openings[0].moves, ["e2e4", "e7e5", "g1f3", "b8c6"]);
         assert_eq!(openings[1].moves, ["e2e3", "e8d7"]);
         assert!(openings[1].fen.is_some());
+    }
+
+    /// Standard PGN as other tools write it: `%` escape lines, `;` and `{}` comments, NAGs,
+    /// nested variations, several games; an error names the line its game starts on.
+    #[test]
+    fn pgn_with_escapes_comments_nags_and_variations_reads() {
+        let pgn = "% exported by some tool\n\
+                   [Event \"?\"]\n[Site \"?\"]\n\n\
+                   1. d4 ; a rest-of-line comment\n\
+                   1... Nf6 $10 2. c4 {a comment (with parens)} e6 \
+                   (2... g6 3. Nc3 (3. g3) Bg7) 3. Nc3 Bb4 $1 0-1\n\n\
+                   %another escape\n\
+                   [Event \"Gruenfeld\"]\n\n1. d4 Nf6 2. c4 g6 3. Nc3 d5 *\n\n\
+                   [Event \"broken\"]\n\n1. e4 e5 2. Ke3 *\n";
+        let err = parse_pgn(pgn, "t.pgn").unwrap_err().to_string();
+        assert!(err.starts_with("t.pgn:13: "), "{err}");
+        assert!(err.contains("Ke3"), "{err}");
+        let good = &pgn[..pgn.find("[Event \"broken\"]").unwrap()];
+        let openings = parse_pgn(good, "t.pgn").unwrap();
+        assert_eq!(openings.len(), 2);
+        assert_eq!(openings[0].name, "t.pgn #1", "an Event of ? is no name");
+        assert_eq!(
+            openings[0].moves,
+            ["d2d4", "g8f6", "c2c4", "e7e6", "b1c3", "f8b4"]
+        );
+        assert_eq!(openings[1].name, "Gruenfeld");
+        assert_eq!(openings[1].moves.len(), 6);
+        assert!(openings[1].game().is_ok());
     }
 
     #[test]

@@ -9,6 +9,9 @@
 //! such games behind running ones until they lost on time, and a game that has started costs
 //! the same whether we like it or not. A `gameStart` for a game that already has an actor (the
 //! stream reopened and Lichess re-sent it) is ignored: one game, one actor.
+//!
+//! The actor runs in its account's span and starts each game actor in a child span, so log
+//! lines name the account and the game without repeating them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -16,6 +19,7 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
@@ -23,15 +27,16 @@ use crate::lichess::backoff::Backoff;
 use crate::lichess::{
     BackoffPolicy, ChallengeId, ChallengeJson, Client, Event, GameEventInfo, GameId, LichessError,
 };
-use crate::logging::{AccountStatus, DailyTally};
+use crate::logging::game_span;
 use crate::results::Source;
 
-use super::game::{self, GameContext, GameExit, sleep_or_stop};
+use super::game::{self, GameContext, GameExit};
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
-use super::shutdown::RunState;
+use super::shutdown::{RunState, sleep_or_stop};
+use super::status::{AccountStatus, DailyTally};
 use super::tracker::GameSetup;
 
 /// How long an accepted challenge holds its slot while waiting for its `gameStart`.
@@ -146,14 +151,14 @@ impl Actor {
                 }
                 Err(e) => {
                     let delay = backoff.next_delay();
-                    tracing::warn!(account = %self.username, "event stream: {e}; retrying in {delay:?}");
+                    tracing::warn!("event stream: {e}; retrying in {delay:?}");
                     if self.wait_or_stop(delay).await {
                         return Ok(());
                     }
                     continue;
                 }
             };
-            tracing::info!(account = %self.username, "event stream open");
+            tracing::info!("event stream open");
             let mut tick = tokio::time::interval(Duration::from_secs(1));
             loop {
                 tokio::select! {
@@ -163,7 +168,7 @@ impl Actor {
                             self.on_event(event).await;
                         }
                         Err(end) => {
-                            tracing::warn!(account = %self.username, "event stream ended ({end}); reconnecting");
+                            tracing::warn!("event stream ended ({end}); reconnecting");
                             break;
                         }
                     },
@@ -231,7 +236,7 @@ impl Actor {
                     GameExit::Recorded => self.today.record(&self.username, SystemTime::now()),
                     GameExit::Stopped => {}
                     GameExit::Failed(why) => {
-                        tracing::warn!(account = %self.username, game = %id, "game abandoned: {why}")
+                        tracing::warn!(game = %id, "game abandoned: {why}")
                     }
                 }
             }
@@ -241,7 +246,7 @@ impl Actor {
                 if let Some(id) = &id {
                     self.running.remove(id);
                 }
-                tracing::error!(account = %self.username, game = ?id, "game actor failed: {e}");
+                tracing::error!(game = ?id, "game actor failed: {e}");
             }
         }
     }
@@ -265,7 +270,7 @@ impl Actor {
         self.reserved.retain(|id, r| {
             let keep = now.duration_since(r.at) < RESERVATION;
             if !keep {
-                tracing::info!(account = %self.username, game = %id, "accepted challenge never started; slot released");
+                tracing::info!(game = %id, "accepted challenge never started; slot released");
             }
             keep
         });
@@ -278,11 +283,11 @@ impl Actor {
             Event::Challenge { challenge, .. } => self.on_challenge(*challenge).await,
             Event::GameStart { game } => self.on_game_start(*game),
             Event::GameFinish { game } => {
-                tracing::debug!(account = %self.username, game = %game.game_id, "gameFinish");
+                tracing::debug!(game = %game.game_id, "gameFinish");
             }
             Event::ChallengeCanceled { challenge } => {
                 if self.reserved.remove(&challenge.id.game_id()).is_some() {
-                    tracing::info!(account = %self.username, challenge = %challenge.id, "challenge canceled; slot released");
+                    tracing::info!(challenge = %challenge.id, "challenge canceled; slot released");
                 }
             }
             Event::ChallengeDeclined { .. } | Event::Unknown { .. } => {}
@@ -336,7 +341,7 @@ impl Actor {
             {
                 Ok(()) => {
                     tracing::info!(
-                        account = %self.username, challenge = %c.id, challenger = %c.challenger.name,
+                        challenge = %c.id, challenger = %c.challenger.name,
                         variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
                     );
                     self.reserved.insert(
@@ -349,7 +354,7 @@ impl Actor {
                     );
                 }
                 Err(e) => {
-                    tracing::warn!(account = %self.username, challenge = %c.id, "accept failed: {e}")
+                    tracing::warn!(challenge = %c.id, "accept failed: {e}")
                 }
             },
             (Decision::Decline(_), _) | (Decision::Accept, None) => {
@@ -358,11 +363,11 @@ impl Actor {
                     Decision::Accept => policy::Reason::Later,
                 };
                 tracing::info!(
-                    account = %self.username, challenge = %c.id, challenger = %c.challenger.name,
+                    challenge = %c.id, challenger = %c.challenger.name,
                     variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
                 );
                 if let Err(e) = self.ctx.client.decline_challenge(&c.id, reason).await {
-                    tracing::warn!(account = %self.username, challenge = %c.id, "decline failed: {e}");
+                    tracing::warn!(challenge = %c.id, "decline failed: {e}");
                 }
             }
         }
@@ -371,7 +376,7 @@ impl Actor {
     fn on_game_start(&mut self, info: GameEventInfo) {
         let id = info.game_id.clone();
         if self.running.contains_key(&id) {
-            tracing::debug!(account = %self.username, game = %id, "gameStart for a running game ignored");
+            tracing::debug!(game = %id, "gameStart for a running game ignored");
             return;
         }
         let opponent = info
@@ -385,7 +390,7 @@ impl Actor {
             None => match Arc::clone(&self.ctx.global_slots).try_acquire_owned() {
                 Ok(p) => Some(p),
                 Err(_) => {
-                    tracing::warn!(account = %self.username, game = %id, "game started over the global limit: playing it anyway");
+                    tracing::warn!(game = %id, "game started over the global limit: playing it anyway");
                     None
                 }
             },
@@ -420,9 +425,10 @@ impl Actor {
                 _permit: permit,
             },
         );
+        let span = game_span(&tracing::Span::current(), id.as_str());
         let task = self
             .games
-            .spawn(async move { (id.clone(), game::run(ctx).await) })
+            .spawn(async move { (id.clone(), game::run(ctx).await) }.instrument(span))
             .id();
         self.tasks.insert(task, info.game_id);
     }

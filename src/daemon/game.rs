@@ -2,7 +2,8 @@
 //! resuming from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared
 //! pool with the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves,
 //! chats, aborts a game whose opponent never moves, declines offers, and writes the game's
-//! record once.
+//! record once. It runs in its game's span (`logging::game_span`): its log lines name the
+//! game through it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,10 +15,11 @@ use crate::lichess::backoff::Backoff;
 use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 use crate::player::LevelPlayer;
 
+use super::chat::chat_line;
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
-use super::shutdown::RunState;
+use super::shutdown::{RunState, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::player::clock::{think_time, urgency_ms};
 
@@ -67,8 +69,6 @@ pub async fn run(ctx: GameContext) -> GameExit {
     let id = ctx.setup.game_id.clone();
     let params = &ctx.setup.params;
     tracing::info!(
-        game = %id,
-        account = %ctx.setup.username,
         seed = ctx.setup.seed,
         level = params.level,
         nodes = params.nodes,
@@ -105,7 +105,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                         | LichessError::Forbidden { .. }
                 ));
                 let delay = backoff.next_delay();
-                tracing::warn!(game = %id, "game stream: {e}; retrying in {delay:?}");
+                tracing::warn!("game stream: {e}; retrying in {delay:?}");
                 if sleep_or_stop(delay, &mut run_state).await {
                     return GameExit::Stopped;
                 }
@@ -141,12 +141,12 @@ pub async fn run(ctx: GameContext) -> GameExit {
                             Err(e) => return GameExit::Failed(e.to_string()),
                         },
                         Ok(GameEvent::OpponentGone(gone)) => {
-                            tracing::info!(game = %id, gone = gone.gone, "opponent gone");
+                            tracing::info!(gone = gone.gone, "opponent gone");
                             Vec::new()
                         }
                         Ok(_) => Vec::new(),
                         Err(end) => {
-                            tracing::info!(game = %id, "game stream ended ({end}); reconnecting");
+                            tracing::info!("game stream ended ({end}); reconnecting");
                             reconnect = true;
                             Vec::new()
                         }
@@ -158,7 +158,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                         Ok(done) => {
                             let got_at = Instant::now();
                             tracing::debug!(
-                                game = %id, ply = p.ply, nodes = done.result.nodes, depth = done.result.depth,
+                                ply = p.ply, nodes = done.result.nodes, depth = done.result.depth,
                                 queued_ms = done.queued.as_millis() as u64,
                                 searched_ms = done.searched.as_millis() as u64, "search done"
                             );
@@ -172,7 +172,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
                                         reconnect = true;
                                     }
                                 }
-                                _ => tracing::debug!(game = %id, ply = p.ply, "search result dropped: the game moved on"),
+                                _ => tracing::debug!(ply = p.ply, "search result dropped: the game moved on"),
                             }
                         }
                         // Cancelled or pool gone: allow a new search on the next state.
@@ -182,9 +182,9 @@ pub async fn run(ctx: GameContext) -> GameExit {
                 }
                 _ = tokio::time::sleep_until(abort_due.into()), if abort_armed => {
                     abort_sent = true;
-                    tracing::info!(game = %id, "opponent made no first move in {:?}: aborting", ctx.abort_after);
+                    tracing::info!("opponent made no first move in {:?}: aborting", ctx.abort_after);
                     if let Err(e) = ctx.client.abort(&id).await {
-                        tracing::warn!(game = %id, "abort: {e}");
+                        tracing::warn!("abort: {e}");
                     }
                     Vec::new()
                 }
@@ -214,7 +214,11 @@ pub async fn run(ctx: GameContext) -> GameExit {
                             urgency_ms: urgency_ms(clock),
                             cancel: Arc::clone(&cancel),
                         };
-                        tracing::debug!(game = %id, ply, limit_ms = limit.as_millis() as u64, "search submitted");
+                        tracing::debug!(
+                            ply,
+                            limit_ms = limit.as_millis() as u64,
+                            "search submitted"
+                        );
                         let rx = ctx.pool.submit(job);
                         pending = Some(Pending {
                             ply,
@@ -225,15 +229,15 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     }
                     Action::Move { .. } => {}
                     Action::DeclineDraw => {
-                        tracing::info!(game = %id, "declining a draw offer");
+                        tracing::info!("declining a draw offer");
                         if let Err(e) = ctx.client.draw(&id, false).await {
-                            tracing::warn!(game = %id, "decline draw: {e}");
+                            tracing::warn!("decline draw: {e}");
                         }
                     }
                     Action::DeclineTakeback => {
-                        tracing::info!(game = %id, "declining a takeback");
+                        tracing::info!("declining a takeback");
                         if let Err(e) = ctx.client.takeback(&id, false).await {
-                            tracing::warn!(game = %id, "decline takeback: {e}");
+                            tracing::warn!("decline takeback: {e}");
                         }
                     }
                     Action::Finished(record) => {
@@ -241,23 +245,20 @@ pub async fn run(ctx: GameContext) -> GameExit {
                         drop(pending.take());
                         let record = *record;
                         tracing::info!(
-                            game = %id, account = %record.account, result = ?record.result,
+                            result = ?record.result,
                             status = %record.status, moves = record.moves.split_whitespace().count(),
                             opponent = %record.opponent.name, "game over"
                         );
                         match ctx.results.append(record).await {
                             Ok(true) => {}
-                            Ok(false) => tracing::info!(game = %id, "already in the results log"),
-                            Err(e) => tracing::error!(game = %id, "results log: {e}"),
+                            Ok(false) => tracing::info!("already in the results log"),
+                            Err(e) => tracing::error!("results log: {e}"),
                         }
                         if let Some(goodbye) = &ctx.goodbye {
-                            let text = crate::config::chat_line(
-                                goodbye,
-                                &ctx.setup.username,
-                                &tracker.opponent_name(),
-                            );
+                            let text =
+                                chat_line(goodbye, &ctx.setup.username, &tracker.opponent_name());
                             if let Err(e) = ctx.client.chat(&id, ChatRoom::Player, &text).await {
-                                tracing::debug!(game = %id, "goodbye chat: {e}");
+                                tracing::debug!("goodbye chat: {e}");
                             }
                         }
                         return GameExit::Recorded;
@@ -282,12 +283,12 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
     match ctx.client.make_move(id, uci, false).await {
         Ok(()) => {
             tracker.on_move_posted(ply);
-            tracing::info!(game = %id, ply, "move {uci}");
+            tracing::info!(ply, "move {uci}");
             true
         }
         Err(e) => {
             tracker.on_move_failed(ply);
-            tracing::warn!(game = %id, ply, "move {uci} not accepted: {e}");
+            tracing::warn!(ply, "move {uci} not accepted: {e}");
             false
         }
     }
@@ -295,14 +296,13 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
 
 async fn greet(ctx: &GameContext, tracker: &Tracker) {
     if let Some(greeting) = &ctx.greeting {
-        let text =
-            crate::config::chat_line(greeting, &ctx.setup.username, &tracker.opponent_name());
+        let text = chat_line(greeting, &ctx.setup.username, &tracker.opponent_name());
         if let Err(e) = ctx
             .client
             .chat(&ctx.setup.game_id, ChatRoom::Player, &text)
             .await
         {
-            tracing::debug!(game = %ctx.setup.game_id, "greeting: {e}");
+            tracing::debug!("greeting: {e}");
         }
     }
 }
@@ -314,29 +314,6 @@ pub(crate) fn reconnect_policy() -> BackoffPolicy {
         cap: Duration::from_secs(10),
         max_attempts: u32::MAX,
     }
-}
-
-/// Resolves once the daemon is stopped (or its supervisor is gone).
-pub(crate) async fn stopped(run_state: &mut watch::Receiver<RunState>) {
-    if run_state
-        .wait_for(|s| *s == RunState::Stopped)
-        .await
-        .is_err()
-    {
-        // The supervisor is gone: nothing will ever stop us more clearly than that.
-    }
-}
-
-/// Sleeps; `true` when the daemon was stopped meanwhile.
-pub(crate) async fn sleep_or_stop(
-    delay: Duration,
-    run_state: &mut watch::Receiver<RunState>,
-) -> bool {
-    tokio::select! {
-        _ = tokio::time::sleep(delay) => {}
-        _ = stopped(run_state) => return true,
-    }
-    *run_state.borrow() == RunState::Stopped
 }
 
 pub(crate) fn unix_ms() -> i64 {

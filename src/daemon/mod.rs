@@ -3,23 +3,29 @@
 //! - [`supervisor`]: start-up checks, the daemon's life (drain, stop, reload),
 //! - [`account`]: one actor per account (event stream, challenges, limits, game actors),
 //! - [`game`]: one actor per game (game stream, searches, moves, chat, the record),
+//! - [`chat`]: the greeting and goodbye lines,
 //! - [`tracker`]: the game actor's decisions as a pure state machine,
 //! - [`policy`]: accept or decline a challenge,
 //! - [`pool`]: the shared search threads (most urgent game first),
+//! - [`search_control`]: the pool's observer (move deadline, cancel flag),
 //! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
 //! - [`results_writer`]: the thread that owns the results log,
-//! - [`shutdown`]: run states and OS signals,
+//! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
+//! - [`status`]: the periodic status line,
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
+pub mod chat;
 pub mod game;
 pub mod policy;
 pub mod pool;
 pub mod reader;
 pub mod results_writer;
 pub mod run;
+pub mod search_control;
 pub mod shutdown;
+pub mod status;
 pub mod supervisor;
 pub mod tracker;
 

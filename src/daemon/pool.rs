@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use super::search_control::SearchControl;
 use crate::engine::{Game, SearchResult};
 use crate::player::LevelPlayer;
-use crate::search_control::SearchControl;
 
 /// One search to run.
 pub struct SearchJob {

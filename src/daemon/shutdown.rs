@@ -3,8 +3,11 @@
 //!
 //! SIGTERM/SIGINT: the first one drains (no new games; running games finish within the grace
 //! period), the second one stops now. SIGHUP reloads accounts.toml and the coefficients.
+//! [`stopped`] and [`sleep_or_stop`] let an actor wait without outliving a stop.
 
-use tokio::sync::mpsc;
+use std::time::Duration;
+
+use tokio::sync::{mpsc, watch};
 
 /// How far the daemon is from exiting; published on a `watch` channel.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -22,6 +25,26 @@ pub enum Control {
     /// First stop request drains, the next one stops.
     Shutdown,
     Reload,
+}
+
+/// Resolves once the daemon is stopped (or its supervisor is gone).
+pub async fn stopped(run_state: &mut watch::Receiver<RunState>) {
+    if run_state
+        .wait_for(|s| *s == RunState::Stopped)
+        .await
+        .is_err()
+    {
+        // The supervisor is gone: nothing will ever stop us more clearly than that.
+    }
+}
+
+/// Sleeps; `true` when the daemon was stopped meanwhile.
+pub async fn sleep_or_stop(delay: Duration, run_state: &mut watch::Receiver<RunState>) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(delay) => {}
+        _ = stopped(run_state) => return true,
+    }
+    *run_state.borrow() == RunState::Stopped
 }
 
 /// Forwards SIGTERM, SIGINT and SIGHUP to `tx` until the receiver is gone.

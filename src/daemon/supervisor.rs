@@ -11,17 +11,19 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::{Semaphore, mpsc, watch};
 use tokio::task::JoinSet;
+use tracing::Instrument;
 
 use crate::config::{Account, Config};
 use crate::levels::Coefficients;
 use crate::lichess::{Client, ClientConfig, LichessError};
-use crate::logging::{AccountStatus, Status, status_line};
+use crate::logging::account_span;
 use crate::results::Source;
 
 use super::account::{self, AccountContext, AccountSettings};
 use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
 use super::shutdown::{Control, RunState};
+use super::status::{AccountStatus, Status, status_line};
 
 /// Builds the client configuration of an account (its token from the environment or a file,
 /// or the sandbox's). Errors are shown to the user: they must never contain the token.
@@ -150,7 +152,8 @@ impl Starter {
             latency: self.latency.clone(),
             status: status_tx,
         };
-        set.spawn(async move { (username, account::run(ctx).await) });
+        let span = account_span(&username);
+        set.spawn(async move { (username, account::run(ctx).await) }.instrument(span));
         AccountSlot {
             settings: settings_tx,
             run_state: state_tx,

@@ -755,6 +755,9 @@ impl ChatRoom {
     }
 }
 
+/// Longest chat line Lichess accepts (characters).
+pub const MAX_CHAT_CHARS: usize = 140;
+
 /// `ChatLineEvent`.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ChatLine {

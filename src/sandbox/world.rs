@@ -20,7 +20,7 @@ use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
     ChatRoom, Color, Compat, DeclineReason, Event, GameClock, GameEvent, GameEventInfo,
     GameEventOpponent, GameEventPlayer, GameFull, GamePerf, GameState, GameStatus, GameStatusObj,
-    OpponentGone, PerfRating, UserExtended, Variant,
+    MAX_CHAT_CHARS, OpponentGone, PerfRating, UserExtended, Variant,
 };
 use crate::lichess::{ChallengeId, GameId, Perf, TimeControl};
 
@@ -864,7 +864,7 @@ impl World {
             Action::Draw(yes) => entry.game.draw(color, yes, now, now_ms),
             Action::Takeback(yes) => entry.game.takeback(color, yes, now, now_ms),
             Action::Chat { room, text } => {
-                if text.chars().count() > 140 {
+                if text.chars().count() > MAX_CHAT_CHARS {
                     return Err(ApiError::BadRequest("Chat message too long".into()));
                 }
                 let line = ChatLine {
