@@ -132,6 +132,7 @@ mod tests {
         assert!(err.to_string().contains("challenge id"), "{err}");
         let map: std::collections::HashMap<GameId, u8> = [(id.clone(), 1)].into();
         assert_eq!(map.get("abcd1234"), Some(&1));
-        assert!("abcd1234".to_string() == id);
+        let on_disk: String = "abcd1234".into();
+        assert!(on_disk == id);
     }
 }
