@@ -212,6 +212,53 @@ fn an_anchor_match_records_its_games_resumes_and_feeds_the_fit() {
 }
 
 #[test]
+fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed() {
+    let dir = tempfile::tempdir().unwrap();
+    let results = dir.path().join("r.jsonl");
+    let summary = run_match(&args(&[
+        "--level",
+        "3",
+        "--anchor",
+        "greedy",
+        "--games-per-pairing",
+        "2",
+        "--seed",
+        "11",
+        "--judge-depth",
+        "6",
+        "--results",
+        results.to_str().unwrap(),
+    ]))
+    .unwrap();
+    if !Path::new(Judge::STOCKFISH).exists() {
+        eprintln!("skipped the judging: {} is not installed", Judge::STOCKFISH);
+        assert!(summary.report.contains("not judged"), "{}", summary.report);
+        return;
+    }
+    assert!(summary.report.contains("## Move quality (2 games judged by Stockfish"));
+    let names: Vec<&str> = summary.players.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["level-3", "greedy"]);
+    let (level, greedy) = (&summary.quality[0], &summary.quality[1]);
+    assert!(level.moves > 0 && greedy.moves > 0);
+    // A searching engine loses fewer centipawns and blunders less than a material grabber.
+    assert!(level.acpl() < greedy.acpl(), "{level:?} vs {greedy:?}");
+    assert!(
+        level.rate(level.blunders) < greedy.rate(greedy.blunders),
+        "{level:?} vs {greedy:?}"
+    );
+    let section = summary.report.split("## Move quality").nth(1).unwrap();
+    for name in names {
+        assert!(
+            section
+                .lines()
+                .any(|l| l.starts_with(&format!("| {name} | ")) && l.ends_with("% |")),
+            "{}",
+            summary.report
+        );
+    }
+}
+
+#[test]
 fn the_judge_finds_the_blunder_of_fools_mate() {
     let stockfish = Path::new(Judge::STOCKFISH);
     if !stockfish.exists() {

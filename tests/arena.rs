@@ -17,8 +17,12 @@ struct Cli {
     args: ArenaOptions,
 }
 
+/// Arena options; the moves are not judged (tests/anchors.rs covers the judge), which keeps
+/// these matches fast.
 fn args(list: &[&str]) -> ArenaOptions {
-    let argv = std::iter::once("arena").chain(list.iter().copied());
+    let argv = ["arena", "--judge-depth", "0"]
+        .into_iter()
+        .chain(list.iter().copied());
     Cli::try_parse_from(argv)
         .expect("valid arena arguments")
         .args
