@@ -250,7 +250,9 @@ pub enum Line {
     Record(Box<GameRecord>),
     /// A record of another kind (`"record": "anchor-game"`: the arena's games between
     /// anchors), not a game of ours.
-    Other { game_id: Option<String> },
+    Other {
+        game_id: Option<String>,
+    },
     Skipped(ReadWarning),
 }
 

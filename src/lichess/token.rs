@@ -3,7 +3,6 @@
 //! permissions.
 
 use std::fmt;
-use std::path::Path;
 
 /// A Lichess personal access token. `Debug` and `Display` print `lip_***`, so a token that
 /// ends up in a log line or an error message by accident reveals nothing.
