@@ -235,7 +235,11 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
         assert!(summary.report.contains("not judged"), "{}", summary.report);
         return;
     }
-    assert!(summary.report.contains("## Move quality (2 games judged by Stockfish"));
+    assert!(
+        summary
+            .report
+            .contains("## Move quality (2 games judged by Stockfish")
+    );
     let names: Vec<&str> = summary.players.iter().map(|p| p.name.as_str()).collect();
     assert_eq!(names, ["level-3", "greedy"]);
     let (level, greedy) = (&summary.quality[0], &summary.quality[1]);

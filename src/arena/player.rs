@@ -698,17 +698,25 @@ mod tests {
         let game = Game::new(Some("4k3/8/8/3q4/4P3/2N5/8/4K3 w - - 0 1"), false).unwrap();
         for seed in 0..10 {
             let mut rng = seed;
-            let m = MoverStyle::Greedy.choose(game.position(), &mut rng).unwrap();
+            let m = MoverStyle::Greedy
+                .choose(game.position(), &mut rng)
+                .unwrap();
             assert_eq!(game.to_uci(m), "e4d5");
         }
         // A mate in one beats any capture (Rxd1 wins a knight, Ra8 mates).
         let game = Game::new(Some("6k1/5ppp/8/8/8/8/8/R2n2K1 w - - 0 1"), false).unwrap();
         let mut rng = 3;
-        let m = MoverStyle::Greedy.choose(game.position(), &mut rng).unwrap();
+        let m = MoverStyle::Greedy
+            .choose(game.position(), &mut rng)
+            .unwrap();
         assert_eq!(game.to_uci(m), "a1a8");
         // No legal move, no choice.
         let mated = Game::new(Some("R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"), false).unwrap();
-        assert!(MoverStyle::Random.choose(mated.position(), &mut rng).is_none());
+        assert!(
+            MoverStyle::Random
+                .choose(mated.position(), &mut rng)
+                .is_none()
+        );
     }
 
     #[test]
