@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
-# The anchor tournament of calibration/anchors.toml (see calibration/ANCHORS.md): two runs on one
-# worker, each resumable (run the same command again: games already in its results file are
-# skipped), each stopped by SIGINT at its time budget (the games in progress finish; the
-# schedule goes round by round, so every pairing has the same number of games, ±1).
+# The anchor tournament of calibration/anchors.toml (see calibration/ANCHORS.md), in three runs on
+# one worker, each stopped by SIGINT at its time budget (the schedule goes round by round, so every
+# pairing has the same number of games, ±1; the game in progress when the budget ends is recorded
+# as a fault, because the signal reaches the engines too, and left out of the fit). Each run is
+# resumable: the same command again skips the games already in its results file.
 #   A: the bottom and middle of the scale, cheap games, many of them;
-#   B: the top, where one game costs 30-80 s on this machine, fewer.
+#   B: the top, where one game costs 15-80 s on this machine, fewer;
+#   C: a player between Lichess AI 2 and 3, which A showed never score against each other.
 # Lichess AI 7 and 8 and sf2850 are not played: a game costs a minute or more here.
-# Then the joint fit of both, pinned, written into calibration/anchors.toml.
+# Usage: run-tournament.sh [A] [B] [C]   (default: all three), then the fit (ANCHORS.md).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 LADDER=${LADDER:-target/release/ladder}
-BUDGET_A=${BUDGET_A:-2000}
-BUDGET_B=${BUDGET_B:-1400}
+RUNS=${*:-A B C}
 A="$LADDER arena --anchors-file calibration/anchors.toml \
   --anchor random,greedy,lichess-ai-1,lichess-ai-2,lichess-ai-3,sf1350,sf1500,lichess-ai-4,sf1800,lichess-ai-5,sf2000,lichess-ai-6 \
   --neighbours 2 --games-per-pairing 40 --seed 9001 --concurrency 1 --judge-depth 0 \
@@ -20,7 +21,17 @@ B="$LADDER arena --anchors-file calibration/anchors.toml \
   --anchor sf2000,lichess-ai-6,sf2200,sf2400 \
   --neighbours 2 --games-per-pairing 40 --seed 9002 --concurrency 1 --judge-depth 0 \
   --results calibration/anchors/games-b.jsonl --report calibration/anchors/report-b.md"
-echo "A: $A"
-timeout -s INT -k 300 "$BUDGET_A" $A > /dev/null || true
-echo "B: $B"
-timeout -s INT -k 300 "$BUDGET_B" $B > /dev/null || true
+C="$LADDER arena --anchors-file calibration/anchors.toml \
+  --anchor greedy,lichess-ai-2,fsf-skill-3,lichess-ai-3 \
+  --neighbours 2 --games-per-pairing 30 --seed 9003 --concurrency 1 --judge-depth 0 \
+  --results calibration/anchors/games-c.jsonl --report calibration/anchors/report-c.md"
+for run in $RUNS; do
+  case $run in
+    A) cmd=$A budget=${BUDGET_A:-2000} ;;
+    B) cmd=$B budget=${BUDGET_B:-1400} ;;
+    C) cmd=$C budget=${BUDGET_C:-600} ;;
+    *) echo "unknown run $run (A, B or C)" >&2; exit 2 ;;
+  esac
+  echo "$run: $cmd"
+  timeout -s INT -k 300 "$budget" $cmd > /dev/null || true
+done

@@ -217,7 +217,7 @@ fn fit_anchors(args: &ArenaOptions) -> anyhow::Result<String> {
             date: utc_date().replace('.', "-"),
             games: scored.iter().filter(|g| !g.fault).count() as u64,
             tournament: args.tournament_command.clone(),
-            command: std::env::args().collect::<Vec<_>>().join(" "),
+            command: command_line(),
             results: args
                 .from_results
                 .iter()
@@ -236,6 +236,23 @@ fn fit_anchors(args: &ArenaOptions) -> anyhow::Result<String> {
         text.push_str(&format!("\nWrote {}\n", path.display()));
     }
     Ok(text)
+}
+
+/// This process's command line as a shell would take it (`ladder` for the binary's path).
+fn command_line() -> String {
+    std::iter::once("ladder".to_string())
+        .chain(std::env::args().skip(1).map(|a| {
+            if !a.is_empty()
+                && a.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_./=,:+@".contains(c))
+            {
+                a
+            } else {
+                format!("'{}'", a.replace('\'', r"'\''"))
+            }
+        }))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The report of games already played, read back from arena results files. A game between two
