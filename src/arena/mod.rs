@@ -164,6 +164,8 @@ pub struct MatchSummary {
     pub report: String,
     pub seed: u64,
     pub elapsed: Duration,
+    /// Ctrl-C stopped the match: the games in progress finished, the rest were not played.
+    pub interrupted: bool,
 }
 
 pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
@@ -471,7 +473,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let total = games.len();
     let mut scored = Vec::with_capacity(total);
     let terminal = std::io::stderr().is_terminal();
-    let judged = runtime.block_on(async {
+    let (judged, interrupted) = runtime.block_on(async {
         let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
         let stop = Arc::new(AtomicBool::new(false));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PlayedGame>();
@@ -561,7 +563,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
             eprintln!("judging the last games...");
         }
         let judged = judge_task.await.context("the judge task")?;
-        anyhow::Ok(judged)
+        anyhow::Ok((judged, interrupted))
     })?;
     if let Some(w) = pgn_writer {
         w.finish().context("writing the PGN")?;
@@ -595,6 +597,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         report: text,
         seed,
         elapsed,
+        interrupted,
     })
 }
 

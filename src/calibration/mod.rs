@@ -2,6 +2,7 @@
 //! This file is the `ladder calibrate` command line; each step lives in its own module.
 
 pub mod apply;
+pub mod arena_loop;
 pub mod estimate;
 pub mod fetch;
 pub mod fit;
@@ -102,6 +103,37 @@ pub struct CalibrateArgs {
     /// Show each account's current Lichess rating beside the estimate. Needs --accounts.
     #[arg(long, requires = "accounts")]
     pub lichess_ratings: bool,
+    /// Calibrate offline: play the levels against the anchors in the arena, cycle after
+    /// cycle, applying each proposal to --coefficients, until every level has --final-games
+    /// games at parameters that no longer move or --budget is spent. Needs one --results file
+    /// (the loop's own, appended) and targets; the same command resumes a stopped run.
+    #[arg(long, conflicts_with_all = ["simulate", "fetch", "dry_run", "apply"])]
+    pub arena: bool,
+    /// --arena: the levels to calibrate (`1..10`, `1,3,5`; repeatable; default 1..10).
+    #[arg(long = "level", value_name = "LEVELS", requires = "arena")]
+    pub levels: Vec<String>,
+    /// --arena: games every level gets at its final parameters (--min-games is the count a
+    /// level needs before it may move).
+    #[arg(long, default_value_t = 200, requires = "arena")]
+    pub final_games: usize,
+    /// --arena: games the loop may play in all (its results file's games count).
+    #[arg(long, default_value_t = 5000, requires = "arena")]
+    pub budget: usize,
+    /// --arena: games per batch (one level against its anchors).
+    #[arg(long, default_value_t = 12, requires = "arena")]
+    pub batch: usize,
+    /// --arena: anchors each batch plays, chosen by how much a game against them tells.
+    #[arg(long, default_value_t = 3, requires = "arena")]
+    pub anchors_per_level: usize,
+    /// --arena: anchors rated less certainly than this (standard error, Elo) are left out.
+    #[arg(long, default_value_t = 150.0, requires = "arena")]
+    pub max_anchor_se: f64,
+    /// --arena: the anchors file (default: the built-in calibration/anchors.toml).
+    #[arg(long, value_name = "FILE", requires = "arena")]
+    pub anchors_file: Option<PathBuf>,
+    /// --arena: games played at once (default: number of cores).
+    #[arg(long, requires = "arena")]
+    pub concurrency: Option<usize>,
     /// Run the simulator instead of reading results.
     #[arg(long)]
     pub simulate: bool,
@@ -111,7 +143,7 @@ pub struct CalibrateArgs {
     /// Simulation: games per level per cycle.
     #[arg(long, default_value_t = 200)]
     pub games: usize,
-    /// Simulation: random seed.
+    /// Simulation: random seed; --arena: the seed every batch's seed derives from.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     /// Simulation: the start's b is the reference's times this factor.
@@ -215,6 +247,9 @@ impl CalibrateArgs {
 pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if args.simulate {
         return run_simulation(&args);
+    }
+    if args.arena {
+        return run_arena_loop(&args);
     }
     let current = Coefficients::load(&args.coefficients)?;
     let mut settings = args.settings(&current)?;
@@ -415,7 +450,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
 /// The older coefficients versions that games outside the window were played with, read from
 /// the history directory, so that select.rs can count the games of a level that plays the same
 /// now. A version whose file is missing or unreadable is left out (its games with it).
-fn older_versions(
+pub(super) fn older_versions(
     records: &[GameRecord],
     settings: &Settings,
     current: &Coefficients,
@@ -445,6 +480,61 @@ fn older_versions(
         }
     }
     out
+}
+
+/// `--arena`: the offline loop against the anchors (arena_loop.rs), with this command's
+/// targets and update settings; only arena games count.
+fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
+    let [results] = args.results.as_slice() else {
+        bail!("--arena needs exactly one --results FILE: the loop's own games, appended");
+    };
+    let config = match &args.accounts {
+        Some(path) => Some(Config::load(path)?),
+        None => None,
+    };
+    let targets = args.targets(config.as_ref())?;
+    let mut levels = Vec::new();
+    let lists = if args.levels.is_empty() {
+        vec!["1..10".to_string()]
+    } else {
+        args.levels.clone()
+    };
+    for list in &lists {
+        levels.extend(crate::arena::player::parse_levels(list).map_err(anyhow::Error::msg)?);
+    }
+    levels.sort_by(f64::total_cmp);
+    levels.dedup();
+    if args.min_games == 0 || args.batch == 0 || args.anchors_per_level == 0 {
+        bail!("--min-games, --batch and --anchors-per-level must be at least 1");
+    }
+    let cfg = arena_loop::LoopSettings {
+        levels,
+        per_cycle: args.min_games,
+        final_games: args.final_games.max(args.min_games),
+        budget: args.budget,
+        batch: args.batch,
+        anchors_per_level: args.anchors_per_level,
+        max_anchor_se: args.max_anchor_se,
+        concurrency: args
+            .concurrency
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1),
+        seed: args.seed,
+        anchors_file: args.anchors_file.clone(),
+        results: results.clone(),
+        coefficients: args.coefficients.clone(),
+        history_dir: args.history_dir(),
+        report_dir: args.report_dir.clone().unwrap_or_else(|| {
+            results
+                .parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        }),
+    };
+    arena_loop::run(&cfg, &targets, |current| {
+        let mut settings = args.settings(current)?;
+        settings.filter.sources = vec![Source::Arena];
+        Ok(settings)
+    })
 }
 
 /// Appends the `fetched` records whose game id is not already in `records`; returns how many

@@ -159,8 +159,8 @@ pub struct Lineage<'a> {
 }
 
 /// Whether `level` plays the same under `a` and `b`: the same nodes and noise at full
-/// material, the same hash, and the same nodes and noise at every material ratio of the endgame
-/// scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
+/// material, the same hash, and the same nodes, noise and chance of a blind move at every
+/// material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
 /// level alone computes its parameters through other, rounded numbers.
 pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
@@ -174,6 +174,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             let r = f64::from(i) / 64.0;
             close(pa.node_multiplier(r), pb.node_multiplier(r))
                 && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
+                && close(pa.blindness_at(r), pb.blindness_at(r))
         })
 }
 

@@ -35,6 +35,12 @@ fn nice_step(span: f64, count: f64) -> f64 {
 
 /// The plot of one calibration pass; `perf` names the rating pool on the y axis.
 pub fn plot(cal: &Calibration, perf: &str) -> String {
+    plot_with_anchors(cal, perf, &[])
+}
+
+/// [`plot`] with the anchors' ratings as labelled horizontal lines (those inside the plotted
+/// range), so each level can be read against the players it was measured with.
+pub fn plot_with_anchors(cal: &Calibration, perf: &str, anchors: &[(String, f64)]) -> String {
     let levels = &cal.proposal.levels;
     let points: Vec<(f64, f64, f64)> = levels
         .iter()
@@ -173,6 +179,19 @@ pub fn plot(cal: &Calibration, perf: &str) -> String {
             polyline(&fitted)
         );
     }
+    let _ = writeln!(s, r#"<g class="anchors">"#);
+    for (name, rating) in anchors.iter().filter(|(_, r)| *r >= y0 && *r <= y1) {
+        let _ = writeln!(
+            s,
+            r##"<g class="anchor" data-anchor="{name}" data-rating="{rating:.0}"><line x1="{LEFT}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="#999" stroke-dasharray="2 3"/><text x="{tx:.1}" y="{ty:.1}" fill="#666" font-size="10">{name} {rating:.0}</text></g>"##,
+            name = xml(name),
+            y = py(*rating),
+            x2 = LEFT + plot_w,
+            tx = LEFT + plot_w + 4.0,
+            ty = py(*rating) + 3.0,
+        );
+    }
+    let _ = writeln!(s, "</g>");
     let _ = writeln!(s, r#"<g class="measured">"#);
     for (level, rating, ci) in &points {
         let _ = writeln!(

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use super::estimate::Estimate;
 use super::fit::{LineFit, weighted_line};
 use super::select::plays_alike;
-use crate::levels::{Coefficients, LevelParams, level_key};
+use crate::levels::{BlindnessCurve, Coefficients, LevelParams, level_key};
 
 /// The knobs of the update rule.
 #[derive(Clone, Debug, PartialEq)]
@@ -271,6 +271,13 @@ pub fn propose(
         // k/q of the new one's, so b'^(k/q) = b^k and a level left alone plays exactly as before
         // (its games keep counting, see select.rs).
         next.endgame_levels_per_halving = current.endgame_levels_per_halving / q;
+        // The blindness curve is a function of x too: p(x_old) = p(p + q·x_new), so its
+        // midpoint and width move to the new scale and every level keeps its chance.
+        next.blindness = current.blindness.map(|curve| BlindnessCurve {
+            max: curve.max,
+            mid: (curve.mid - p) / q,
+            width: curve.width / q,
+        });
         let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
         // Offsets of levels this run does not see keep their old exponent.
         let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
@@ -613,6 +620,39 @@ mod tests {
             let alike = plays_alike(&c, &p.coefficients, u.level);
             assert_eq!(alike, u.status != Status::Moved, "{u:?}");
         }
+    }
+
+    #[test]
+    fn a_refit_keeps_every_levels_chance_of_a_blind_move() {
+        let mut c = base();
+        c.blindness = Some(BlindnessCurve {
+            max: 0.6,
+            mid: 0.5,
+            width: 0.7,
+        });
+        // Ratings flatter than the targets: the refit rescales x (q != 1) and shifts it.
+        let inputs: Vec<_> = (1..=4)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(200.0 + 300.0 * l as f64),
+                estimate: est(400.0 + 150.0 * l as f64, 20.0, 200),
+            })
+            .collect();
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_ne!(p.q, 1.0);
+        let curve = c.blindness.unwrap();
+        for u in &p.levels {
+            // The new file's chance for the level is the old curve read at the level's new
+            // exponent in the old scale (where its nodes and noise come from too).
+            let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, u.level).exponent;
+            let want = curve.probability(x_old_scale);
+            let got = LevelParams::new(&p.coefficients, u.level).blind_probability;
+            assert!((got - want).abs() < 1e-9, "level {}: {got} vs {want}", u.level);
+        }
+        // A level that did not move keeps its games: the curve is part of plays_alike.
+        let mut moved_curve = p.coefficients.clone();
+        moved_curve.blindness = Some(curve);
+        assert!(!plays_alike(&p.coefficients, &moved_curve, 1.0));
     }
 
     #[test]

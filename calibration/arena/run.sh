@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The command that produced coefficients version 2 onwards (issue 9): the calibration loop played
+# offline against the anchors. Run from the repository root; it appends to
+# calibration/arena/games.jsonl and applies each cycle to calibration/coefficients.toml (old
+# versions in calibration/history/). Stopped (Ctrl-C, crash, end of a session), the same command
+# continues where it stopped. LADDER overrides the binary (default: a release build).
+set -euo pipefail
+LADDER=${LADDER:-target/release/ladder}
+exec "$LADDER" calibrate --arena \
+  --coefficients calibration/coefficients.toml \
+  --results calibration/arena/games.jsonl \
+  --report-dir calibration/arena \
+  --level 1..10 \
+  --target-from 300 --target-step 225 \
+  --min-games 40 --final-games 200 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
+  --gain-floor 0.5 --budget 6000 --seed 2026 --concurrency 2 "$@"

@@ -1,0 +1,846 @@
+//! `ladder calibrate --arena`: the calibration loop played offline, against the anchors.
+//!
+//! Each level plays batches of games against the anchors that say most about it (expected score
+//! nearest ½, discounted by the anchor's own uncertainty). Once every level has `per_cycle`
+//! games at its current parameters, the live loop's own pass (pipeline.rs: select, estimate,
+//! update.rs) proposes the next coefficients version and it is applied; a level that does not
+//! move keeps its games (select.rs carries them over). When nothing moves, the levels with fewer
+//! than `final_games` games get more, until every level has them or the game budget is spent;
+//! more games shrink the intervals, and a level found off target moves again.
+//!
+//! Everything the loop knows lives in its results file and the coefficients file (with its
+//! history/), so after Ctrl-C or a crash the same command continues where it stopped: a batch's
+//! match id and seed follow from the version, the level and the games it already has.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::Parser;
+
+use super::estimate::{Estimate, expected, glicko_g};
+use super::pipeline::{self, Calibration, Settings, Targets};
+use super::{apply, report, svg};
+use crate::arena::anchors::AnchorsFile;
+use crate::arena::{ArenaOptions, run_match};
+use crate::levels::{Coefficients, level_key};
+use crate::results::{GameRecord, Source, read_results};
+
+/// What the loop is asked to do besides the live pass's own settings.
+#[derive(Clone, Debug)]
+pub struct LoopSettings {
+    /// The levels calibrated.
+    pub levels: Vec<f64>,
+    /// Games a level needs at its current parameters before it may move.
+    pub per_cycle: usize,
+    /// Games every level gets at the parameters that no longer move.
+    pub final_games: usize,
+    /// Games the loop may play in all (the results file's arena games count).
+    pub budget: usize,
+    /// Games per batch (one level against its anchors).
+    pub batch: usize,
+    /// Anchors each batch plays.
+    pub anchors_per_level: usize,
+    /// Anchors whose rating is less certain than this (standard error, Elo) are not used.
+    pub max_anchor_se: f64,
+    /// Games played at once.
+    pub concurrency: usize,
+    /// Base of every batch's seed.
+    pub seed: u64,
+    pub anchors_file: Option<PathBuf>,
+    pub results: PathBuf,
+    pub coefficients: PathBuf,
+    pub history_dir: PathBuf,
+    pub report_dir: PathBuf,
+}
+
+/// The loop's next move, decided from the games at the current parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Step {
+    /// Play `games` games of `level` against its anchors.
+    Play {
+        level: f64,
+        games: usize,
+        why: &'static str,
+    },
+    /// Every level has its cycle's games and at least one would move: write the proposal.
+    Apply,
+    /// Stop, saying why.
+    Done(String),
+}
+
+/// Decides the next step. `games` holds each calibrated level's games at its current
+/// parameters, `moves` whether the pass would move a level, `played` the loop's games so far.
+pub fn next_step(
+    levels: &[f64],
+    games: &BTreeMap<String, usize>,
+    moves: bool,
+    played: usize,
+    cfg: &LoopSettings,
+) -> Step {
+    if played >= cfg.budget {
+        return Step::Done(format!("the budget of {} games is spent", cfg.budget));
+    }
+    let left = cfg.budget - played;
+    let have = |level: f64| games.get(&level_key(level)).copied().unwrap_or(0);
+    // The level furthest from `need` plays first; ties go to the lower level.
+    let neediest = |need: usize| {
+        levels
+            .iter()
+            .copied()
+            .filter(|&l| have(l) < need)
+            .min_by(|&a, &b| have(a).cmp(&have(b)).then(a.total_cmp(&b)))
+    };
+    if let Some(level) = neediest(cfg.per_cycle) {
+        return Step::Play {
+            level,
+            games: (cfg.per_cycle - have(level)).min(cfg.batch).min(left),
+            why: "cycle",
+        };
+    }
+    if moves {
+        return Step::Apply;
+    }
+    if let Some(level) = neediest(cfg.final_games) {
+        return Step::Play {
+            level,
+            games: (cfg.final_games - have(level)).min(cfg.batch).min(left),
+            why: "final",
+        };
+    }
+    Step::Done(format!(
+        "every level has {} games at parameters that no longer move",
+        cfg.final_games
+    ))
+}
+
+/// An anchor as the loop sees it: name, rating, standard error.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RatedAnchor {
+    pub name: String,
+    pub rating: f64,
+    pub se: f64,
+}
+
+/// The `k` anchors that tell most about a player rated about `rating`: the Fisher information
+/// of one game, p(1 − p) with p the expected score, times g(SE)² for the anchor's own
+/// uncertainty. Ties go to the name, so the choice is reproducible.
+pub fn choose_anchors(anchors: &[RatedAnchor], rating: f64, k: usize) -> Vec<String> {
+    let mut scored: Vec<(f64, &RatedAnchor)> = anchors
+        .iter()
+        .map(|a| {
+            let p = expected(rating, a.rating);
+            (p * (1.0 - p) * glicko_g(a.se).powi(2), a)
+        })
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.name.cmp(&b.1.name)));
+    scored
+        .into_iter()
+        .take(k)
+        .map(|(_, a)| a.name.clone())
+        .collect()
+}
+
+/// One level against its target, for the shape check.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LevelResult {
+    pub level: f64,
+    pub target: f64,
+    pub rating: f64,
+    pub se: f64,
+    pub games: usize,
+}
+
+/// The ladder's shape as issue 9 asks for it, each criterion with what it found.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shape {
+    pub increasing: bool,
+    /// The mean gap between adjacent levels and the largest relative deviation from it.
+    pub mean_gap: f64,
+    pub worst_gap_deviation: f64,
+    /// The largest distance of a level from its target.
+    pub worst_miss: f64,
+    pub fewest_games: usize,
+}
+
+impl Shape {
+    /// Strictly increasing, gaps within ±20% of their mean, each level within ±75 of its target.
+    pub fn met(&self, min_games: usize) -> bool {
+        self.increasing
+            && self.worst_gap_deviation <= 0.20
+            && self.worst_miss <= 75.0
+            && self.fewest_games >= min_games
+    }
+}
+
+/// Checks the ladder's shape from the levels' estimates (in level order).
+pub fn shape(levels: &[LevelResult]) -> Option<Shape> {
+    if levels.len() < 2 {
+        return None;
+    }
+    let gaps: Vec<f64> = levels
+        .windows(2)
+        .map(|w| w[1].rating - w[0].rating)
+        .collect();
+    let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    Some(Shape {
+        increasing: gaps.iter().all(|&g| g > 0.0),
+        mean_gap,
+        worst_gap_deviation: gaps
+            .iter()
+            .map(|g| ((g - mean_gap) / mean_gap).abs())
+            .fold(0.0, f64::max),
+        worst_miss: levels
+            .iter()
+            .map(|l| (l.rating - l.target).abs())
+            .fold(0.0, f64::max),
+        fewest_games: levels.iter().map(|l| l.games).min().unwrap_or(0),
+    })
+}
+
+/// The seed of a batch: FNV-1a of its match id, mixed with the loop's seed.
+fn batch_seed(base: u64, match_id: &str) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in match_id.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h ^ base.wrapping_mul(0x9e37_79b9_7f4a_7c15)
+}
+
+#[derive(Parser)]
+struct ArenaCommand {
+    #[command(flatten)]
+    options: ArenaOptions,
+}
+
+/// Runs the loop until it is done, the budget is spent or Ctrl-C stops a batch.
+pub fn run(
+    cfg: &LoopSettings,
+    targets: &Targets,
+    settings_of: impl Fn(&Coefficients) -> anyhow::Result<Settings>,
+) -> anyhow::Result<()> {
+    if cfg.levels.is_empty() {
+        bail!("--arena needs levels to calibrate (--level)");
+    }
+    for &level in &cfg.levels {
+        if targets.target(level).is_none() {
+            bail!("level {level} has no target");
+        }
+    }
+    let anchors_file = match &cfg.anchors_file {
+        Some(path) => AnchorsFile::load(path)?,
+        None => AnchorsFile::builtin(),
+    };
+    let anchors: Vec<RatedAnchor> = anchors_file
+        .anchors
+        .iter()
+        .filter_map(|a| {
+            Some(RatedAnchor {
+                name: a.name.clone(),
+                rating: a.rating?,
+                se: a.se.unwrap_or(0.0),
+            })
+        })
+        .filter(|a| a.se <= cfg.max_anchor_se)
+        .collect();
+    if anchors.len() < cfg.anchors_per_level.max(1) {
+        bail!(
+            "{} anchors with a rating and a standard error ≤ {}: too few for {} per level",
+            anchors.len(),
+            cfg.max_anchor_se,
+            cfg.anchors_per_level
+        );
+    }
+    let started = Instant::now();
+    let mut played_here = 0usize;
+    loop {
+        let current = Coefficients::load(&cfg.coefficients)?;
+        let mut settings = settings_of(&current)?;
+        let records = loop_records(&cfg.results)?;
+        settings.history = super::older_versions(&records, &settings, &current, &cfg.history_dir);
+        let cal = pipeline::calibrate(&records, &current, targets, &settings, "calibrated")?;
+        let games = level_games(&cal);
+        let moves = cal
+            .proposal
+            .levels
+            .iter()
+            .any(|u| cfg.levels.contains(&u.level) && u.status == super::update::Status::Moved);
+        let played = records.len();
+        let step = next_step(&cfg.levels, &games, moves, played, cfg);
+        match step {
+            Step::Play { level, games: n, why } => {
+                let have = games.get(&level_key(level)).copied().unwrap_or(0);
+                let guess = cal
+                    .proposal
+                    .levels
+                    .iter()
+                    .find(|u| u.level == level)
+                    .and_then(|u| u.estimate.filter(|e| e.games >= 10))
+                    .map_or_else(
+                        || targets.target(level).expect("checked above"),
+                        |e| e.rating,
+                    );
+                let chosen = choose_anchors(&anchors, guess, cfg.anchors_per_level);
+                let match_id = format!("cal-v{}-l{}-g{have}", current.version, level_key(level));
+                let per_pairing = n.div_ceil(chosen.len()).max(1);
+                let remaining = remaining_games(&cfg.levels, &games, cfg);
+                let rate = (played_here > 0)
+                    .then(|| started.elapsed().as_secs_f64() / played_here as f64);
+                eprintln!(
+                    "[{}] v{} level {} ({why}, {have} games, ~{:.0}): {} games against {}; \
+                     {played}/{} games of the budget played{}",
+                    elapsed_text(started.elapsed().as_secs_f64()),
+                    current.version,
+                    level_key(level),
+                    guess,
+                    per_pairing * chosen.len(),
+                    chosen.join(", "),
+                    cfg.budget,
+                    rate.map_or_else(String::new, |r| format!(
+                        ", this phase ~{remaining} games ≈ {} left",
+                        elapsed_text(r * remaining as f64)
+                    ))
+                );
+                let summary = run_match(&batch_options(
+                    cfg,
+                    level,
+                    &chosen,
+                    per_pairing,
+                    &match_id,
+                )?)?;
+                played_here += summary.games.len();
+                if summary.interrupted {
+                    let at = (&current, &settings.history);
+                    write_report(cfg, &cal, at, targets, &records, &anchors_file, "interrupted")?;
+                    eprintln!(
+                        "Interrupted: the games played are in {}; the same command continues.",
+                        cfg.results.display()
+                    );
+                    return Ok(());
+                }
+                if summary.games.is_empty() {
+                    bail!("batch {match_id} played no game");
+                }
+            }
+            Step::Apply => {
+                let mut next = cal.proposal.coefficients.clone();
+                next.ratings_source = format!(
+                    "calibrated against the anchors ({}) from {} arena games, version {}",
+                    anchors_file.scale,
+                    cal.selection.used,
+                    current.version
+                );
+                let kept = apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
+                let moved: Vec<String> = cal
+                    .proposal
+                    .levels
+                    .iter()
+                    .filter(|u| u.status == super::update::Status::Moved)
+                    .map(|u| {
+                        format!(
+                            "{} ({:+.0})",
+                            level_key(u.level),
+                            u.estimate.map_or(0.0, |e| e.rating) - u.target.unwrap_or(0.0)
+                        )
+                    })
+                    .collect();
+                eprintln!(
+                    "[{}] version {} written (version {} kept as {}); moved: {}",
+                    elapsed_text(started.elapsed().as_secs_f64()),
+                    next.version,
+                    current.version,
+                    kept.display(),
+                    moved.join(", ")
+                );
+                let at = (&current, &settings.history);
+                write_report(cfg, &cal, at, targets, &records, &anchors_file, "cycle")?;
+            }
+            Step::Done(why) => {
+                // The final ratings go into the file (the parameters stay: nothing moves).
+                if cal.proposal.changed {
+                    let mut next = cal.proposal.coefficients.clone();
+                    next.ratings_source = format!(
+                        "calibrated against the anchors ({}) from {} arena games at version {}",
+                        anchors_file.scale, cal.selection.used, current.version
+                    );
+                    apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
+                }
+                let now = Coefficients::load(&cfg.coefficients)?;
+                let mut settings = settings_of(&now)?;
+                settings.history =
+                    super::older_versions(&records, &settings, &now, &cfg.history_dir);
+                let cal_now = pipeline::calibrate(&records, &now, targets, &settings, "calibrated")?;
+                let at = (&now, &settings.history);
+                let text = write_report(cfg, &cal_now, at, targets, &records, &anchors_file, &why)?;
+                println!("{text}");
+                eprintln!("Done: {why}.");
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Games still wanted in the current phase (for the time estimate).
+fn remaining_games(levels: &[f64], games: &BTreeMap<String, usize>, cfg: &LoopSettings) -> usize {
+    let have = |l: f64| games.get(&level_key(l)).copied().unwrap_or(0);
+    let short: usize = levels
+        .iter()
+        .map(|&l| cfg.per_cycle.saturating_sub(have(l)))
+        .sum();
+    if short > 0 {
+        short
+    } else {
+        levels
+            .iter()
+            .map(|&l| cfg.final_games.saturating_sub(have(l)))
+            .sum()
+    }
+}
+
+fn elapsed_text(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// The arena games of the loop's results file (a missing file is an empty start).
+fn loop_records(path: &Path) -> anyhow::Result<Vec<GameRecord>> {
+    if !path.exists() {
+        return Ok(Vec::new());
+    }
+    let read = read_results(&[path.to_path_buf()]).context("reading the loop's results")?;
+    for w in &read.warnings {
+        tracing::warn!("skipped {w}");
+    }
+    Ok(read
+        .records
+        .into_iter()
+        .filter(|r| r.source == Source::Arena)
+        .collect())
+}
+
+/// Games per level at the current parameters, from the pass's selection.
+fn level_games(cal: &Calibration) -> BTreeMap<String, usize> {
+    cal.selection
+        .levels
+        .iter()
+        .map(|(k, l)| (k.clone(), l.observations.len()))
+        .collect()
+}
+
+/// The arena options of one batch: one level against its anchors, not judged (speed).
+fn batch_options(
+    cfg: &LoopSettings,
+    level: f64,
+    anchors: &[String],
+    per_pairing: usize,
+    match_id: &str,
+) -> anyhow::Result<ArenaOptions> {
+    let mut argv: Vec<String> = vec![
+        "arena".into(),
+        "--level".into(),
+        level_key(level),
+        "--anchor".into(),
+        anchors.join(","),
+        "--gauntlet".into(),
+        "--games-per-pairing".into(),
+        per_pairing.to_string(),
+        "--concurrency".into(),
+        cfg.concurrency.to_string(),
+        "--seed".into(),
+        batch_seed(cfg.seed, match_id).to_string(),
+        "--match-id".into(),
+        match_id.into(),
+        "--results".into(),
+        cfg.results.display().to_string(),
+        "--coefficients".into(),
+        cfg.coefficients.display().to_string(),
+        "--judge-depth".into(),
+        "0".into(),
+        "--perf".into(),
+        "blitz".into(),
+    ];
+    if let Some(path) = &cfg.anchors_file {
+        argv.push("--anchors-file".into());
+        argv.push(path.display().to_string());
+    }
+    Ok(ArenaCommand::try_parse_from(argv)
+        .context("building the batch's arena options")?
+        .options)
+}
+
+/// Writes the loop's report (Markdown and SVG) and returns the Markdown.
+fn write_report(
+    cfg: &LoopSettings,
+    cal: &Calibration,
+    (current, history): (&Coefficients, &BTreeMap<u32, Coefficients>),
+    targets: &Targets,
+    records: &[GameRecord],
+    anchors: &AnchorsFile,
+    state: &str,
+) -> anyhow::Result<String> {
+    let mut text = String::new();
+    let current_version = current.version;
+    let _ = writeln!(
+        text,
+        "# Arena calibration against the anchors\n\nState: {state}. Coefficients {} at version \
+         {current_version}; {} arena games in {}.\n",
+        cfg.coefficients.display(),
+        records.len(),
+        cfg.results.display()
+    );
+    // The shape of the ladder at the current version.
+    let results: Vec<LevelResult> = cfg
+        .levels
+        .iter()
+        .filter_map(|&level| {
+            let e: &Estimate = cal
+                .proposal
+                .levels
+                .iter()
+                .find(|u| u.level == level)?
+                .estimate
+                .as_ref()?;
+            Some(LevelResult {
+                level,
+                target: targets.target(level)?,
+                rating: e.rating,
+                se: e.se,
+                games: e.games,
+            })
+        })
+        .collect();
+    let _ = writeln!(
+        text,
+        "## The ladder at version {current_version}\n\n| level | target | rating | ±95% | miss | gap | games |\n|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut previous: Option<f64> = None;
+    for r in &results {
+        let _ = writeln!(
+            text,
+            "| {} | {:.0} | {:.0} | {:.0} | {:+.0} | {} | {} |",
+            level_key(r.level),
+            r.target,
+            r.rating,
+            1.96 * r.se,
+            r.rating - r.target,
+            previous.map_or_else(|| "".to_string(), |p| format!("{:.0}", r.rating - p)),
+            r.games
+        );
+        previous = Some(r.rating);
+    }
+    if results.len() == cfg.levels.len()
+        && let Some(s) = shape(&results)
+    {
+        let _ = writeln!(
+            text,
+            "\nShape: strictly increasing: {}; mean gap {:.0}, worst gap {:.0}% off it (≤ 20% asked); \
+             worst miss {:.0} Elo (≤ 75 asked); fewest games {} (≥ {} asked): {}.",
+            if s.increasing { "yes" } else { "no" },
+            s.mean_gap,
+            100.0 * s.worst_gap_deviation,
+            s.worst_miss,
+            s.fewest_games,
+            cfg.final_games,
+            if s.met(cfg.final_games) {
+                "met"
+            } else {
+                "not met"
+            }
+        );
+    }
+    // The games that count now: this version's, and older ones where the level plays the same.
+    let counts = |r: &GameRecord| {
+        r.coefficients_version == current.version
+            || history
+                .get(&r.coefficients_version)
+                .is_some_and(|old| super::select::plays_alike(old, current, r.level))
+    };
+    text.push_str(&per_anchor_table(records, &cfg.levels, counts));
+    text.push_str(&history_table(cfg, targets, records));
+    let _ = writeln!(
+        text,
+        "\nRatings are on the anchors' scale ({}: the anchors' common offset is uncertain by ±{:.0}, \
+         shared by every level and not in the intervals above).\n",
+        anchors.scale,
+        anchors.scale_sd.unwrap_or(0.0)
+    );
+    let ctx = report::ReportContext {
+        perf: "blitz".to_string(),
+        versions: format!("{current_version}"),
+        inputs: vec![cfg.results.display().to_string()],
+        read_warnings: Vec::new(),
+        duplicates: 0,
+        fetched: None,
+        lichess: BTreeMap::new(),
+        outcome: state.to_string(),
+        svg_name: "calibration.svg".to_string(),
+    };
+    text.push_str("\n# The last pass in detail\n\n");
+    text.push_str(&report::markdown(cal, &ctx));
+    std::fs::create_dir_all(&cfg.report_dir)
+        .with_context(|| format!("creating {}", cfg.report_dir.display()))?;
+    apply::write_atomically(&cfg.report_dir.join("report.md"), &text)?;
+    let marks: Vec<(String, f64)> = anchors
+        .anchors
+        .iter()
+        .filter_map(|a| Some((a.name.clone(), a.rating?)))
+        .collect();
+    apply::write_atomically(
+        &cfg.report_dir.join("calibration.svg"),
+        &svg::plot_with_anchors(cal, "blitz", &marks),
+    )?;
+    Ok(text)
+}
+
+/// Per level, over the games that count at the current parameters: games and score against
+/// each anchor.
+fn per_anchor_table(
+    records: &[GameRecord],
+    levels: &[f64],
+    counts: impl Fn(&GameRecord) -> bool,
+) -> String {
+    let mut table: BTreeMap<String, BTreeMap<String, (usize, f64)>> = BTreeMap::new();
+    for r in records.iter().filter(|r| counts(r)) {
+        if !levels.contains(&r.level) || r.fault.is_some() {
+            continue;
+        }
+        let Some(score) = r.result.score() else {
+            continue;
+        };
+        let e = table
+            .entry(level_key(r.level))
+            .or_default()
+            .entry(r.opponent.name.clone())
+            .or_default();
+        e.0 += 1;
+        e.1 += score;
+    }
+    let mut text = String::from(
+        "\n## Scores against each anchor (the games that count now)\n\n| level | anchor: score (games) |\n|---:|---|\n",
+    );
+    for &level in levels {
+        let Some(row) = table.get(&level_key(level)) else {
+            continue;
+        };
+        let cells: Vec<String> = row
+            .iter()
+            .map(|(name, (n, s))| format!("{name}: {:.0}% ({n})", 100.0 * s / *n as f64))
+            .collect();
+        let _ = writeln!(text, "| {} | {} |", level_key(level), cells.join(", "));
+    }
+    text
+}
+
+/// Per version: each level's distance from its target, from that version's own games.
+fn history_table(cfg: &LoopSettings, targets: &Targets, records: &[GameRecord]) -> String {
+    let mut by_version: BTreeMap<u32, BTreeMap<String, Vec<super::estimate::Observation>>> =
+        BTreeMap::new();
+    for r in records {
+        let (Some(score), Some(opponent)) = (r.result.score(), r.opponent.rating) else {
+            continue;
+        };
+        if r.fault.is_some() || !cfg.levels.contains(&r.level) {
+            continue;
+        }
+        by_version
+            .entry(r.coefficients_version)
+            .or_default()
+            .entry(level_key(r.level))
+            .or_default()
+            .push(super::estimate::Observation::new(opponent, score));
+    }
+    let mut text = String::from(
+        "\n## The loop so far: each version's games, each level's rating − target (games)\n\n| version | games |",
+    );
+    for &l in &cfg.levels {
+        let _ = write!(text, " L{} |", level_key(l));
+    }
+    text.push_str("\n|---:|---:|");
+    for _ in &cfg.levels {
+        text.push_str("---:|");
+    }
+    text.push('\n');
+    for (version, levels) in &by_version {
+        let total: usize = levels.values().map(Vec::len).sum();
+        let _ = write!(text, "| {version} | {total} |");
+        for &l in &cfg.levels {
+            let cell = levels
+                .get(&level_key(l))
+                .and_then(|obs| {
+                    let target = targets.target(l)?;
+                    let e = super::estimate::estimate(
+                        obs,
+                        super::estimate::Prior::VirtualDraws {
+                            count: 2,
+                            center: target,
+                        },
+                    )
+                    .ok()?;
+                    Some(format!("{:+.0} ({})", e.rating - target, obs.len()))
+                })
+                .unwrap_or_default();
+            let _ = write!(text, " {cell} |");
+        }
+        text.push('\n');
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg() -> LoopSettings {
+        LoopSettings {
+            levels: vec![1.0, 2.0, 3.0],
+            per_cycle: 40,
+            final_games: 200,
+            budget: 1000,
+            batch: 12,
+            anchors_per_level: 3,
+            max_anchor_se: 150.0,
+            concurrency: 1,
+            seed: 1,
+            anchors_file: None,
+            results: PathBuf::from("r.jsonl"),
+            coefficients: PathBuf::from("c.toml"),
+            history_dir: PathBuf::from("history"),
+            report_dir: PathBuf::from("report"),
+        }
+    }
+
+    fn games(list: &[(f64, usize)]) -> BTreeMap<String, usize> {
+        list.iter().map(|&(l, n)| (level_key(l), n)).collect()
+    }
+
+    #[test]
+    fn a_level_short_of_its_cycle_plays_before_anything_moves() {
+        let c = cfg();
+        // Level 2 has fewest games: it plays, a batch at most, and only what it lacks.
+        let g = games(&[(1.0, 30), (2.0, 4), (3.0, 40)]);
+        assert_eq!(
+            next_step(&c.levels, &g, true, 100, &c),
+            Step::Play {
+                level: 2.0,
+                games: 12,
+                why: "cycle"
+            }
+        );
+        let g = games(&[(1.0, 35), (2.0, 40), (3.0, 40)]);
+        assert_eq!(
+            next_step(&c.levels, &g, true, 100, &c),
+            Step::Play {
+                level: 1.0,
+                games: 5,
+                why: "cycle"
+            }
+        );
+        // A level never seen has no games at all.
+        let g = games(&[(1.0, 40), (3.0, 40)]);
+        assert!(matches!(
+            next_step(&c.levels, &g, false, 80, &c),
+            Step::Play { level: 2.0, .. }
+        ));
+    }
+
+    #[test]
+    fn a_full_cycle_applies_when_a_level_moves_and_else_plays_on_to_the_final_count() {
+        let c = cfg();
+        let g = games(&[(1.0, 40), (2.0, 52), (3.0, 200)]);
+        assert_eq!(next_step(&c.levels, &g, true, 292, &c), Step::Apply);
+        assert_eq!(
+            next_step(&c.levels, &g, false, 292, &c),
+            Step::Play {
+                level: 1.0,
+                games: 12,
+                why: "final"
+            }
+        );
+        let g = games(&[(1.0, 200), (2.0, 210), (3.0, 200)]);
+        assert!(matches!(
+            next_step(&c.levels, &g, false, 610, &c),
+            Step::Done(_)
+        ));
+    }
+
+    #[test]
+    fn the_budget_stops_the_loop_and_caps_the_last_batch() {
+        let c = cfg();
+        let g = games(&[(1.0, 0), (2.0, 0), (3.0, 0)]);
+        assert!(matches!(
+            next_step(&c.levels, &g, false, 1000, &c),
+            Step::Done(why) if why.contains("budget")
+        ));
+        assert_eq!(
+            next_step(&c.levels, &g, false, 995, &c),
+            Step::Play {
+                level: 1.0,
+                games: 5,
+                why: "cycle"
+            }
+        );
+    }
+
+    #[test]
+    fn anchors_near_the_rating_and_certain_are_chosen() {
+        let a = |name: &str, rating: f64, se: f64| RatedAnchor {
+            name: name.into(),
+            rating,
+            se,
+        };
+        let anchors = vec![
+            a("far-below", 100.0, 50.0),
+            a("below", 450.0, 60.0),
+            a("level", 520.0, 60.0),
+            a("above", 600.0, 60.0),
+            a("far-above", 1500.0, 50.0),
+        ];
+        let mut got = choose_anchors(&anchors, 500.0, 3);
+        got.sort();
+        assert_eq!(got, ["above", "below", "level"]);
+        // An anchor as close but far less certain tells less than a slightly farther one.
+        let anchors = vec![
+            a("close-unsure", 500.0, 400.0),
+            a("near-sure", 580.0, 30.0),
+        ];
+        assert_eq!(choose_anchors(&anchors, 500.0, 1), ["near-sure"]);
+    }
+
+    #[test]
+    fn the_shape_check_finds_each_failure() {
+        let ladder = |ratings: &[f64]| -> Vec<LevelResult> {
+            ratings
+                .iter()
+                .enumerate()
+                .map(|(i, &r)| LevelResult {
+                    level: i as f64 + 1.0,
+                    target: 300.0 + 200.0 * i as f64,
+                    rating: r,
+                    se: 30.0,
+                    games: 200,
+                })
+                .collect()
+        };
+        let good = shape(&ladder(&[310.0, 495.0, 700.0, 905.0])).unwrap();
+        assert!(good.met(200), "{good:?}");
+        assert!(!good.met(201));
+        // One level 100 off its target: the miss and the two gaps around it fail.
+        let off = shape(&ladder(&[300.0, 600.0, 700.0, 900.0])).unwrap();
+        assert!(!off.met(200));
+        assert!((off.worst_miss - 100.0).abs() < 1e-9);
+        assert!(off.worst_gap_deviation > 0.2);
+        // Two levels as one player: not strictly increasing.
+        let flat = shape(&ladder(&[300.0, 500.0, 500.0, 900.0])).unwrap();
+        assert!(!flat.increasing && !flat.met(0));
+    }
+
+    #[test]
+    fn batch_seeds_differ_by_match_and_repeat_for_the_same_one() {
+        assert_eq!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(1, "cal-v2-l1-g0"));
+        assert_ne!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(1, "cal-v2-l1-g12"));
+        assert_ne!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(2, "cal-v2-l1-g0"));
+    }
+}
