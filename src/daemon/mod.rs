@@ -8,12 +8,14 @@
 //! - [`pool`]: the shared search threads (most urgent game first),
 //! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
-//! - [`results_writer`]: the thread that owns the results log,
+//! - [`results_writer`]: the thread that owns the results log and the open games file,
+//! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states and OS signals,
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
 pub mod game;
+pub mod open_games;
 pub mod policy;
 pub mod pool;
 pub mod reader;

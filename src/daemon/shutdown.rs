@@ -2,7 +2,9 @@
 //! supervisor's [`RunState`] tells every actor how far shutdown has gone.
 //!
 //! SIGTERM/SIGINT: the first one drains (no new games; running games finish within the grace
-//! period), the second one stops now. SIGHUP reloads accounts.toml and the coefficients.
+//! period; when it runs out, the games still running are aborted or resigned and recorded),
+//! the second one stops now (open games are settled after the restart). SIGHUP reloads
+//! accounts.toml and the coefficients.
 
 use tokio::sync::mpsc;
 
@@ -12,6 +14,9 @@ pub enum RunState {
     Running,
     /// Decline every challenge, finish running games.
     Draining,
+    /// The grace period is over: end every running game honestly now (abort when Lichess
+    /// allows it, otherwise resign after a word in the chat) and record it.
+    Ending,
     /// Exit now: searches are abandoned, nothing more is sent.
     Stopped,
 }
