@@ -452,13 +452,13 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
         let low_clock = |sb: &Sandbox| {
             sb.with_world(|w| {
                 let game = &mut w.games.get_mut(&id).unwrap().game;
-                game.set_remaining(Color::Black, 1_000, tokio::time::Instant::now());
+                game.set_remaining(Color::Black, 1_500, tokio::time::Instant::now());
             })
         };
         play(&sb, "alice", &id, "e2e4");
         wait_plies(&sb, &id, 2).await;
 
-        // One second on our clock is plenty for a level-1 move ...
+        // A second and a half on our clock is plenty for a level-1 move ...
         low_clock(&sb);
         play(&sb, "alice", &id, "d2d4");
         wait_plies(&sb, &id, 4).await;

@@ -123,7 +123,15 @@ impl OpenGames {
                 }
                 Err(e) => {
                     let aside = path.with_extension(format!("json.unreadable-{}", unix_ms()));
-                    fs::rename(path, &aside)?;
+                    fs::rename(path, &aside).map_err(|re| {
+                        io::Error::new(
+                            re.kind(),
+                            format!(
+                                "{}: unreadable ({e}) and cannot be moved aside: {re}",
+                                path.display()
+                            ),
+                        )
+                    })?;
                     tracing::error!(
                         "{}:{}:{}: the open games file is unreadable ({e}); kept as {}, \
                          starting with no open game",
