@@ -498,3 +498,45 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
     })
     .await;
 }
+
+/// The sandbox's game export behaves like Lichess's: PGN unless JSON is asked for, and an
+/// ongoing game's moves lag three plies (the settling above only trusts finished exports).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_game_export_is_pgn_by_default_and_lags_while_the_game_runs() {
+    bounded(async {
+        let bot = "export1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let id = human_game(&sb, "alice", bot).await;
+        play(&sb, "alice", &id, "e2e4");
+        wait_plies(&sb, &id, 2).await;
+        play(&sb, "alice", &id, "d2d4");
+        wait_plies(&sb, &id, 4).await;
+
+        let url = format!("{}/game/export/{id}", sb.base_url());
+        let pgn = reqwest::get(&url).await.unwrap().text().await.unwrap();
+        assert!(pgn.starts_with("[Event \"Casual bullet game\"]"), "{pgn}");
+        assert!(
+            pgn.contains("[Result \"*\"]") && pgn.contains("1. e4 *"),
+            "{pgn}"
+        );
+        let client = sb.client(bot).unwrap();
+        let ongoing = client.export_game(&id).await.unwrap();
+        assert_eq!(ongoing.status, GameStatus::Started);
+        assert_eq!(ongoing.moves.as_deref(), Some("e4"), "4 plies, 3 held back");
+
+        sb.act("alice", &id, Action::Resign).unwrap();
+        let over = client.export_game(&id).await.unwrap();
+        assert_eq!(over.status, GameStatus::Resign);
+        assert_eq!(over.moves.unwrap().split_whitespace().count(), 4);
+        assert!(
+            client
+                .export_game("nosuchgame")
+                .await
+                .is_err_and(|e| matches!(e, ladder::lichess::LichessError::NotFound { .. }))
+        );
+        drain(run).await;
+    })
+    .await;
+}

@@ -402,6 +402,47 @@ mod tests {
         assert!(!path.with_extension("json.tmp").exists());
     }
 
+    /// The export of a game of ladder-l2 (black) against alice.
+    fn export(status: &str, winner: Option<&str>) -> GameJson {
+        let winner = winner.map_or(String::new(), |w| format!(r#","winner":"{w}""#));
+        serde_json::from_str(&format!(
+            r#"{{"id":"g1","rated":true,"variant":"standard","speed":"blitz","perf":"blitz",
+            "createdAt":1700000000000,"lastMoveAt":1700000100000,"status":"{status}",
+            "players":{{"white":{{"user":{{"id":"alice","name":"Alice"}},"rating":1500}},
+            "black":{{"user":{{"id":"ladder-l2","name":"Ladder-L2","title":"BOT"}},"rating":800}}}},
+            "moves":"e4 e5 Nf3","clock":{{"initial":180,"increment":2,"totalTime":260}}{winner}}}"#
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_settled_record_keeps_what_we_remembered_and_faults_only_our_absence() {
+        let open = open_game("g1", 7);
+        let r = settled_record(&open, &export("outoftime", Some("white"))).unwrap();
+        assert_eq!((r.result, r.status.as_str()), (Outcome::Loss, "outoftime"));
+        assert_eq!((r.seed, r.source, r.level), (7, Source::Sandbox, 2.0));
+        assert_eq!(r.engine, open.engine);
+        assert_eq!(r.coefficients_version, open.coefficients_version);
+        assert_eq!(r.moves, "e2e4 e7e5 g1f3");
+        assert_eq!(r.after_restart, Some(AfterRestart::Settled));
+        assert_eq!(r.fault_kind(), Some(fault::DAEMON_DOWN));
+        // The opponent claimed a draw after we left: no strength in it either.
+        let r = settled_record(&open, &export("timeout", None)).unwrap();
+        assert_eq!(
+            (r.result, r.fault_kind()),
+            (Outcome::Draw, Some(fault::DAEMON_DOWN))
+        );
+        // Results that are not our absence count.
+        let r = settled_record(&open, &export("outoftime", Some("black"))).unwrap();
+        assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
+        let r = settled_record(&open, &export("resign", Some("white"))).unwrap();
+        assert_eq!((r.result, r.fault.as_deref()), (Outcome::Loss, None));
+        // Not our game: nothing to record.
+        let mut other = open.clone();
+        other.account = "ladder-l9".into();
+        assert!(settled_record(&other, &export("mate", Some("white"))).is_none());
+    }
+
     #[test]
     fn an_unreadable_file_is_kept_aside_and_the_daemon_starts_empty() {
         let dir = tempfile::tempdir().unwrap();
