@@ -278,7 +278,7 @@ impl Life {
         status_line(&Status {
             accounts,
             search_queue: self.starter.pool.stats().queued,
-            draining: self.state == RunState::Draining,
+            draining: matches!(self.state, RunState::Draining | RunState::Ending),
         })
     }
 
