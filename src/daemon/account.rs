@@ -122,7 +122,18 @@ pub async fn run(ctx: AccountContext) -> Result<(), AccountError> {
         tasks: HashMap::new(),
         today: DailyTally::new(),
     };
+    // Games left open by the previous run: resumed through gameStart, or settled.
+    let settle = tokio::spawn(
+        super::open_games::settle(
+            actor.ctx.client.clone(),
+            actor.ctx.results.clone(),
+            actor.username.clone(),
+            actor.ctx.run_state.clone(),
+        )
+        .instrument(tracing::Span::current()),
+    );
     let result = actor.run().await;
+    settle.abort();
     // Whatever ended the account (stop, drain complete, fatal error): its games end with it
     // only on a hard stop; otherwise they were already finished.
     actor.games.shutdown().await;
@@ -203,7 +214,9 @@ impl Actor {
     fn should_exit(&self) -> bool {
         match *self.ctx.run_state.borrow() {
             RunState::Running => false,
-            RunState::Draining => self.running.is_empty() && self.games.is_empty(),
+            RunState::Draining | RunState::Ending => {
+                self.running.is_empty() && self.games.is_empty()
+            }
             RunState::Stopped => true,
         }
     }

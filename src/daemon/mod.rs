@@ -10,7 +10,8 @@
 //! - [`search_control`]: the pool's observer (move deadline, cancel flag),
 //! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
-//! - [`results_writer`]: the thread that owns the results log,
+//! - [`results_writer`]: the thread that owns the results log and the open games file,
+//! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
 //! - [`run`]: `ladder run` and `--sandbox`.
@@ -18,6 +19,7 @@
 pub mod account;
 pub mod chat;
 pub mod game;
+pub mod open_games;
 pub mod policy;
 pub mod pool;
 pub mod reader;

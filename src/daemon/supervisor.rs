@@ -1,6 +1,7 @@
 //! The supervisor: checks every account, starts the shared search pool, the results writer and
 //! one account actor per account, and runs the daemon's life: drain on the first stop request,
-//! stop on the second or when the grace period is over, reload accounts and coefficients on
+//! end the games still running when the grace period is over, stop on the second request (or
+//! when ending takes too long), reload accounts and coefficients on
 //! request (new games get the new parameters; running games keep theirs).
 
 use std::collections::HashMap;
@@ -22,7 +23,7 @@ use crate::results::Source;
 use super::account::{self, AccountContext, AccountSettings};
 use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
-use super::shutdown::{Control, RunState};
+use super::shutdown::{Control, ENDING_LIMIT, RunState};
 use super::status::{AccountStatus, Status, status_line};
 
 /// Builds the client configuration of an account (its token from the environment or a file,
@@ -276,7 +277,7 @@ impl Life {
         status_line(&Status {
             accounts,
             search_queue: self.starter.pool.stats().queued,
-            draining: self.state == RunState::Draining,
+            draining: matches!(self.state, RunState::Draining | RunState::Ending),
         })
     }
 
@@ -309,7 +310,12 @@ impl Life {
                     Some(Control::Reload) => self.reload().await,
                 },
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Draining => {
-                    tracing::warn!("grace period over: stopping the games still running");
+                    tracing::warn!("grace period over: ending the games still running (abort or resign) within {ENDING_LIMIT:?}");
+                    self.set_state(RunState::Ending);
+                    grace_end = Some(tokio::time::Instant::now() + ENDING_LIMIT);
+                }
+                _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Ending => {
+                    tracing::warn!("games not ended within {ENDING_LIMIT:?}: stopping now (they are settled after the restart)");
                     self.set_state(RunState::Stopped);
                 }
                 joined = self.accounts.join_next() => match joined {

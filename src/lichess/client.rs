@@ -324,6 +324,12 @@ impl Client {
         until.filter(|&t| t > Instant::now())
     }
 
+    /// When the latest 429 pause ended or will end (`None`: never paused). A game lost on
+    /// time asks whether such a pause overlapped its last turn.
+    pub fn last_pause_end(&self) -> Option<Instant> {
+        *self.inner.paused_until.lock().expect("pause lock")
+    }
+
     // ------------------------------------------------------------ endpoints
 
     /// `GET /api/account`: the token's own account.
@@ -526,6 +532,15 @@ impl Client {
             endpoint: label,
             message: e.to_string(),
         })
+    }
+
+    /// `GET /game/export/{gameId}` as JSON (no `/api` prefix): one game, finished or not
+    /// (an ongoing game's moves lag behind).
+    pub async fn export_game(&self, game_id: &GameId) -> Result<GameJson, LichessError> {
+        let (game, _) = self
+            .json(Req::new(Method::GET, &["game", "export", game_id.as_str()]))
+            .await?;
+        Ok(game)
     }
 
     /// `GET /api/games/user/{username}` as NDJSON: finished games matching `query`, newest

@@ -531,9 +531,25 @@ async fn export_user_games(
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-async fn export_game(State(shared): State<Shared>, Path(id): Path<GameId>) -> Response {
-    match lock(&shared).game_json(&id) {
-        Some(g) => axum::Json(g).into_response(),
-        None => ApiError::NotFound("Not found.".into()).into_response(),
+/// `GET /game/export/{id}`: PGN by default, `GameJson` with `Accept: application/json`.
+async fn export_game(
+    State(shared): State<Shared>,
+    Path(id): Path<GameId>,
+    headers: HeaderMap,
+) -> Response {
+    let json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    let world = lock(&shared);
+    let not_found = || ApiError::NotFound("Not found.".into()).into_response();
+    if json {
+        world
+            .game_json(&id)
+            .map_or_else(not_found, |g| axum::Json(g).into_response())
+    } else {
+        world.game_pgn(&id).map_or_else(not_found, |pgn| {
+            ([(header::CONTENT_TYPE, "application/x-chess-pgn")], pgn).into_response()
+        })
     }
 }
