@@ -1,7 +1,9 @@
 //! `Client`: the only place the ladder talks HTTP to Lichess. One client per account (per
 //! token): one ordinary request in flight at a time, streams beside it; HTTP 429 pauses every
-//! call of that client; 5xx and network errors are retried with decorrelated jitter; other
-//! 4xx come back as typed errors. Streams get an idle timeout per read, never a total one.
+//! call of that client (and the shared [`Pacer`] of challenge calls); 5xx and network errors
+//! are retried with decorrelated jitter; other 4xx come back as typed errors. Streams get an
+//! idle timeout per read, never a total one. Challenge calls wait for the pacer the clients of
+//! one process share; game calls never do.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -11,9 +13,10 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy};
+use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy, RetryPolicy};
 use super::error::LichessError;
 use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+use super::pacer::{Pacer, PacingPolicy};
 use super::token::Token;
 use super::types::{
     ChallengeColor, ChallengeJson, ChatRoom, DeclineReason, Event, GameEvent, GameJson,
@@ -39,7 +42,26 @@ pub struct ClientConfig {
     /// Total time for one attempt of an ordinary request, and for a stream's headers.
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// `ladder/<version>`, or `ladder/<version> user:<name>` for an account's client
+    /// ([`user_agent`]), as lichess-bot identifies itself.
     pub user_agent: String,
+    /// How fast challenge calls may go: the daemon makes one [`Pacer`] from this for all its
+    /// accounts (they share one IP address).
+    pub pacing: PacingPolicy,
+    /// The shared pacer of challenge calls; `None` leaves them unpaced (one-off tools).
+    pub pacer: Option<Pacer>,
+    /// How the daemon spaces its checks of this account while Lichess refuses it (token
+    /// rejected, account closed, not a bot).
+    pub account_retry: RetryPolicy,
+}
+
+/// The User-Agent of the ladder, naming the account when there is one.
+pub fn user_agent(account: Option<&str>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match account {
+        Some(name) => format!("ladder/{version} user:{name}"),
+        None => format!("ladder/{version}"),
+    }
 }
 
 impl ClientConfig {
@@ -52,7 +74,10 @@ impl ClientConfig {
             stream_idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_timeout: Duration::from_secs(20),
             connect_timeout: Duration::from_secs(10),
-            user_agent: format!("ladder/{}", env!("CARGO_PKG_VERSION")),
+            user_agent: user_agent(None),
+            pacing: PacingPolicy::default(),
+            pacer: None,
+            account_retry: RetryPolicy::default(),
         }
     }
 }
@@ -198,6 +223,8 @@ struct Req {
     query: Vec<(String, String)>,
     form: Option<Vec<(String, String)>>,
     accept: &'static str,
+    /// A challenge call: waits for the shared pacer.
+    paced: bool,
 }
 
 impl Req {
@@ -208,7 +235,13 @@ impl Req {
             query: Vec::new(),
             form: None,
             accept: "application/json",
+            paced: false,
         }
+    }
+
+    fn paced(mut self) -> Req {
+        self.paced = true;
+        self
     }
 
     fn query(mut self, key: &str, value: impl ToString) -> Req {
@@ -404,11 +437,8 @@ impl Client {
 
     /// `POST /api/challenge/{challengeId}/accept`.
     pub async fn accept_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
-        self.ok(Req::new(
-            Method::POST,
-            &["api", "challenge", challenge_id, "accept"],
-        ))
-        .await
+        self.ok(Req::new(Method::POST, &["api", "challenge", challenge_id, "accept"]).paced())
+            .await
     }
 
     /// `POST /api/challenge/{challengeId}/decline` with a reason.
@@ -418,17 +448,18 @@ impl Client {
         reason: DeclineReason,
     ) -> Result<(), LichessError> {
         let form = vec![("reason".to_string(), reason.as_str().to_string())];
-        self.ok(Req::new(Method::POST, &["api", "challenge", challenge_id, "decline"]).form(form))
-            .await
+        self.ok(
+            Req::new(Method::POST, &["api", "challenge", challenge_id, "decline"])
+                .form(form)
+                .paced(),
+        )
+        .await
     }
 
     /// `POST /api/challenge/{challengeId}/cancel` (a challenge this account sent).
     pub async fn cancel_challenge(&self, challenge_id: &str) -> Result<(), LichessError> {
-        self.ok(Req::new(
-            Method::POST,
-            &["api", "challenge", challenge_id, "cancel"],
-        ))
-        .await
+        self.ok(Req::new(Method::POST, &["api", "challenge", challenge_id, "cancel"]).paced())
+            .await
     }
 
     /// `POST /api/challenge/{username}`: challenges a user; the game id is the challenge id.
@@ -437,7 +468,9 @@ impl Client {
         username: &str,
         request: &ChallengeRequest,
     ) -> Result<ChallengeJson, LichessError> {
-        let req = Req::new(Method::POST, &["api", "challenge", username]).form(request.form());
+        let req = Req::new(Method::POST, &["api", "challenge", username])
+            .form(request.form())
+            .paced();
         let label = req.label();
         let value: serde_json::Value = self.json(req).await?;
         // Older Lichess versions wrapped the challenge in `{"challenge": ...}`.
@@ -564,6 +597,11 @@ impl Client {
         let mut rate_limited = 0u32;
         loop {
             self.wait_for_pause().await;
+            if req.paced
+                && let Some(pacer) = &config.pacer
+            {
+                pacer.turn().await;
+            }
             let mut builder = self
                 .inner
                 .http
@@ -594,6 +632,10 @@ impl Client {
                         );
                         *self.inner.paused_until.lock().expect("pause lock") =
                             Some(Instant::now() + pause);
+                        // Lichess's limits are per IP too: every account's challenge calls wait.
+                        if let Some(pacer) = &config.pacer {
+                            pacer.pause(pause);
+                        }
                         if rate_limited >= config.rate_limit.max_attempts {
                             return Err(LichessError::RateLimited {
                                 endpoint: label,

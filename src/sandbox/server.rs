@@ -221,7 +221,28 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
     let is_stream = request.uri().path().contains("/stream/");
     let armed = {
         let mut world = lock(&shared);
+        if let Some(status) = world.outage {
+            drop(world);
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return (status, "Lichess is down for maintenance").into_response();
+        }
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
+        if let Some(account) = &account {
+            if let Some(agent) = request
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+            {
+                world.user_agents.insert(account.clone(), agent.to_string());
+            }
+            let path = request.uri().path();
+            if request.method() == axum::http::Method::POST && path.starts_with("/api/challenge/")
+            {
+                world
+                    .challenge_calls
+                    .push((tokio::time::Instant::now(), account.clone()));
+            }
+        }
         account.map(|account| {
             let now = tokio::time::Instant::now();
             let (fail, delay) = match world.faults.get_mut(&account) {
