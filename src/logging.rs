@@ -270,7 +270,10 @@ pub fn status_line(status: &Status, now: Instant) -> String {
         .filter_map(|a| {
             let problem = a.problem.as_ref()?;
             let wait = show_wait(problem.retry_at.saturating_duration_since(now));
-            Some(format!("{} ({}, retry in {wait})", a.account, problem.reason))
+            Some(format!(
+                "{} ({}, retry in {wait})",
+                a.account, problem.reason
+            ))
         })
         .collect();
     if !bad.is_empty() {
@@ -486,8 +489,7 @@ mod tests {
             retry_at: now + Duration::from_secs(239),
         });
         assert!(
-            status_line(&troubled, now)
-                .ends_with("; bad: ladder-l3 (token rejected, retry in 4m)"),
+            status_line(&troubled, now).ends_with("; bad: ladder-l3 (token rejected, retry in 4m)"),
             "{}",
             status_line(&troubled, now)
         );

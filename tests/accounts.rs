@@ -208,12 +208,16 @@ async fn game_under_way(sb: &Sandbox, id: &str, timeout: Duration) {
 }
 
 async fn declined_reason(sb: &Sandbox, id: &str) -> String {
-    sb.wait_until(&format!("challenge {id} declined"), Duration::from_secs(10), |w| {
-        w.declined
-            .iter()
-            .find(|c| c.id == id)
-            .and_then(|c| c.decline_reason_key.clone())
-    })
+    sb.wait_until(
+        &format!("challenge {id} declined"),
+        Duration::from_secs(10),
+        |w| {
+            w.declined
+                .iter()
+                .find(|c| c.id == id)
+                .and_then(|c| c.decline_reason_key.clone())
+        },
+    )
     .await
     .unwrap()
 }
@@ -255,8 +259,18 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
         let error = |bot: &'static str, reason: &'static str| {
             move |l: &str| l.contains("ERROR") && l.contains(bot) && l.contains(reason)
         };
-        wait_log("naming revoked1", Duration::from_secs(10), error("revoked1", "token was rejected")).await;
-        wait_log("naming closed1", Duration::from_secs(10), error("closed1", "account is closed")).await;
+        wait_log(
+            "naming revoked1",
+            Duration::from_secs(10),
+            error("revoked1", "token was rejected"),
+        )
+        .await;
+        wait_log(
+            "naming closed1",
+            Duration::from_secs(10),
+            error("closed1", "account is closed"),
+        )
+        .await;
         let status = wait_log("with both bad accounts", Duration::from_secs(10), |l| {
             l.contains("status: ")
                 && l.contains("revoked1 (token rejected, retry in")
@@ -266,7 +280,10 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
         assert!(!status.contains("okay1 ("), "okay1 is fine: {status}");
 
         // The healthy account plays on.
-        let game = sb.challenge("Rita", "okay1", &ChallengeSpec::clock(60, 0)).unwrap().id;
+        let game = sb
+            .challenge("Rita", "okay1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
         game_under_way(&sb, &game, Duration::from_secs(10)).await;
 
         // Retried with backoff while revoked (several checks), then it recovers by itself.
@@ -293,7 +310,10 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
         stop_now(daemon).await;
         let all = logs();
         for bot in bots {
-            assert!(!all.contains(sandbox_token(bot).expose()), "a token was logged");
+            assert!(
+                !all.contains(sandbox_token(bot).expose()),
+                "a token was logged"
+            );
         }
     })
     .await;
@@ -323,7 +343,10 @@ async fn lichess_not_listening_at_start_is_waited_out() {
             .await
             .unwrap();
         stream_open(&sb, "early1", Duration::from_secs(30)).await;
-        let game = sb.challenge("Rita", "early1", &ChallengeSpec::clock(60, 0)).unwrap().id;
+        let game = sb
+            .challenge("Rita", "early1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
         game_under_way(&sb, &game, Duration::from_secs(10)).await;
         stop_now(daemon).await;
     })
@@ -349,7 +372,10 @@ async fn lichess_answering_503_at_start_is_waited_out() {
         .await;
         sb.set_outage(None);
         stream_open(&sb, "down1", Duration::from_secs(30)).await;
-        let game = sb.challenge("Rita", "down1", &ChallengeSpec::clock(60, 0)).unwrap().id;
+        let game = sb
+            .challenge("Rita", "down1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
         game_under_way(&sb, &game, Duration::from_secs(10)).await;
         stop_now(daemon).await;
     })
@@ -536,9 +562,12 @@ async fn challenge_calls_of_all_accounts_share_one_pacer_and_one_429_pause() {
     capture_logs();
     bounded(async {
         let bots = ["pace1", "pace2"];
-        let sb = Sandbox::start(sandbox_config(&bots, &[challenger("Rita"), challenger("Carl")]))
-            .await
-            .unwrap();
+        let sb = Sandbox::start(sandbox_config(
+            &bots,
+            &[challenger("Rita"), challenger("Carl")],
+        ))
+        .await
+        .unwrap();
         let dir = tempfile::tempdir().unwrap();
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, slow_pacing).await;
         stream_open(&sb, "pace1", Duration::from_secs(10)).await;
@@ -579,7 +608,10 @@ async fn challenge_calls_of_all_accounts_share_one_pacer_and_one_429_pause() {
         for pair in calls.windows(2) {
             let gap = pair[1].0 - pair[0].0;
             // One call per 300 ms over both accounts (a little slack for scheduling).
-            assert!(gap >= Duration::from_millis(250), "{gap:?} between {pair:?}");
+            assert!(
+                gap >= Duration::from_millis(250),
+                "{gap:?} between {pair:?}"
+            );
         }
 
         // A 429 on pace1's decline pauses pace2's calls too.

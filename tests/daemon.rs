@@ -821,7 +821,8 @@ async fn bad_token_and_non_bot_account_are_clear_errors_without_the_token() {
                 .any(|l| l.contains("ERROR") && l.contains(name) && l.contains(what))
         };
         tokio::time::timeout(Duration::from_secs(10), async {
-            while !(error_about("good1", "rejected") && error_about("human1", "not a BOT account")) {
+            while !(error_about("good1", "rejected") && error_about("human1", "not a BOT account"))
+            {
                 tokio::time::sleep(Duration::from_millis(20)).await;
             }
         })

@@ -244,8 +244,8 @@ impl Actor {
     /// Makes a client and checks the account with Lichess.
     async fn connect(&mut self) -> Result<(), Trouble> {
         let account = self.ctx.settings.borrow().account.clone();
-        let client = (self.ctx.make_client)(&account)
-            .map_err(|e| Trouble::refused("no usable token", e))?;
+        let client =
+            (self.ctx.make_client)(&account).map_err(|e| Trouble::refused("no usable token", e))?;
         // Kept before the check, so its retry policy applies to the retries.
         self.connected = Some(Connected {
             client: client.clone(),
@@ -257,7 +257,11 @@ impl Actor {
     }
 
     fn client(&self) -> &Client {
-        &self.connected.as_ref().expect("connected before playing").client
+        &self
+            .connected
+            .as_ref()
+            .expect("connected before playing")
+            .client
     }
 
     /// Follows the event stream until it ends, fails or the daemon stops.

@@ -72,7 +72,7 @@ pub async fn verify(account: &Account, client: &Client) -> Result<String, Troubl
         Ok(me) => me,
         Err(e @ LichessError::TokenRejected { .. }) => {
             // A closed account's tokens stop working too: say which it is when Lichess tells.
-            return Err(match client.user(name).await {
+            return Err(match client.public_user(name).await {
                 Ok(user) if user.disabled => closed(name),
                 _ => Trouble::of_call(name, &e).expect("a 401 is a refusal"),
             });
@@ -114,7 +114,9 @@ pub async fn verify(account: &Account, client: &Client) -> Result<String, Troubl
 fn closed(name: &str) -> Trouble {
     Trouble::refused(
         "account closed",
-        format!("account {name}: the Lichess account is closed; reopen it or remove it from accounts.toml"),
+        format!(
+            "account {name}: the Lichess account is closed; reopen it or remove it from accounts.toml"
+        ),
     )
 }
 

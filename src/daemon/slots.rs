@@ -110,7 +110,10 @@ mod tests {
         slots.set_cap(3);
         let two = slots.try_take().unwrap();
         let three = slots.try_take().unwrap();
-        assert!(slots.try_take().is_none(), "never more than the configured 3");
+        assert!(
+            slots.try_take().is_none(),
+            "never more than the configured 3"
+        );
         drop((one, two, three));
         assert_eq!(slots.used(), 0);
     }

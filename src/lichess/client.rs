@@ -225,6 +225,8 @@ struct Req {
     accept: &'static str,
     /// A challenge call: waits for the shared pacer.
     paced: bool,
+    /// Sent without the token (public data about an account whose token is refused).
+    anonymous: bool,
 }
 
 impl Req {
@@ -236,6 +238,7 @@ impl Req {
             form: None,
             accept: "application/json",
             paced: false,
+            anonymous: false,
         }
     }
 
@@ -358,6 +361,14 @@ impl Client {
     pub async fn user(&self, username: &str) -> Result<UserExtended, LichessError> {
         self.json(Req::new(Method::GET, &["api", "user", username]))
             .await
+    }
+
+    /// `GET /api/user/{username}` without the token: whether an account whose token is
+    /// refused was closed (`disabled`) — a refused token would fail this call too.
+    pub async fn public_user(&self, username: &str) -> Result<UserExtended, LichessError> {
+        let mut req = Req::new(Method::GET, &["api", "user", username]);
+        req.anonymous = true;
+        self.json(req).await
     }
 
     /// `GET /api/stream/event`: challenges and game starts/finishes of this account.
@@ -606,8 +617,10 @@ impl Client {
                 .inner
                 .http
                 .request(req.method.clone(), self.url(req))
-                .bearer_auth(self.inner.token.expose())
                 .header(reqwest::header::ACCEPT, req.accept);
+            if !req.anonymous {
+                builder = builder.bearer_auth(self.inner.token.expose());
+            }
             if let Some(form) = &req.form {
                 builder = builder.form(form);
             }

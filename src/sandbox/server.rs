@@ -236,8 +236,7 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                 world.user_agents.insert(account.clone(), agent.to_string());
             }
             let path = request.uri().path();
-            if request.method() == axum::http::Method::POST && path.starts_with("/api/challenge/")
-            {
+            if request.method() == axum::http::Method::POST && path.starts_with("/api/challenge/") {
                 world
                     .challenge_calls
                     .push((tokio::time::Instant::now(), account.clone()));
@@ -335,7 +334,18 @@ async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn user(State(shared): State<Shared>, Path(username): Path<String>) -> Response {
+/// Public data; a request that carries a refused token is refused (401), as on Lichess, even
+/// though the endpoint needs none.
+async fn user(
+    State(shared): State<Shared>,
+    Path(username): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if bearer(&headers).is_some()
+        && let Err(e) = auth(&shared, &headers)
+    {
+        return e.into_response();
+    }
     let world = lock(&shared);
     match world.account(&username) {
         Some(account) => axum::Json(account.user_json(&world.base_url)).into_response(),
