@@ -52,7 +52,7 @@ impl BotGames {
 /// What the results log says about today (UTC) for each account (lowercase username).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct TodayFromResults {
-    /// Games recorded today, for the status line.
+    /// Games finished today, for the status line.
     pub games: HashMap<String, u32>,
     /// Bot games started today.
     pub bot_games: HashMap<String, BotGames>,
@@ -78,12 +78,12 @@ impl TodayFromResults {
         };
         let day = utc_day(now);
         for record in read.records {
-            if utc_day_of_ms(record.started_at_ms) != day {
-                continue;
-            }
             let account = record.account.to_lowercase();
-            *today.games.entry(account.clone()).or_default() += 1;
-            if record.opponent.bot {
+            if utc_day_of_ms(record.finished_at_ms) == day {
+                *today.games.entry(account.clone()).or_default() += 1;
+            }
+            // Lichess charges a bot game when it starts.
+            if record.opponent.bot && utc_day_of_ms(record.started_at_ms) == day {
                 let started = UNIX_EPOCH
                     + std::time::Duration::from_millis(record.started_at_ms.max(0) as u64);
                 today
@@ -134,6 +134,7 @@ mod tests {
             r.account = account.into();
             r.opponent.bot = bot;
             r.started_at_ms = started_at_ms;
+            r.finished_at_ms = started_at_ms;
             log.append(&r).unwrap();
         };
         record("g1", "Ladder-L1", true, now_ms);
