@@ -396,6 +396,16 @@ async fn check_account(
         return row;
     };
     match whoami(client, base_url, &token).await {
+        Err(ProbeError::Unauthorized)
+            if account_closed(base_url, &account.username, &token).await =>
+        {
+            row.lichess = "account closed".into();
+            report.error(
+                &subject,
+                format!("the Lichess account {} is closed", account.username),
+                "reopen it (log in on Lichess), or remove it from accounts.toml",
+            );
+        }
         Err(e) => {
             row.lichess = e.short().into();
             report.error(&subject, e.to_string(), e.fix());
@@ -530,6 +540,24 @@ impl ProbeError {
                 "run ladder check again later; if it persists, check lichess.base_url".into()
             }
         }
+    }
+}
+
+/// Whether Lichess shows `username` as closed: a closed account's token is rejected like a
+/// revoked one, and only its public data (asked without the token) tells them apart.
+async fn account_closed(base_url: &str, username: &str, token: &str) -> bool {
+    let Ok(token) = crate::lichess::Token::new(token, "the account's token source") else {
+        return false;
+    };
+    let mut config = crate::lichess::ClientConfig::new(base_url, token);
+    config.user_agent = crate::lichess::user_agent(Some(username));
+    config.backoff.max_attempts = 2;
+    match crate::lichess::Client::new(config) {
+        Ok(client) => client
+            .public_user(username)
+            .await
+            .is_ok_and(|user| user.disabled),
+        Err(_) => false,
     }
 }
 

@@ -658,3 +658,58 @@ async fn challenge_calls_of_all_accounts_share_one_pacer_and_one_429_pause() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------- ladder check
+
+/// `ladder check` asks about every account, not stopping at the first bad one: each row says
+/// what is wrong with that account, and the check fails when any is bad.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_every_bad_account_in_its_row() {
+    capture_logs();
+    bounded(async {
+        let bots = ["fine1", "revoked2", "closed2"];
+        let sb = Sandbox::start(sandbox_config(&bots, &[])).await.unwrap();
+        sb.revoke_token("revoked2");
+        sb.close_account("closed2");
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = config_text(sb.base_url(), &[], 20);
+        for bot in bots {
+            let file = dir.path().join(format!("{bot}.token"));
+            std::fs::write(&file, sandbox_token(bot).expose()).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+            }
+            text.push_str(&format!(
+                "\n[[accounts]]\nusername = \"{bot}\"\ntoken_file = \"{}\"\nlevel = 1\ntarget_rating = 1000\n",
+                file.display()
+            ));
+        }
+        let config_path = dir.path().join("accounts.toml");
+        std::fs::write(&config_path, text).unwrap();
+        let coefficients = dir.path().join("calibration/coefficients.toml");
+        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
+        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+
+        let report = ladder::check::check(&config_path, true).await;
+        let row = |name: &str| {
+            report
+                .rows
+                .iter()
+                .find(|r| r.account == name)
+                .unwrap_or_else(|| panic!("no row for {name}: {:?}", report.rows))
+                .lichess
+                .clone()
+        };
+        assert!(row("fine1").contains("BOT"), "{}", report.render());
+        assert_eq!(row("revoked2"), "token rejected", "{}", report.render());
+        assert_eq!(row("closed2"), "account closed", "{}", report.render());
+        assert_eq!(report.errors(), 2, "{}", report.render());
+        let shown = report.render();
+        for bot in bots {
+            assert!(!shown.contains(sandbox_token(bot).expose()), "{shown}");
+        }
+    })
+    .await;
+}
