@@ -222,7 +222,27 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
     let is_stream = request.uri().path().contains("/stream/");
     let armed = {
         let mut world = lock(&shared);
+        if let Some(status) = world.outage {
+            drop(world);
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return (status, "Lichess is down for maintenance").into_response();
+        }
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
+        if let Some(account) = &account {
+            if let Some(agent) = request
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+            {
+                world.user_agents.insert(account.clone(), agent.to_string());
+            }
+            let path = request.uri().path();
+            if request.method() == axum::http::Method::POST && path.starts_with("/api/challenge/") {
+                world
+                    .challenge_calls
+                    .push((tokio::time::Instant::now(), account.clone()));
+            }
+        }
         account.map(|account| {
             let now = tokio::time::Instant::now();
             let (fail, delay) = match world.faults.get_mut(&account) {
@@ -315,7 +335,18 @@ async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn user(State(shared): State<Shared>, Path(username): Path<String>) -> Response {
+/// Public data; a request that carries a refused token is refused (401), as on Lichess, even
+/// though the endpoint needs none.
+async fn user(
+    State(shared): State<Shared>,
+    Path(username): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if bearer(&headers).is_some()
+        && let Err(e) = auth(&shared, &headers)
+    {
+        return e.into_response();
+    }
     let world = lock(&shared);
     match world.account(&username) {
         Some(account) => axum::Json(account.user_json(&world.base_url)).into_response(),
