@@ -3,9 +3,10 @@
 //!
 //! `check` goes through everything `ladder run` will need — accounts.toml, the coefficients, the
 //! results directory, every token (and its file's permissions) — then asks Lichess, once per
-//! token, whose token it is, whether that account is a BOT and whether the token has the
-//! `bot:play` scope. It prints the ladder that would run and every problem with what to do about
-//! it, and fails when there is any problem. Tokens never appear in what it prints. Lichess is
+//! token, whose token it is (for a rejected token: whether the account was closed), whether
+//! that account is a BOT and whether the token has the `bot:play` scope. It prints the ladder
+//! that would run and every problem with what to do about it, and fails when there is any
+//! problem. Tokens never appear in what it prints. Lichess is
 //! asked through [`crate::lichess::Client`], like everything else.
 
 use std::fmt::Write as _;
@@ -19,7 +20,7 @@ use crate::config::{Account, Config, TokenSource};
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::{
     BackoffPolicy, Client, ClientConfig, LichessError, RateLimitPolicy, Token, TokenOwner,
-    token_file_permission_problem,
+    token_file_permission_problem, user_agent,
 };
 
 /// The OAuth scope a bot token needs.
@@ -384,11 +385,31 @@ async fn check_account(
     let Some(base_url) = base_url else {
         return row;
     };
-    let owner = match client(base_url, token) {
-        Ok(client) => client.token_owner().await,
-        Err(e) => Err(e),
+    let client = match client(base_url, &account.username, token) {
+        Ok(client) => client,
+        Err(e) => {
+            let failure = Failure::of(&e, base_url);
+            row.lichess = failure.short.into();
+            report.error(&subject, failure.problem, failure.fix);
+            return row;
+        }
     };
-    match owner {
+    match client.token_owner().await {
+        // A closed account's token is rejected like a revoked one: only the account's public
+        // data, asked without the token, tells them apart.
+        Err(LichessError::TokenRejected { .. })
+            if client
+                .public_user(&account.username)
+                .await
+                .is_ok_and(|user| user.disabled) =>
+        {
+            row.lichess = "account closed".into();
+            report.error(
+                &subject,
+                format!("the Lichess account {} is closed", account.username),
+                "reopen it (log in on Lichess), or remove it from accounts.toml",
+            );
+        }
         Err(e) => {
             let failure = Failure::of(&e, base_url);
             row.lichess = failure.short.into();
@@ -469,10 +490,12 @@ async fn check_account(
 
 // ---- Talking to Lichess ----
 
-/// A client for one token, paced for a command someone is waiting on: one retry after a
-/// network error or 5xx, and no minute-long pause after a 429 (they run the command again).
-fn client(base_url: &str, token: Token) -> Result<Client, LichessError> {
+/// A client for one account's token, paced for a command someone is waiting on: one retry
+/// after a network error or 5xx, and no minute-long pause after a 429 (they run the command
+/// again). It names the account in its User-Agent, as the daemon's clients do.
+fn client(base_url: &str, username: &str, token: Token) -> Result<Client, LichessError> {
     let mut config = ClientConfig::new(base_url, token);
+    config.user_agent = user_agent(Some(username));
     config.backoff = BackoffPolicy {
         base: Duration::from_millis(250),
         cap: Duration::from_secs(1),
@@ -549,7 +572,7 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let base_url = config.lichess.base_url.as_str();
-    let client = client(base_url, token)?;
+    let client = client(base_url, &account.username, token)?;
     let fail = |e: &LichessError| {
         let failure = Failure::of(e, base_url);
         anyhow::anyhow!("{}; fix: {}", failure.problem, failure.fix)

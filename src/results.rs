@@ -125,9 +125,55 @@ pub struct GameRecord {
     /// UCI moves separated by spaces.
     pub moves: String,
     /// Set when the game went wrong by our own fault (lost on time with budget left, engine
-    /// crash, disconnect): calibration leaves such games out and reports them.
+    /// crash, disconnect, a rate-limit pause, a shutdown): calibration leaves such games out
+    /// and reports them. The daemon's faults start with their kind ([`fault`]), then `: ` and
+    /// the detail.
     #[serde(default)]
     pub fault: Option<String>,
+    /// Set when the game was open across a restart of the daemon: how its record was made.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_restart: Option<AfterRestart>,
+}
+
+/// How a game that was open when the daemon stopped got its record after the restart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AfterRestart {
+    /// Lichess still had it running: it was played on, with its original seed.
+    Resumed,
+    /// It ended while the daemon was down: the record comes from Lichess's game export.
+    Settled,
+}
+
+/// The kinds of fault the daemon writes: a `fault` text starts with one of these.
+pub mod fault {
+    /// Lost on time although the node budget should have fitted the clock.
+    pub const FLAGGED: &str = "flagged";
+    /// Lost on time while the account waited out an HTTP 429 pause (every request of the
+    /// account waits, our moves included).
+    pub const RATE_LIMITED: &str = "rate_limited";
+    /// Ended by us (aborted or resigned) when the shutdown grace period ran out.
+    pub const SHUTDOWN: &str = "shutdown";
+    /// Lost on time (or by the opponent's claim) while the daemon was not running.
+    pub const DAEMON_DOWN: &str = "daemon_down";
+
+    /// `kind: detail`.
+    pub fn text(kind: &str, detail: &str) -> String {
+        format!("{kind}: {detail}")
+    }
+}
+
+impl GameRecord {
+    /// The kind of the record's fault (the text before the first `:`), if it has one.
+    pub fn fault_kind(&self) -> Option<&str> {
+        let text = self.fault.as_deref()?;
+        Some(text.split_once(':').map_or(text, |(kind, _)| kind).trim())
+    }
+
+    /// Whether our side lost on time.
+    pub fn lost_on_time(&self) -> bool {
+        self.result == Outcome::Loss && self.status == "outoftime"
+    }
 }
 
 /// An append-only results file that writes each game id at most once.
@@ -517,6 +563,7 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
         winner: Some("white".to_string()),
         moves: "f2f3 e7e5 g2g4 d8h4".to_string(),
         fault: None,
+        after_restart: None,
     }
 }
 
@@ -564,6 +611,21 @@ mod tests {
         let ids: Vec<_> = read.records.iter().map(|r| r.game_id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
         assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
+    }
+
+    #[test]
+    fn after_restart_is_optional_and_round_trips() {
+        let plain = sample_record("p", Outcome::Win);
+        let line = serde_json::to_string(&plain).unwrap();
+        assert!(!line.contains("after_restart"), "{line}");
+        let mut settled = sample_record("s", Outcome::Loss);
+        settled.after_restart = Some(AfterRestart::Settled);
+        settled.fault = Some(fault::text(fault::DAEMON_DOWN, "lost on time"));
+        let line = serde_json::to_string(&settled).unwrap();
+        assert!(line.contains(r#""after_restart":"settled""#), "{line}");
+        assert_eq!(parse_line(&line).unwrap(), Some(settled.clone()));
+        assert_eq!(settled.fault_kind(), Some(fault::DAEMON_DOWN));
+        assert_eq!(plain.fault_kind(), None);
     }
 
     #[test]

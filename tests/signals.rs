@@ -1,7 +1,8 @@
 //! The real `ladder run` process under the signals systemd sends it, against the sandbox on
 //! 127.0.0.1: SIGHUP reloads the coefficients for new games while a running game keeps its
 //! parameters; SIGTERM drains (no new games, running games may finish) and a second SIGTERM
-//! stops at once. The token reaches the process only through its environment.
+//! stops at once; SIGKILL during a game that is then lost on time leaves a record after the
+//! restart. The token reaches the process only through its environment.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -312,4 +313,76 @@ async fn first_sigterm_drains_and_second_sigterm_stops_now() {
         let read = read_results(&[path]).unwrap();
         assert!(read.warnings.is_empty(), "{:?}", read.warnings);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn killed_during_a_game_lost_on_time_meanwhile_the_restart_records_it_once() {
+    let bot = "sigkill1";
+    let Running {
+        sb,
+        dir,
+        token,
+        mut daemon,
+        game,
+    } = daemon_with_open_game(bot).await;
+    let play = |uci: &str| {
+        sb.act(
+            "alice",
+            &game,
+            ladder::sandbox::Action::Move {
+                uci: uci.into(),
+                offering_draw: false,
+            },
+        )
+        .unwrap()
+    };
+    play("e2e4");
+    sb.wait_until("the bot's reply", Duration::from_secs(20), |w| {
+        w.summary(&game).filter(|g| g.moves.len() >= 2).map(|_| ())
+    })
+    .await
+    .unwrap();
+    daemon.signal("KILL");
+    daemon.wait_for_exit(Duration::from_secs(10)).await;
+
+    // While nobody plays for the bot, its clock runs out.
+    play("d2d4");
+    sb.with_world(|w| {
+        let g = &mut w.games.get_mut(&game).unwrap().game;
+        g.set_remaining(
+            ladder::lichess::Color::Black,
+            200,
+            tokio::time::Instant::now(),
+        );
+    });
+    let over = sb
+        .wait_until("the flag", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| g.is_over())
+        })
+        .await
+        .unwrap();
+    assert_eq!(over.status, ladder::lichess::GameStatus::Outoftime);
+
+    let mut daemon = Daemon::spawn(dir.path(), token.expose());
+    daemon
+        .wait_for_line(&["settled", game.as_str()], Duration::from_secs(20))
+        .await;
+    daemon.signal("TERM");
+    let status = daemon.wait_for_exit(Duration::from_secs(20)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+    let read = read_results(&[dir.path().join("results.jsonl")]).unwrap();
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    let ours: Vec<_> = read.records.iter().filter(|r| r.game_id == game).collect();
+    assert_eq!(ours.len(), 1, "{:?}", read.records);
+    let r = ours[0];
+    assert_eq!(
+        (r.result, r.status.as_str()),
+        (ladder::results::Outcome::Loss, "outoftime")
+    );
+    assert_eq!(r.moves.split_whitespace().count(), over.moves.len());
+    assert_eq!(
+        r.after_restart,
+        Some(ladder::results::AfterRestart::Settled)
+    );
+    assert_eq!(r.fault_kind(), Some(ladder::results::fault::DAEMON_DOWN));
 }

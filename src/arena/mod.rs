@@ -827,6 +827,7 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             winner: played.winner.map(|w| color_name(w).to_string()),
             moves: moves.join(" "),
             fault,
+            after_restart: None,
         });
     }
     out

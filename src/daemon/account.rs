@@ -1,24 +1,30 @@
-//! The account actor: one task per bot account. It keeps the account's event stream open
-//! (reconnecting with jittered backoff when it ends or goes silent), answers challenges by
-//! policy, starts one game actor per game and owns them in a `JoinSet`.
+//! The account actor: one task per bot account. It checks the account with Lichess (and keeps
+//! checking, with backoff, while Lichess refuses it or cannot be reached: see health.rs), keeps
+//! the account's event stream open (reconnecting with jittered backoff when it ends or goes
+//! silent), answers challenges by policy, starts one game actor per game and owns them in a
+//! `JoinSet`. An account in trouble never stops the others, and its running games go on.
 //!
 //! Concurrency limits, and what happens over them: a challenge is only accepted when a global
-//! slot, an account slot and an opponent slot are free; the slot is reserved until the game
-//! starts. A `gameStart` that arrives anyway (a game that was running before a restart, one
-//! started from the website) is played at once, over the limit if need be: lichess-bot queued
-//! such games behind running ones until they lost on time, and a game that has started costs
-//! the same whether we like it or not. A `gameStart` for a game that already has an actor (the
-//! stream reopened and Lichess re-sent it) is ignored: one game, one actor.
+//! slot (slots.rs), an account slot and an opponent slot are free, and, from a bot, while the
+//! account is under Lichess's daily bot-game limit (bot_limit.rs); the slot is reserved until
+//! the game starts. A `gameStart` that arrives anyway (a game that was running before a
+//! restart, one started from the website) is played at once, over the limit if need be (and
+//! counted): lichess-bot queued such games behind running ones until they lost on time, and a
+//! game that has started costs the same whether we like it or not. A `gameStart` for a game
+//! that already has an actor (the stream reopened and Lichess re-sent it) is ignored: one game,
+//! one actor. Answers to challenges are sent from their own tasks, since challenge calls wait
+//! for the pacer all accounts share (a minute after a 429) and game starts must not.
 //!
-//! The actor runs in its account's span and starts each game actor in a child span, so log
-//! lines name the account and the game without repeating them.
+//! Once the account is connected it also settles the games it left open in a previous run
+//! (open_games.rs). The actor runs in its account's span and starts each game actor in a child
+//! span, so log lines name the account and the game without repeating them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc, watch};
-use tokio::task::JoinSet;
+use tokio::sync::{mpsc, watch};
+use tokio::task::{JoinHandle, JoinSet};
 use tracing::Instrument;
 
 use crate::config::Account;
@@ -30,13 +36,17 @@ use crate::lichess::{
 use crate::logging::game_span;
 use crate::results::Source;
 
+use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames};
 use super::game::{self, GameContext, GameExit};
+use super::health::{self, RetrySchedule, Trouble};
+use super::open_games;
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, sleep_or_stop};
-use super::status::{AccountStatus, DailyTally};
+use super::slots::{GameSlots, Slot};
+use super::status::{AccountProblem, AccountStatus, DailyTally, show_wait};
 use super::tracker::GameSetup;
 
 /// How long an accepted challenge holds its slot while waiting for its `gameStart`.
@@ -52,149 +62,293 @@ pub struct AccountSettings {
     pub abort_after: Duration,
 }
 
+/// Makes the account's client: its token (from the environment, a file, the sandbox), the
+/// shared pacer and its User-Agent. Called again at every check after a refusal, so a token
+/// replaced on disk is picked up. Errors never contain the token.
+pub type MakeClient = Arc<dyn Fn(&Account) -> Result<Client, String> + Send + Sync>;
+
 /// Everything an account actor is given.
 pub struct AccountContext {
-    pub client: Client,
-    /// The Lichess user id (lowercase).
-    pub user_id: String,
+    pub make_client: MakeClient,
     pub settings: watch::Receiver<Arc<AccountSettings>>,
     pub coefficients: watch::Receiver<Arc<Coefficients>>,
     pub pool: PoolHandle,
     pub results: ResultsStub,
-    /// Global game slots shared by every account.
-    pub global_slots: Arc<Semaphore>,
+    /// The global game cap, shared by every account and owned by the supervisor.
+    pub slots: GameSlots,
     pub run_state: watch::Receiver<RunState>,
     pub source: Source,
     pub latency: Option<mpsc::UnboundedSender<Duration>>,
     /// The account's part of the periodic status line, published every second.
     pub status: watch::Sender<AccountStatus>,
-}
-
-/// Why an account actor stopped.
-#[derive(Debug, thiserror::Error)]
-pub enum AccountError {
-    #[error("account {account}: {source}")]
-    Lichess {
-        account: String,
-        source: LichessError,
-    },
+    /// Today's games from the results log: the status line's count and the bot-game limit.
+    pub games_today: u32,
+    pub bot_games: BotGames,
 }
 
 struct Reservation {
     opponent: String,
+    /// The challenger is a bot: the game counts against the daily bot-game limit.
+    bot: bool,
     at: Instant,
-    _permit: OwnedSemaphorePermit,
+    _slot: Slot,
 }
 
 struct Running {
     opponent: String,
-    /// Holds a global slot (`None` when the game was played over the global limit).
-    _permit: Option<OwnedSemaphorePermit>,
+    /// Holds a place in the global count (also a game that started over the cap).
+    _slot: Slot,
+}
+
+/// How a challenge answer sent from its own task went.
+struct Answered {
+    challenge: ChallengeId,
+    accepted: bool,
+    result: Result<(), LichessError>,
+}
+
+/// The client and user id of an account that passed its check.
+struct Connected {
+    client: Client,
+    user_id: String,
 }
 
 struct Actor {
     ctx: AccountContext,
     username: String,
+    connected: Option<Connected>,
+    /// Set while the account cannot play, for the status line.
+    problem: Option<AccountProblem>,
     /// Slots of accepted challenges, under the id of the game each will become.
     reserved: HashMap<GameId, Reservation>,
     running: HashMap<GameId, Running>,
     answered: HashMap<ChallengeId, Instant>,
+    answers: JoinSet<Answered>,
     games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, GameId>,
+    /// Settles the games left open by the previous run, with the client of the latest check.
+    settle: Option<JoinHandle<()>>,
     /// Games recorded today, for the status line.
     today: DailyTally,
+    bot_games: BotGames,
 }
 
 type Joined = Result<(tokio::task::Id, (GameId, GameExit)), tokio::task::JoinError>;
 
-/// Runs the account until shutdown. Returns an error only when the account cannot play at all
-/// (token rejected).
-pub async fn run(ctx: AccountContext) -> Result<(), AccountError> {
+/// How a stretch of play ended.
+enum PlayEnd {
+    /// Shutdown: the actor returns.
+    Exit,
+    /// The event stream ended or failed: reconnect after a pause.
+    Reconnect,
+    /// Lichess refused the account's event stream (401/403): check the account again.
+    Refused(LichessError),
+}
+
+/// Runs the account until shutdown. An account Lichess refuses, or cannot be reached for, is
+/// retried until it plays again or the daemon stops.
+pub async fn run(ctx: AccountContext) {
     let username = ctx.settings.borrow().account.username.clone();
+    let mut today = DailyTally::new();
+    today.seed(&username, ctx.games_today, SystemTime::now());
+    let bot_games = ctx.bot_games.clone();
     let mut actor = Actor {
         ctx,
         username,
+        connected: None,
+        problem: None,
         reserved: HashMap::new(),
         running: HashMap::new(),
         answered: HashMap::new(),
+        answers: JoinSet::new(),
         games: JoinSet::new(),
         tasks: HashMap::new(),
-        today: DailyTally::new(),
+        settle: None,
+        today,
+        bot_games,
     };
-    let result = actor.run().await;
-    // Whatever ended the account (stop, drain complete, fatal error): its games end with it
-    // only on a hard stop; otherwise they were already finished.
+    actor.run().await;
+    if let Some(settle) = actor.settle.take() {
+        settle.abort();
+    }
+    // Whatever ended the account (stop, drain complete): its games end with it only on a
+    // hard stop; otherwise they were already finished.
+    actor.answers.shutdown().await;
     actor.games.shutdown().await;
-    result
 }
 
 impl Actor {
-    async fn run(&mut self) -> Result<(), AccountError> {
-        let mut backoff = Backoff::new(BackoffPolicy {
+    async fn run(&mut self) {
+        let mut stream_backoff = Backoff::new(BackoffPolicy {
             base: Duration::from_millis(500),
             cap: Duration::from_secs(60),
             max_attempts: u32::MAX,
         });
-        let mut run_state = self.ctx.run_state.clone();
+        let mut retry: Option<RetrySchedule> = None;
         loop {
             if self.should_exit() {
-                return Ok(());
+                return;
             }
-            let mut stream = match self.ctx.client.stream_events().await {
-                Ok(stream) => Reader::spawn(stream),
-                Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
-                    return Err(AccountError::Lichess {
-                        account: self.username.clone(),
-                        source: e,
-                    });
-                }
-                Err(e) => {
-                    let delay = backoff.next_delay();
-                    tracing::warn!("event stream: {e}; retrying in {delay:?}");
-                    if self.wait_or_stop(delay).await {
-                        return Ok(());
+            let trouble = match self.connect().await {
+                Ok(()) => {
+                    if let Some(problem) = self.problem.take() {
+                        tracing::info!("the account plays again (it was: {})", problem.reason);
                     }
-                    continue;
+                    self.settle_open_games();
+                    if let Some(r) = retry.as_mut() {
+                        r.reset();
+                    }
+                    match self.play(&mut stream_backoff).await {
+                        PlayEnd::Exit => return,
+                        PlayEnd::Reconnect => {
+                            let delay = stream_backoff.next_delay();
+                            if self.wait_or_stop(delay).await {
+                                return;
+                            }
+                            continue;
+                        }
+                        PlayEnd::Refused(e) => {
+                            // Ask again what is wrong: a closed account and a revoked token
+                            // look the same on the stream. A check that passes means the
+                            // refusal was passing: reconnect after the usual pause.
+                            self.connected = None;
+                            match self.connect().await {
+                                Err(trouble) => trouble,
+                                Ok(()) => {
+                                    let delay = stream_backoff.next_delay();
+                                    tracing::warn!(
+                                        "event stream: {e}; the account checks out, reconnecting in {delay:?}"
+                                    );
+                                    if self.wait_or_stop(delay).await {
+                                        return;
+                                    }
+                                    continue;
+                                }
+                            }
+                        }
+                    }
                 }
+                Err(trouble) => trouble,
             };
-            tracing::info!("event stream open");
-            let mut tick = tokio::time::interval(Duration::from_secs(1));
-            loop {
-                tokio::select! {
-                    event = stream.next() => match event {
-                        Ok(event) => {
-                            backoff.reset();
-                            self.on_event(event).await;
-                        }
-                        Err(end) => {
-                            tracing::warn!("event stream ended ({end}); reconnecting");
-                            break;
-                        }
-                    },
-                    Some(joined) = self.games.join_next_with_id(), if !self.games.is_empty() => {
-                        self.on_game_exit(joined);
-                        if self.should_exit() {
-                            return Ok(());
-                        }
+            let retry = retry.get_or_insert_with(|| {
+                RetrySchedule::new(
+                    self.connected
+                        .as_ref()
+                        .map(|c| c.client.config().account_retry)
+                        .unwrap_or_default(),
+                )
+            });
+            let delay = retry.next_delay(&trouble);
+            if trouble.refused {
+                tracing::error!(
+                    "{}; the other accounts play on; checking again in {}",
+                    trouble.detail,
+                    show_wait(delay)
+                );
+            } else {
+                tracing::warn!("{}; checking again in {}", trouble.detail, show_wait(delay));
+            }
+            self.problem = Some(AccountProblem {
+                reason: trouble.short.clone(),
+                retry_at: Instant::now() + delay,
+            });
+            self.connected = None;
+            self.publish_status();
+            if self.wait_or_stop(delay).await {
+                return;
+            }
+        }
+    }
+
+    /// Makes a client and checks the account with Lichess.
+    async fn connect(&mut self) -> Result<(), Trouble> {
+        let account = self.ctx.settings.borrow().account.clone();
+        let client =
+            (self.ctx.make_client)(&account).map_err(|e| Trouble::refused("no usable token", e))?;
+        // Kept before the check, so its retry policy applies to the retries.
+        self.connected = Some(Connected {
+            client: client.clone(),
+            user_id: account.id(),
+        });
+        let user_id = health::verify(&account, &client).await?;
+        self.connected = Some(Connected { client, user_id });
+        Ok(())
+    }
+
+    /// Settles the games the previous run left open (open_games.rs), with the client that
+    /// just passed its check. A settling still running with an older client is replaced:
+    /// settling twice is harmless (a game is recorded once), a client whose token was replaced
+    /// is not.
+    fn settle_open_games(&mut self) {
+        if let Some(old) = self.settle.take() {
+            old.abort();
+        }
+        let settle = open_games::settle(
+            self.client().clone(),
+            self.ctx.results.clone(),
+            self.username.clone(),
+            self.ctx.run_state.clone(),
+        );
+        self.settle = Some(tokio::spawn(settle.instrument(tracing::Span::current())));
+    }
+
+    fn client(&self) -> &Client {
+        &self
+            .connected
+            .as_ref()
+            .expect("connected before playing")
+            .client
+    }
+
+    /// Follows the event stream until it ends, fails or the daemon stops.
+    async fn play(&mut self, backoff: &mut Backoff) -> PlayEnd {
+        let mut run_state = self.ctx.run_state.clone();
+        let mut stream = match self.client().stream_events().await {
+            Ok(stream) => Reader::spawn(stream),
+            Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
+                return PlayEnd::Refused(e);
+            }
+            Err(e) => {
+                tracing::warn!("event stream: {e}");
+                return PlayEnd::Reconnect;
+            }
+        };
+        tracing::info!("event stream open");
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            tokio::select! {
+                event = stream.next() => match event {
+                    Ok(event) => {
+                        backoff.reset();
+                        self.on_event(event);
                     }
-                    _ = tick.tick() => {
-                        self.purge();
-                        self.publish_status();
-                        if self.should_exit() {
-                            return Ok(());
-                        }
+                    Err(end) => {
+                        tracing::warn!("event stream ended ({end}); reconnecting");
+                        return PlayEnd::Reconnect;
                     }
-                    changed = run_state.changed() => {
-                        if changed.is_err() || self.should_exit() {
-                            return Ok(());
-                        }
+                },
+                Some(joined) = self.games.join_next_with_id(), if !self.games.is_empty() => {
+                    self.on_game_exit(joined);
+                    if self.should_exit() {
+                        return PlayEnd::Exit;
                     }
                 }
-            }
-            let delay = backoff.next_delay();
-            if self.wait_or_stop(delay).await {
-                return Ok(());
+                Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
+                    self.on_answered(answered);
+                }
+                _ = tick.tick() => {
+                    self.purge();
+                    self.publish_status();
+                    if self.should_exit() {
+                        return PlayEnd::Exit;
+                    }
+                }
+                changed = run_state.changed() => {
+                    if changed.is_err() || self.should_exit() {
+                        return PlayEnd::Exit;
+                    }
+                }
             }
         }
     }
@@ -203,22 +357,33 @@ impl Actor {
     fn should_exit(&self) -> bool {
         match *self.ctx.run_state.borrow() {
             RunState::Running => false,
-            RunState::Draining => self.running.is_empty() && self.games.is_empty(),
+            RunState::Draining | RunState::Ending => {
+                self.running.is_empty() && self.games.is_empty()
+            }
             RunState::Stopped => true,
         }
     }
 
-    /// Waits out a reconnect delay while still reaping finished games.
+    /// Waits out a pause while still reaping finished games and publishing the status.
+    /// Returns `true` when the actor should exit.
     async fn wait_or_stop(&mut self, delay: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + delay;
         let mut run_state = self.ctx.run_state.clone();
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
+            if self.should_exit() {
+                return true;
+            }
             tokio::select! {
                 Some(joined) = self.games.join_next_with_id(), if !self.games.is_empty() => {
                     self.on_game_exit(joined);
-                    if self.should_exit() {
-                        return true;
-                    }
+                }
+                Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
+                    self.on_answered(answered);
+                }
+                _ = tick.tick() => {
+                    self.purge();
+                    self.publish_status();
                 }
                 stopped = sleep_or_stop(deadline.saturating_duration_since(tokio::time::Instant::now()), &mut run_state) => {
                     return stopped || self.should_exit();
@@ -251,12 +416,32 @@ impl Actor {
         }
     }
 
+    fn on_answered(&mut self, answered: Result<Answered, tokio::task::JoinError>) {
+        let Ok(Answered {
+            challenge,
+            accepted,
+            result,
+        }) = answered
+        else {
+            return;
+        };
+        if let Err(e) = result {
+            let what = if accepted { "accept" } else { "decline" };
+            tracing::warn!(challenge = %challenge, "{what} failed: {e}");
+            if accepted && self.reserved.remove(&challenge.game_id()).is_some() {
+                tracing::info!(challenge = %challenge, "slot released");
+            }
+        }
+    }
+
     fn publish_status(&mut self) {
+        let now = SystemTime::now();
         let status = AccountStatus {
             account: self.username.clone(),
             games_running: self.running.len(),
             queued: self.reserved.len(),
-            games_today: self.today.today(&self.username, SystemTime::now()),
+            games_today: self.today.today(&self.username, now),
+            problem: self.problem.clone(),
         };
         self.ctx.status.send_if_modified(|old| {
             let changed = *old != status;
@@ -278,9 +463,9 @@ impl Actor {
             .retain(|_, at| now.duration_since(*at) < ANSWERED_MEMORY);
     }
 
-    async fn on_event(&mut self, event: Event) {
+    fn on_event(&mut self, event: Event) {
         match event {
-            Event::Challenge { challenge, .. } => self.on_challenge(*challenge).await,
+            Event::Challenge { challenge, .. } => self.on_challenge(*challenge),
             Event::GameStart { game } => self.on_game_start(*game),
             Event::GameFinish { game } => {
                 tracing::debug!(game = %game.game_id, "gameFinish");
@@ -294,6 +479,11 @@ impl Actor {
         }
     }
 
+    /// Bot games today, started or promised.
+    fn bot_games_today(&self) -> usize {
+        self.bot_games.today(SystemTime::now()) + self.reserved.values().filter(|r| r.bot).count()
+    }
+
     fn load_for(&self, opponent: &str) -> Load {
         let opponent_games = self
             .running
@@ -305,18 +495,23 @@ impl Actor {
         Load {
             account_games: self.running.len() + self.reserved.len(),
             opponent_games,
-            global_full: self.ctx.global_slots.available_permits() == 0,
+            global_full: self.ctx.slots.is_full(),
+            bot_games_full: self.bot_games_today() >= BOT_GAMES_PER_DAY,
             draining: *self.ctx.run_state.borrow() != RunState::Running,
         }
     }
 
-    async fn on_challenge(&mut self, c: ChallengeJson) {
+    fn on_challenge(&mut self, c: ChallengeJson) {
+        let Some(connected) = &self.connected else {
+            return;
+        };
         // Our own outgoing challenges, and challenges answered before the stream reopened.
-        if c.challenger.id.eq_ignore_ascii_case(&self.ctx.user_id)
+        if c.challenger.id.eq_ignore_ascii_case(&connected.user_id)
             || self.answered.contains_key(&c.id)
         {
             return;
         }
+        let client = connected.client.clone();
         self.answered.insert(c.id.clone(), Instant::now());
         let facts = facts_of(&c);
         let settings = Arc::clone(&self.ctx.settings.borrow());
@@ -326,37 +521,42 @@ impl Actor {
             self.load_for(&facts.challenger_id),
         );
         let tc = facts.time_control.to_string();
-        let permit = match decision {
-            Decision::Accept => match Arc::clone(&self.ctx.global_slots).try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => {
+        let slot = match decision {
+            Decision::Accept => {
+                let slot = self.ctx.slots.try_take();
+                if slot.is_none() {
                     decision = Decision::Decline(policy::Reason::Later);
-                    None
                 }
-            },
+                slot
+            }
             Decision::Decline(_) => None,
         };
-        match (decision, permit) {
-            (Decision::Accept, Some(permit)) => match self.ctx.client.accept_challenge(&c.id).await
-            {
-                Ok(()) => {
-                    tracing::info!(
-                        challenge = %c.id, challenger = %c.challenger.name,
-                        variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
-                    );
-                    self.reserved.insert(
-                        c.id.game_id(),
-                        Reservation {
-                            opponent: facts.challenger_id,
-                            at: Instant::now(),
-                            _permit: permit,
-                        },
-                    );
-                }
-                Err(e) => {
-                    tracing::warn!(challenge = %c.id, "accept failed: {e}")
-                }
-            },
+        let id = c.id.clone();
+        match (decision, slot) {
+            (Decision::Accept, Some(slot)) => {
+                tracing::info!(
+                    challenge = %c.id, challenger = %c.challenger.name,
+                    variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
+                );
+                // Reserved before the call: the `gameStart` may arrive before its answer.
+                self.reserved.insert(
+                    c.id.game_id(),
+                    Reservation {
+                        opponent: facts.challenger_id,
+                        bot: facts.challenger_is_bot,
+                        at: Instant::now(),
+                        _slot: slot,
+                    },
+                );
+                self.answers.spawn(async move {
+                    let result = client.accept_challenge(&id).await;
+                    Answered {
+                        challenge: id,
+                        accepted: true,
+                        result,
+                    }
+                });
+            }
             (Decision::Decline(_), _) | (Decision::Accept, None) => {
                 let reason = match decision {
                     Decision::Decline(r) => r,
@@ -366,9 +566,14 @@ impl Actor {
                     challenge = %c.id, challenger = %c.challenger.name,
                     variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
                 );
-                if let Err(e) = self.ctx.client.decline_challenge(&c.id, reason).await {
-                    tracing::warn!(challenge = %c.id, "decline failed: {e}");
-                }
+                self.answers.spawn(async move {
+                    let result = client.decline_challenge(&id, reason).await;
+                    Answered {
+                        challenge: id,
+                        accepted: false,
+                        result,
+                    }
+                });
             }
         }
     }
@@ -379,21 +584,26 @@ impl Actor {
             tracing::debug!(game = %id, "gameStart for a running game ignored");
             return;
         }
+        let Some(connected) = &self.connected else {
+            return;
+        };
         let opponent = info
             .opponent
             .as_ref()
             .and_then(|o| o.id.clone())
             .unwrap_or_default()
             .to_lowercase();
-        let permit = match self.reserved.remove(&id) {
-            Some(r) => Some(r._permit),
-            None => match Arc::clone(&self.ctx.global_slots).try_acquire_owned() {
-                Ok(p) => Some(p),
-                Err(_) => {
-                    tracing::warn!(game = %id, "game started over the global limit: playing it anyway");
-                    None
+        let slot = match self.reserved.remove(&id) {
+            Some(r) => {
+                if r.bot {
+                    self.bot_games.count(&id, SystemTime::now());
                 }
-            },
+                r._slot
+            }
+            None => self.ctx.slots.try_take().unwrap_or_else(|| {
+                tracing::warn!(game = %id, "game started over the global limit: playing it anyway");
+                self.ctx.slots.take_over_cap()
+            }),
         };
         let settings = Arc::clone(&self.ctx.settings.borrow());
         let coefficients = Arc::clone(&self.ctx.coefficients.borrow());
@@ -401,14 +611,14 @@ impl Actor {
         let setup = GameSetup {
             game_id: id.clone(),
             username: account.username.clone(),
-            user_id: self.ctx.user_id.clone(),
+            user_id: connected.user_id.clone(),
             params: LevelParams::new(&coefficients, account.level),
             seed: rand::random(),
             source: self.ctx.source,
             move_overhead_ms: settings.move_overhead_ms,
         };
         let ctx = GameContext {
-            client: self.ctx.client.clone(),
+            client: connected.client.clone(),
             pool: self.ctx.pool.clone(),
             results: self.ctx.results.clone(),
             setup,
@@ -422,7 +632,7 @@ impl Actor {
             id.clone(),
             Running {
                 opponent,
-                _permit: permit,
+                _slot: slot,
             },
         );
         let span = game_span(&tracing::Span::current(), id.as_str());

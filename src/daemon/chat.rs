@@ -1,11 +1,16 @@
 //! What an account says in a game's player chat: the `greeting` and `goodbye` templates of
-//! accounts.toml with `{me}` and `{opponent}` filled in, cut to what Lichess accepts. Config
-//! validation asks [`longest_line`] whether a template can fit.
+//! accounts.toml with `{me}` and `{opponent}` filled in, cut to what Lichess accepts, and
+//! [`STOP_CHAT`] before a game the shutdown cannot wait for is resigned. Config validation
+//! asks [`longest_line`] whether a template can fit.
 
 use crate::lichess::MAX_CHAT_CHARS;
 
 /// Lichess usernames are at most this long: a template is checked filled with names this long.
 pub const LONGEST_USERNAME: usize = 30;
+
+/// What we say, in place of the goodbye, before resigning a game when the shutdown grace
+/// period has run out.
+pub const STOP_CHAT: &str = "I have to stop now \u{2014} sorry!";
 
 /// `template` with `{me}` and `{opponent}` filled in, cut to [`MAX_CHAT_CHARS`] characters.
 pub fn chat_line(template: &str, me: &str, opponent: &str) -> String {
@@ -42,5 +47,6 @@ mod tests {
             chat_line(&long, "me", &"b".repeat(30)).chars().count(),
             MAX_CHAT_CHARS
         );
+        assert!(STOP_CHAT.chars().count() <= MAX_CHAT_CHARS);
     }
 }

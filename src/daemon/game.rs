@@ -1,9 +1,11 @@
-//! The game actor: one task per running game. It follows the game stream (reconnecting and
-//! resuming from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared
-//! pool with the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves,
-//! chats, aborts a game whose opponent never moves, declines offers, and writes the game's
-//! record once. It runs in its game's span (`logging::game_span`): its log lines name the
-//! game through it.
+//! The game actor: one task per running game. It remembers the game as open (a game left open
+//! by the previous run keeps its seed), follows the game stream (reconnecting and resuming
+//! from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared pool with
+//! the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves, chats, aborts
+//! a game whose opponent never moves, declines offers, ends the game honestly when the
+//! shutdown grace period runs out, and writes the game's record once — with a fault when a
+//! loss on time came from a 429 pause or the game was ended by the shutdown. It runs in its
+//! game's span (`logging::game_span`): its log lines name the game through it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,12 +16,14 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 use crate::player::LevelPlayer;
+use crate::results::{AfterRestart, GameRecord, fault};
 
-use super::chat::chat_line;
+use super::chat::{STOP_CHAT, chat_line};
+use super::open_games::OpenGame;
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
-use super::shutdown::{RunState, sleep_or_stop, stopped};
+use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::player::clock::{think_time, urgency_ms};
 
@@ -65,8 +69,9 @@ impl Drop for Pending {
 }
 
 /// Runs one game to its end.
-pub async fn run(ctx: GameContext) -> GameExit {
+pub async fn run(mut ctx: GameContext) -> GameExit {
     let id = ctx.setup.game_id.clone();
+    let resumed = remember(&mut ctx).await;
     let params = &ctx.setup.params;
     tracing::info!(
         seed = ctx.setup.seed,
@@ -74,6 +79,7 @@ pub async fn run(ctx: GameContext) -> GameExit {
         nodes = params.nodes,
         noise_cp = format!("{:.1}", params.noise_cp),
         coefficients = params.coefficients_version,
+        resumed_after_restart = resumed,
         "game started"
     );
     let mut player = Some(Box::new(LevelPlayer::new(params.clone(), ctx.setup.seed)));
@@ -85,6 +91,12 @@ pub async fn run(ctx: GameContext) -> GameExit {
     let mut abort_sent = false;
     let mut refusals = 0;
     let mut run_state = ctx.run_state.clone();
+    let mut grace_state = ctx.run_state.clone();
+    // Since when it has been our turn (at which ply): a 429 pause after that explains a loss
+    // on time.
+    let mut our_turn_since: Option<(usize, tokio::time::Instant)> = None;
+    // Set once we ended the game ourselves at the end of the grace period: the fault to record.
+    let mut ended_by_shutdown: Option<String> = None;
     loop {
         if *run_state.borrow() == RunState::Stopped {
             return GameExit::Stopped;
@@ -116,7 +128,9 @@ pub async fn run(ctx: GameContext) -> GameExit {
         let mut reconnect = false;
         while !reconnect {
             let abort_due = state_at + ctx.abort_after;
-            let abort_armed = !abort_sent && tracker.awaiting_opponent_first_move();
+            let abort_armed = !abort_sent
+                && ended_by_shutdown.is_none()
+                && tracker.awaiting_opponent_first_move();
             let mut actions = tokio::select! {
                 event = stream.next() => {
                     let now_ms = unix_ms();
@@ -188,14 +202,30 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     }
                     Vec::new()
                 }
+                _ = grace_over(&mut grace_state), if ended_by_shutdown.is_none() => {
+                    if *grace_state.borrow() == RunState::Stopped {
+                        return GameExit::Stopped;
+                    }
+                    // No move after this: the game ends now, and the stream will say how.
+                    drop(pending.take());
+                    ended_by_shutdown = Some(end_now(&ctx, &tracker).await);
+                    Vec::new()
+                }
                 _ = stopped(&mut run_state) => {
                     return GameExit::Stopped;
                 }
             };
+            if tracker.is_our_turn() {
+                let ply = tracker.ply();
+                if our_turn_since.is_none_or(|(p, _)| p != ply) {
+                    our_turn_since = Some((ply, tokio::time::Instant::now()));
+                }
+            }
             // The search first: offers and chat are answered while it runs.
             actions.sort_by_key(|a| !matches!(a, Action::Search { .. }));
             for action in actions {
                 match action {
+                    Action::Search { .. } if ended_by_shutdown.is_some() => {}
                     Action::Search { ply, game, clock } => {
                         let limit = think_time(clock);
                         let cancel = Arc::new(AtomicBool::new(false));
@@ -243,18 +273,31 @@ pub async fn run(ctx: GameContext) -> GameExit {
                     Action::Finished(record) => {
                         // Dropping a pending search cancels it: no move after the end.
                         drop(pending.take());
-                        let record = *record;
+                        let mut record = *record;
+                        if resumed {
+                            record.after_restart = Some(AfterRestart::Resumed);
+                        }
+                        explain_fault(
+                            &mut record,
+                            ended_by_shutdown.as_deref(),
+                            our_turn_since.map(|(_, since)| since),
+                            &ctx.client,
+                        );
                         tracing::info!(
                             result = ?record.result,
                             status = %record.status, moves = record.moves.split_whitespace().count(),
-                            opponent = %record.opponent.name, "game over"
+                            opponent = %record.opponent.name,
+                            fault = record.fault.as_deref().unwrap_or(""), "game over"
                         );
                         match ctx.results.append(record).await {
                             Ok(true) => {}
                             Ok(false) => tracing::info!("already in the results log"),
                             Err(e) => tracing::error!("results log: {e}"),
                         }
-                        if let Some(goodbye) = &ctx.goodbye {
+                        // A game we ended ourselves had its word before the resignation.
+                        if let Some(goodbye) =
+                            ctx.goodbye.as_ref().filter(|_| ended_by_shutdown.is_none())
+                        {
                             let text =
                                 chat_line(goodbye, &ctx.setup.username, &tracker.opponent_name());
                             if let Err(e) = ctx.client.chat(&id, ChatRoom::Player, &text).await {
@@ -274,6 +317,102 @@ pub async fn run(ctx: GameContext) -> GameExit {
         if sleep_or_stop(delay, &mut run_state).await {
             return GameExit::Stopped;
         }
+    }
+}
+
+/// Remembers the game as open (on disk before the first move). A game already remembered — left
+/// open by the previous run, or started again after its actor failed — keeps its seed, so a
+/// resumed game plays on as it began. Returns whether the previous run left it open.
+async fn remember(ctx: &mut GameContext) -> bool {
+    let setup = &mut ctx.setup;
+    match ctx.results.open_game(OpenGame::of(setup, unix_ms())).await {
+        Ok(opened) => {
+            let first = opened.game;
+            setup.seed = first.seed;
+            if first.coefficients_version != setup.params.coefficients_version
+                || first.level != setup.params.level
+            {
+                tracing::warn!(
+                    "resumed with level {} under coefficients v{} (it began with level {} under v{})",
+                    setup.params.level,
+                    setup.params.coefficients_version,
+                    first.level,
+                    first.coefficients_version
+                );
+            }
+            opened.from_previous_run
+        }
+        Err(e) => {
+            tracing::error!(
+                "cannot remember the game as open ({e}); if the daemon stops before it ends, \
+                 it will not be settled after the restart"
+            );
+            false
+        }
+    }
+}
+
+/// Ends a running game at the end of the grace period: abort while Lichess allows it (fewer
+/// than two plies), otherwise a word in the chat and resign. Returns the fault to record.
+async fn end_now(ctx: &GameContext, tracker: &Tracker) -> String {
+    let id = &ctx.setup.game_id;
+    if tracker.ply() < 2 {
+        match ctx.client.abort(id).await {
+            Ok(()) => {
+                tracing::warn!("grace period over: game aborted");
+                return fault::text(
+                    fault::SHUTDOWN,
+                    "aborted when the shutdown grace period ran out",
+                );
+            }
+            Err(e) => {
+                tracing::warn!("grace period over: abort refused ({e}); resigning")
+            }
+        }
+    }
+    if let Err(e) = ctx.client.chat(id, ChatRoom::Player, STOP_CHAT).await {
+        tracing::debug!("stop chat: {e}");
+    }
+    match ctx.client.resign(id).await {
+        Ok(()) => tracing::warn!("grace period over: game resigned"),
+        Err(e) => tracing::warn!("grace period over: resign: {e}"),
+    }
+    fault::text(
+        fault::SHUTDOWN,
+        "resigned when the shutdown grace period ran out",
+    )
+}
+
+/// Sets the fault of a finished game whose result is not the level's doing: the shutdown
+/// ended it (only if it ended the way we ended it, not by a move that came first), or it was
+/// lost on time while the account waited out a 429 pause that began or lasted after our turn
+/// started (every request waits, our moves included).
+fn explain_fault(
+    record: &mut GameRecord,
+    ended_by_shutdown: Option<&str>,
+    our_turn_since: Option<tokio::time::Instant>,
+    client: &Client,
+) {
+    if let Some(why) = ended_by_shutdown {
+        let ours = record.status == "aborted"
+            || (record.status == "resign" && record.result == crate::results::Outcome::Loss);
+        if ours {
+            record.fault = Some(why.to_string());
+            return;
+        }
+    }
+    let paused_in_our_turn = our_turn_since
+        .zip(client.last_pause_end())
+        .is_some_and(|(since, pause_end)| pause_end > since);
+    if record.lost_on_time() && paused_in_our_turn {
+        record.fault = Some(fault::text(
+            fault::RATE_LIMITED,
+            &format!(
+                "lost on time while the account waited out an HTTP 429 pause of {:?} \
+                 (no request, our moves included, goes out during it)",
+                client.config().rate_limit.pause
+            ),
+        ));
     }
 }
 

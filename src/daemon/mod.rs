@@ -2,6 +2,9 @@
 //!
 //! - [`supervisor`]: start-up checks, the daemon's life (drain, stop, reload),
 //! - [`account`]: one actor per account (event stream, challenges, limits, game actors),
+//! - [`health`]: whether an account can play, and how soon to check again when it cannot,
+//! - [`slots`]: the global cap on games (`daemon.max_games`),
+//! - [`bot_limit`]: Lichess's daily limit on games between bots,
 //! - [`game`]: one actor per game (game stream, searches, moves, chat, the record),
 //! - [`chat`]: the greeting and goodbye lines,
 //! - [`tracker`]: the game actor's decisions as a pure state machine,
@@ -10,14 +13,18 @@
 //! - [`search_control`]: the pool's observer (move deadline, cancel flag),
 //! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
-//! - [`results_writer`]: the thread that owns the results log,
+//! - [`results_writer`]: the thread that owns the results log and the open games file,
+//! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
+pub mod bot_limit;
 pub mod chat;
 pub mod game;
+pub mod health;
+pub mod open_games;
 pub mod policy;
 pub mod pool;
 pub mod reader;
@@ -25,6 +32,7 @@ pub mod results_writer;
 pub mod run;
 pub mod search_control;
 pub mod shutdown;
+pub mod slots;
 pub mod status;
 pub mod supervisor;
 pub mod tracker;

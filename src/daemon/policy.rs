@@ -25,6 +25,8 @@ pub struct Load {
     pub opponent_games: usize,
     /// No global game slot is free.
     pub global_full: bool,
+    /// The account has played (or promised) Lichess's daily maximum of games against bots.
+    pub bot_games_full: bool,
     /// The daemon is shutting down: nothing new starts.
     pub draining: bool,
 }
@@ -67,6 +69,7 @@ pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decis
     }
     if load.draining
         || load.global_full
+        || (c.challenger_is_bot && load.bot_games_full)
         || load.account_games >= policy.max_games
         || load.opponent_games >= policy.max_games_per_opponent
     {
@@ -228,6 +231,21 @@ mod tests {
             draining: true,
             ..Load::default()
         };
+        let bots_done = Load {
+            bot_games_full: true,
+            ..Load::default()
+        };
+        let mut bot = blitz();
+        bot.challenger_is_bot = true;
+        assert_eq!(
+            decide(&p, &bot, bots_done),
+            Decision::Decline(Reason::Later)
+        );
+        assert_eq!(
+            decide(&p, &blitz(), bots_done),
+            Decision::Accept,
+            "the daily limit is on games against bots only"
+        );
         assert_eq!(
             decide(&p, &blitz(), draining),
             Decision::Decline(Reason::Later)

@@ -1,7 +1,9 @@
-//! The results writer: one OS thread owns the [`ResultsLog`] and appends the records the game
-//! actors send it. A record is written in one call and fsynced before the reply, and a write
-//! in progress is never interrupted (not even by the second shutdown signal): the thread only
-//! stops once every sender is gone and the queue is empty.
+//! The results writer: one OS thread owns the [`ResultsLog`] and the [`OpenGames`] state file
+//! beside it, and applies what the game actors send it: a game taken up is remembered as
+//! open, a finished game is appended to the log and then forgotten as open. A record is
+//! written in one call and fsynced before the reply, and a write in progress is never
+//! interrupted (not even by the second shutdown signal): the thread only stops once every
+//! sender is gone and the queue is empty.
 
 use std::io;
 use std::path::Path;
@@ -9,11 +11,19 @@ use std::thread::JoinHandle;
 
 use tokio::sync::{mpsc, oneshot};
 
+use crate::lichess::GameId;
 use crate::results::{GameRecord, ResultsLog};
 
-type Request = (Box<GameRecord>, oneshot::Sender<io::Result<bool>>);
+use super::open_games::{self, OpenGame, OpenGames, Opened};
 
-/// A clonable handle for appending records.
+enum Request {
+    Append(Box<GameRecord>, oneshot::Sender<io::Result<bool>>),
+    Open(Box<OpenGame>, oneshot::Sender<io::Result<Opened>>),
+    Forget(GameId, oneshot::Sender<io::Result<()>>),
+    Unclaimed(String, oneshot::Sender<Vec<OpenGame>>),
+}
+
+/// A clonable handle for appending records and remembering open games.
 #[derive(Clone)]
 pub struct ResultsStub {
     tx: mpsc::UnboundedSender<Request>,
@@ -24,34 +34,86 @@ pub struct ResultsWriter {
     thread: JoinHandle<()>,
 }
 
-/// Opens `path` and starts the writer thread.
+/// Opens `path` and its open-games file, and starts the writer thread.
 pub fn start(path: &Path) -> io::Result<(ResultsStub, ResultsWriter)> {
     let mut log = ResultsLog::open(path)?;
+    let mut open = OpenGames::load(&open_games::state_path(path), |id| log.contains(id))?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
     let thread = std::thread::Builder::new()
         .name("results".into())
         .spawn(move || {
-            while let Some((record, reply)) = rx.blocking_recv() {
-                let written = log.append(&record);
-                if let Err(e) = &written {
-                    tracing::error!(game = %record.game_id, "cannot write the results log: {e}");
+            while let Some(request) = rx.blocking_recv() {
+                // The sender may be gone (hard stop); what was asked is done regardless.
+                match request {
+                    Request::Append(record, reply) => {
+                        let written = log.append(&record);
+                        match &written {
+                            // Recorded (now or before): no longer open. A failed write
+                            // leaves it open, to be settled after a restart.
+                            Ok(_) => {
+                                if let Err(e) = open.close(&record.game_id) {
+                                    tracing::error!(game = %record.game_id, "cannot update the open games file: {e}");
+                                }
+                            }
+                            Err(e) => {
+                                tracing::error!(game = %record.game_id, "cannot write the results log: {e}")
+                            }
+                        }
+                        reply.send(written).ok();
+                    }
+                    Request::Open(game, reply) => {
+                        let opened = open.open(*game);
+                        if let Err(e) = &opened {
+                            tracing::error!("cannot update the open games file: {e}");
+                        }
+                        reply.send(opened).ok();
+                    }
+                    Request::Forget(id, reply) => {
+                        reply.send(open.close(id.as_str())).ok();
+                    }
+                    Request::Unclaimed(account, reply) => {
+                        reply.send(open.unclaimed(&account)).ok();
+                    }
                 }
-                // The game actor may be gone (hard stop); the record is on disk regardless.
-                reply.send(written).ok();
             }
         })?;
     Ok((ResultsStub { tx }, ResultsWriter { thread }))
 }
 
+fn stopped() -> io::Error {
+    io::Error::other("the results writer has stopped")
+}
+
 impl ResultsStub {
-    /// Appends `record` unless its game is already in the log; `Ok(false)` for a duplicate.
-    pub async fn append(&self, record: GameRecord) -> io::Result<bool> {
+    async fn ask<T>(&self, request: impl FnOnce(oneshot::Sender<T>) -> Request) -> io::Result<T> {
         let (reply, rx) = oneshot::channel();
-        self.tx
-            .send((Box::new(record), reply))
-            .map_err(|_| io::Error::other("the results writer has stopped"))?;
-        rx.await
-            .map_err(|_| io::Error::other("the results writer has stopped"))?
+        self.tx.send(request(reply)).map_err(|_| stopped())?;
+        rx.await.map_err(|_| stopped())
+    }
+
+    /// Appends `record` unless its game is already in the log; `Ok(false)` for a duplicate.
+    /// Either way the game is no longer open.
+    pub async fn append(&self, record: GameRecord) -> io::Result<bool> {
+        self.ask(|reply| Request::Append(Box::new(record), reply))
+            .await?
+    }
+
+    /// Remembers `game` as open (on disk before this returns), or returns what was remembered
+    /// of it before: a resumed game keeps its seed.
+    pub async fn open_game(&self, game: OpenGame) -> io::Result<Opened> {
+        self.ask(|reply| Request::Open(Box::new(game), reply))
+            .await?
+    }
+
+    /// Forgets an open game without a record (Lichess does not know it).
+    pub async fn forget(&self, game_id: GameId) -> io::Result<()> {
+        self.ask(|reply| Request::Forget(game_id, reply)).await?
+    }
+
+    /// The games `account` left open that no game actor has taken up in this run.
+    pub async fn unclaimed(&self, account: &str) -> io::Result<Vec<OpenGame>> {
+        self.ask(|reply| Request::Unclaimed(account.to_string(), reply))
+            .await
     }
 }
 
@@ -89,5 +151,42 @@ mod tests {
         drop(stub);
         writer.close();
         assert_eq!(read_results(&[path]).unwrap().records.len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_recorded_game_is_no_longer_open_even_after_a_restart() {
+        use crate::levels::{Coefficients, LevelParams};
+        use crate::results::Source;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.jsonl");
+        let game = |id: &str| {
+            let setup = super::super::tracker::GameSetup {
+                game_id: GameId::new(id),
+                username: "ladder-l3".into(),
+                user_id: "ladder-l3".into(),
+                params: LevelParams::new(&Coefficients::builtin(), 3.0),
+                seed: 5,
+                source: Source::Sandbox,
+                move_overhead_ms: 100,
+            };
+            OpenGame::of(&setup, 0)
+        };
+        let (stub, writer) = start(&path).unwrap();
+        stub.open_game(game("a")).await.unwrap();
+        stub.open_game(game("b")).await.unwrap();
+        assert!(stub.append(sample_record("a", Outcome::Win)).await.unwrap());
+        drop(stub);
+        writer.close();
+
+        let (stub, writer) = start(&path).unwrap();
+        let open = stub.unclaimed("Ladder-L3").await.unwrap();
+        assert_eq!(
+            open.iter().map(|g| g.game_id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        let resumed = stub.open_game(game("b")).await.unwrap();
+        assert!(resumed.from_previous_run);
+        drop(stub);
+        writer.close();
     }
 }

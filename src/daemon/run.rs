@@ -89,9 +89,6 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             peak_parallel_searches = summary.pool.peak_running,
             "exited"
         );
-        if !summary.failed_accounts.is_empty() {
-            anyhow::bail!("accounts failed: {}", summary.failed_accounts.join(", "));
-        }
         Ok(())
     })
 }

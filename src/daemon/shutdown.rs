@@ -2,8 +2,10 @@
 //! supervisor's [`RunState`] tells every actor how far shutdown has gone.
 //!
 //! SIGTERM/SIGINT: the first one drains (no new games; running games finish within the grace
-//! period), the second one stops now. SIGHUP reloads accounts.toml and the coefficients.
-//! [`stopped`] and [`sleep_or_stop`] let an actor wait without outliving a stop.
+//! period; when it runs out, the games still running are aborted or resigned and recorded),
+//! the second one stops now (open games are settled after the restart). SIGHUP reloads
+//! accounts.toml and the coefficients. [`stopped`], [`grace_over`] and [`sleep_or_stop`] let
+//! an actor wait without outliving a stop.
 
 use std::time::Duration;
 
@@ -15,9 +17,16 @@ pub enum RunState {
     Running,
     /// Decline every challenge, finish running games.
     Draining,
+    /// The grace period is over: end every running game honestly now (abort when Lichess
+    /// allows it, otherwise resign after a word in the chat) and record it.
+    Ending,
     /// Exit now: searches are abandoned, nothing more is sent.
     Stopped,
 }
+
+/// How long the games still running when the grace period is over get to abort or resign and
+/// be recorded before the daemon stops anyway.
+pub const ENDING_LIMIT: Duration = Duration::from_secs(15);
 
 /// What the supervisor is asked to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -35,6 +44,18 @@ pub async fn stopped(run_state: &mut watch::Receiver<RunState>) {
         .is_err()
     {
         // The supervisor is gone: nothing will ever stop us more clearly than that.
+    }
+}
+
+/// Resolves once the grace period is over (games must end now) or the daemon is stopped.
+pub async fn grace_over(run_state: &mut watch::Receiver<RunState>) {
+    if run_state
+        .wait_for(|s| *s >= RunState::Ending)
+        .await
+        .is_err()
+    {
+        // The supervisor is gone: `stopped` handles that.
+        std::future::pending::<()>().await;
     }
 }
 

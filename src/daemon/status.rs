@@ -1,8 +1,9 @@
 //! The daemon's periodic one-line status (games running and queued, searches waiting, games
-//! today per account) and the daily tally behind it. Logged every `daemon.status_interval_s`.
+//! today per account, the accounts that cannot play and when they are checked again) and the
+//! daily tally behind it. Logged every `daemon.status_interval_s`.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// One account's part of the status line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +14,15 @@ pub struct AccountStatus {
     pub queued: usize,
     /// Games finished since midnight UTC (see [`DailyTally`]).
     pub games_today: u32,
+    /// Why the account cannot play now (token rejected, account closed, Lichess unreachable).
+    pub problem: Option<AccountProblem>,
+}
+
+/// An account that cannot play: the reason in a few words, and when it is checked again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AccountProblem {
+    pub reason: String,
+    pub retry_at: Instant,
 }
 
 /// What the daemon knows at a status tick.
@@ -25,9 +35,9 @@ pub struct Status {
     pub draining: bool,
 }
 
-/// The one-line status, e.g.
-/// `status: 3 games running, 1 queued, 0 searches waiting; today: ladder-l1 12 (1 playing), ladder-l2 7`.
-pub fn status_line(status: &Status) -> String {
+/// The one-line status at `now`, e.g.
+/// `status: 3 games running, 1 queued, 0 searches waiting; today: ladder-l1 12 (1 playing), ladder-l2 7; bad: ladder-l3 (token rejected, retry in 4m)`.
+pub fn status_line(status: &Status, now: Instant) -> String {
     use std::fmt::Write;
     let running: usize = status.accounts.iter().map(|a| a.games_running).sum();
     let queued: usize = status.accounts.iter().map(|a| a.queued).sum();
@@ -63,7 +73,32 @@ pub fn status_line(status: &Status) -> String {
             }
         }
     }
+    let bad: Vec<String> = status
+        .accounts
+        .iter()
+        .filter_map(|a| {
+            let problem = a.problem.as_ref()?;
+            let wait = show_wait(problem.retry_at.saturating_duration_since(now));
+            Some(format!(
+                "{} ({}, retry in {wait})",
+                a.account, problem.reason
+            ))
+        })
+        .collect();
+    if !bad.is_empty() {
+        let _ = write!(line, "; bad: {}", bad.join(", "));
+    }
     line
+}
+
+/// `4m`, `30s`, `1h 5m`: a wait as the status line (and the log) shows it.
+pub fn show_wait(wait: Duration) -> String {
+    let s = wait.as_secs_f64().ceil() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s.div_ceil(60)),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
 }
 
 fn plural(n: usize) -> &'static str {
@@ -88,6 +123,12 @@ impl DailyTally {
         *self.counts.entry(account.to_string()).or_default() += 1;
     }
 
+    /// Starts `account`'s count of today at `games` (read from the results log at start-up).
+    pub fn seed(&mut self, account: &str, games: u32, now: SystemTime) {
+        self.roll(now);
+        *self.counts.entry(account.to_string()).or_default() += games;
+    }
+
     /// Games `account` finished today (UTC) as of `now`.
     pub fn today(&mut self, account: &str, now: SystemTime) -> u32 {
         self.roll(now);
@@ -103,7 +144,8 @@ impl DailyTally {
     }
 }
 
-fn utc_day(time: SystemTime) -> u64 {
+/// The UTC day (days since the Unix epoch) of a time.
+pub fn utc_day(time: SystemTime) -> u64 {
     time.duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_secs() / 86_400)
 }
@@ -111,7 +153,6 @@ fn utc_day(time: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
 
     #[test]
     fn status_line_sums_and_lists_accounts() {
@@ -122,25 +163,29 @@ mod tests {
                     games_running: 2,
                     queued: 1,
                     games_today: 12,
+                    problem: None,
                 },
                 AccountStatus {
                     account: "ladder-l2".into(),
                     games_running: 1,
                     queued: 0,
                     games_today: 7,
+                    problem: None,
                 },
                 AccountStatus {
                     account: "ladder-l3".into(),
                     games_running: 0,
                     queued: 0,
                     games_today: 0,
+                    problem: None,
                 },
             ],
             search_queue: 1,
             draining: false,
         };
+        let now = Instant::now();
         assert_eq!(
-            status_line(&status),
+            status_line(&status, now),
             "status: 3 games running, 1 queued, 1 search waiting; today: \
              ladder-l1 12 (2 playing, 1 queued), ladder-l2 7 (1 playing), ladder-l3 0"
         );
@@ -149,11 +194,21 @@ mod tests {
             ..Status::default()
         };
         assert_eq!(
-            status_line(&idle),
+            status_line(&idle, now),
             "status: 0 games running, 0 queued, 0 searches waiting, draining (no new games); \
              no accounts"
         );
-        assert!(!status_line(&status).contains('\n'));
+        assert!(!status_line(&status, now).contains('\n'));
+        let mut troubled = status.clone();
+        troubled.accounts[2].problem = Some(AccountProblem {
+            reason: "token rejected".into(),
+            retry_at: now + Duration::from_secs(239),
+        });
+        assert!(
+            status_line(&troubled, now).ends_with("; bad: ladder-l3 (token rejected, retry in 4m)"),
+            "{}",
+            status_line(&troubled, now)
+        );
     }
 
     #[test]
@@ -169,5 +224,14 @@ mod tests {
         assert_eq!(tally.today("a", day(20_001, 0)), 0);
         tally.record("b", day(20_001, 2));
         assert_eq!(tally.today("b", day(20_001, 3)), 1);
+    }
+
+    #[test]
+    fn waits_read_like_a_person_would_say_them() {
+        assert_eq!(show_wait(Duration::from_millis(200)), "1s");
+        assert_eq!(show_wait(Duration::from_secs(30)), "30s");
+        assert_eq!(show_wait(Duration::from_secs(61)), "2m");
+        assert_eq!(show_wait(Duration::from_secs(240)), "4m");
+        assert_eq!(show_wait(Duration::from_secs(3900)), "1h 5m");
     }
 }

@@ -1,28 +1,37 @@
-//! The supervisor: checks every account, starts the shared search pool, the results writer and
-//! one account actor per account, and runs the daemon's life: drain on the first stop request,
-//! stop on the second or when the grace period is over, reload accounts and coefficients on
-//! request (new games get the new parameters; running games keep theirs).
+//! The supervisor: starts the shared search pool, the results writer and one account actor per
+//! account, and runs the daemon's life: drain on the first stop request, end the games still
+//! running when the grace period is over, stop on the second request (or when ending takes too
+//! long), reload accounts and coefficients on request (new games get the new parameters;
+//! running games keep theirs), the periodic status line.
+//!
+//! It starts every account whatever Lichess says about it: an account checks itself and is
+//! retried while it cannot play (health.rs), so one bad account never stops the others and an
+//! outage at start-up is waited out. It owns what the accounts share: the global game cap
+//! (slots.rs, changed on reload), the pacer of challenge calls (one IP address for all), and
+//! today's counts from the results log.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
-use tokio::sync::{Semaphore, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 use tracing::Instrument;
 
 use crate::config::{Account, Config};
 use crate::levels::Coefficients;
-use crate::lichess::{Client, ClientConfig, LichessError};
+use crate::lichess::{Client, ClientConfig, Pacer, user_agent};
 use crate::logging::account_span;
 use crate::results::Source;
 
-use super::account::{self, AccountContext, AccountSettings};
+use super::account::{self, AccountContext, AccountSettings, MakeClient};
+use super::bot_limit::TodayFromResults;
 use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
-use super::shutdown::{Control, RunState};
+use super::shutdown::{Control, ENDING_LIMIT, RunState};
+use super::slots::GameSlots;
 use super::status::{AccountStatus, Status, status_line};
 
 /// Builds the client configuration of an account (its token from the environment or a file,
@@ -55,8 +64,6 @@ pub struct DaemonHandle {
 pub struct Summary {
     pub accounts: usize,
     pub pool: PoolStats,
-    /// Accounts that stopped with an error (token rejected mid-run, ...).
-    pub failed_accounts: Vec<String>,
 }
 
 /// One account as the supervisor tracks it.
@@ -64,33 +71,6 @@ struct AccountSlot {
     settings: watch::Sender<Arc<AccountSettings>>,
     run_state: watch::Sender<RunState>,
     status: watch::Receiver<AccountStatus>,
-}
-
-/// Checks that the token of `account` works and belongs to a BOT account with that username.
-pub async fn verify_account(account: &Account, client: &Client) -> Result<String, String> {
-    let me = client.account().await.map_err(|e| match e {
-        LichessError::TokenRejected { .. } => format!(
-            "account {}: the token was rejected (HTTP 401): check that it is valid and not revoked",
-            account.username
-        ),
-        other => format!(
-            "account {}: cannot check the token: {other}",
-            account.username
-        ),
-    })?;
-    if !me.id.eq_ignore_ascii_case(&account.username) {
-        return Err(format!(
-            "account {}: the token belongs to {}, not to {}",
-            account.username, me.username, account.username
-        ));
-    }
-    if !me.is_bot() {
-        return Err(format!(
-            "account {}: not a BOT account (upgrade it with `ladder upgrade {}`; irreversible)",
-            account.username, account.username
-        ));
-    }
-    Ok(me.id)
 }
 
 fn settings_of(config: &Config, account: &Account) -> Arc<AccountSettings> {
@@ -105,32 +85,42 @@ fn settings_of(config: &Config, account: &Account) -> Arc<AccountSettings> {
 struct Starter {
     clients: ClientFactory,
     base_url: String,
+    /// The pacer of every account's challenge calls, made from the first account's policy.
+    pacer: Arc<OnceLock<Pacer>>,
     pool: PoolHandle,
     results: ResultsStub,
-    global_slots: Arc<Semaphore>,
+    results_path: PathBuf,
+    slots: GameSlots,
     coefficients: watch::Receiver<Arc<Coefficients>>,
     source: Source,
     latency: Option<mpsc::UnboundedSender<Duration>>,
 }
 
 impl Starter {
-    async fn client_for(&self, account: &Account) -> Result<(Client, String), String> {
-        let config = (self.clients)(account, &self.base_url)?;
-        let client =
-            Client::new(config).map_err(|e| format!("account {}: {e}", account.username))?;
-        let id = verify_account(account, &client).await?;
-        Ok((client, id))
+    /// How an account actor makes its client: the factory's configuration, plus the shared
+    /// pacer and a User-Agent naming the account.
+    fn make_client(&self) -> MakeClient {
+        let clients = Arc::clone(&self.clients);
+        let base_url = self.base_url.clone();
+        let pacer = Arc::clone(&self.pacer);
+        Arc::new(move |account: &Account| {
+            let mut config = clients(account, &base_url)?;
+            config.user_agent = user_agent(Some(&account.username));
+            let pacing = config.pacing;
+            config.pacer = Some(pacer.get_or_init(|| Pacer::new(pacing)).clone());
+            Client::new(config).map_err(|e| format!("account {}: {e}", account.username))
+        })
     }
 
     fn spawn(
         &self,
-        set: &mut JoinSet<(String, Result<(), account::AccountError>)>,
-        client: Client,
-        user_id: String,
+        set: &mut JoinSet<String>,
         settings: Arc<AccountSettings>,
         state: RunState,
+        today: &TodayFromResults,
     ) -> AccountSlot {
         let username = settings.account.username.clone();
+        let key = username.to_lowercase();
         let (settings_tx, settings_rx) = watch::channel(settings);
         let (state_tx, state_rx) = watch::channel(state);
         let (status_tx, status_rx) = watch::channel(AccountStatus {
@@ -138,22 +128,30 @@ impl Starter {
             games_running: 0,
             queued: 0,
             games_today: 0,
+            problem: None,
         });
         let ctx = AccountContext {
-            client,
-            user_id,
+            make_client: self.make_client(),
             settings: settings_rx,
             coefficients: self.coefficients.clone(),
             pool: self.pool.clone(),
             results: self.results.clone(),
-            global_slots: Arc::clone(&self.global_slots),
+            slots: self.slots.clone(),
             run_state: state_rx,
             source: self.source,
             latency: self.latency.clone(),
             status: status_tx,
+            games_today: today.games.get(&key).copied().unwrap_or(0),
+            bot_games: today.bot_games.get(&key).cloned().unwrap_or_default(),
         };
         let span = account_span(&username);
-        set.spawn(async move { (username, account::run(ctx).await) }.instrument(span));
+        set.spawn(
+            async move {
+                account::run(ctx).await;
+                username
+            }
+            .instrument(span),
+        );
         AccountSlot {
             settings: settings_tx,
             run_state: state_tx,
@@ -162,7 +160,9 @@ impl Starter {
     }
 }
 
-/// Verifies every account, then starts the daemon on the current runtime.
+/// Starts the daemon on the current runtime. Fails only on what a restart cannot fix (the
+/// results log cannot be opened); accounts Lichess refuses or cannot be reached for are
+/// retried while the others play.
 pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
     let DaemonSpec {
         config,
@@ -173,6 +173,8 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         reload_from_disk,
         latency,
     } = spec;
+    // Before the writer opens the log: today's games, for the daily bot-game limit.
+    let today = TodayFromResults::read(&results_path, SystemTime::now());
     let (results, writer) = results_writer::start(&results_path)
         .with_context(|| format!("cannot open the results log {}", results_path.display()))?;
     let pool = SearchPool::new(config.daemon.search_threads).context("daemon.search_threads")?;
@@ -180,35 +182,24 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
     let starter = Starter {
         clients,
         base_url: config.lichess.base_url.clone(),
+        pacer: Arc::new(OnceLock::new()),
         pool: pool.handle(),
         results,
-        global_slots: Arc::new(Semaphore::new(config.daemon.max_games)),
+        results_path: results_path.clone(),
+        slots: GameSlots::new(config.daemon.max_games),
         coefficients: coefficients_rx,
         source,
         latency,
     };
 
-    // Every account is checked before any plays: a bad token is a clear error at start.
-    let mut checked = Vec::new();
-    let mut errors = Vec::new();
-    for account in &config.accounts {
-        match starter.client_for(account).await {
-            Ok(pair) => checked.push((account, pair)),
-            Err(e) => errors.push(e),
-        }
-    }
-    if !errors.is_empty() {
-        anyhow::bail!("{}", errors.join("\n"));
-    }
     let mut accounts = JoinSet::new();
     let mut slots = HashMap::new();
-    for (account, (client, id)) in checked {
+    for account in &config.accounts {
         let slot = starter.spawn(
             &mut accounts,
-            client,
-            id,
             settings_of(&config, account),
             RunState::Running,
+            &today,
         );
         slots.insert(account.username.to_lowercase(), slot);
     }
@@ -229,7 +220,6 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         accounts,
         slots,
         state: RunState::Running,
-        failed: Vec::new(),
     };
     let task = tokio::spawn(async move {
         let summary = life.run(control_rx).await;
@@ -258,14 +248,14 @@ struct Life {
     reload_from_disk: bool,
     starter: Starter,
     coefficients_tx: watch::Sender<Arc<Coefficients>>,
-    accounts: JoinSet<(String, Result<(), account::AccountError>)>,
+    accounts: JoinSet<String>,
     slots: HashMap<String, AccountSlot>,
     state: RunState,
-    failed: Vec<String>,
 }
 
 impl Life {
-    /// The periodic one-line status: games running and queued, searches waiting, games today.
+    /// The periodic one-line status: games running and queued, searches waiting, games today,
+    /// the accounts that cannot play.
     fn status_line(&self) -> String {
         let mut accounts: Vec<AccountStatus> = self
             .slots
@@ -273,11 +263,14 @@ impl Life {
             .map(|slot| slot.status.borrow().clone())
             .collect();
         accounts.sort_by(|a, b| a.account.cmp(&b.account));
-        status_line(&Status {
-            accounts,
-            search_queue: self.starter.pool.stats().queued,
-            draining: self.state == RunState::Draining,
-        })
+        status_line(
+            &Status {
+                accounts,
+                search_queue: self.starter.pool.stats().queued,
+                draining: matches!(self.state, RunState::Draining | RunState::Ending),
+            },
+            Instant::now(),
+        )
     }
 
     async fn run(mut self, mut control: mpsc::Receiver<Control>) -> anyhow::Result<Summary> {
@@ -309,16 +302,17 @@ impl Life {
                     Some(Control::Reload) => self.reload().await,
                 },
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Draining => {
-                    tracing::warn!("grace period over: stopping the games still running");
+                    tracing::warn!("grace period over: ending the games still running (abort or resign) within {ENDING_LIMIT:?}");
+                    self.set_state(RunState::Ending);
+                    grace_end = Some(tokio::time::Instant::now() + ENDING_LIMIT);
+                }
+                _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Ending => {
+                    tracing::warn!("games not ended within {ENDING_LIMIT:?}: stopping now (they are settled after the restart)");
                     self.set_state(RunState::Stopped);
                 }
                 joined = self.accounts.join_next() => match joined {
                     None => break,
-                    Some(Ok((name, Ok(())))) => tracing::info!(account = %name, "account stopped"),
-                    Some(Ok((name, Err(e)))) => {
-                        tracing::error!(account = %name, "{e}");
-                        self.failed.push(name);
-                    }
+                    Some(Ok(name)) => tracing::info!(account = %name, "account stopped"),
                     Some(Err(e)) => tracing::error!("account actor failed: {e}"),
                 },
             }
@@ -327,7 +321,6 @@ impl Life {
         Ok(Summary {
             accounts,
             pool: PoolStats::default(),
-            failed_accounts: self.failed,
         })
     }
 
@@ -378,10 +371,16 @@ impl Life {
             tracing::warn!("reload: base_url, search_threads and results apply after a restart");
         }
         let (old, new) = (self.config.daemon.max_games, config.daemon.max_games);
-        if new > old {
-            self.starter.global_slots.add_permits(new - old);
-        } else if new < old {
-            self.starter.global_slots.forget_permits(old - new);
+        if new != old {
+            self.starter.slots.set_cap(new);
+            let running = self.starter.slots.used();
+            if running > new {
+                tracing::info!(
+                    "reload: max_games {old} -> {new}; {running} games running finish, no new game until fewer than {new} run"
+                );
+            } else {
+                tracing::info!("reload: max_games {old} -> {new}");
+            }
         }
         for account in &config.accounts {
             let key = account.username.to_lowercase();
@@ -396,20 +395,12 @@ impl Life {
                 });
                 continue;
             }
-            match self.starter.client_for(account).await {
-                Ok((client, id)) => {
-                    tracing::info!(account = %account.username, "reload: new account started");
-                    let slot = self.starter.spawn(
-                        &mut self.accounts,
-                        client,
-                        id,
-                        settings,
-                        RunState::Running,
-                    );
-                    self.slots.insert(key, slot);
-                }
-                Err(e) => tracing::error!("reload: {e}"),
-            }
+            tracing::info!(account = %account.username, "reload: new account started");
+            let today = TodayFromResults::read(&self.starter.results_path, SystemTime::now());
+            let slot = self
+                .starter
+                .spawn(&mut self.accounts, settings, RunState::Running, &today);
+            self.slots.insert(key, slot);
         }
         for (key, slot) in &self.slots {
             if config.account(key).is_none() {

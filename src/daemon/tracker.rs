@@ -13,7 +13,7 @@ use crate::engine::{Game, GameError};
 use crate::levels::LevelParams;
 use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
-    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
+    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source, fault,
 };
 
 use crate::player::clock::ClockInput;
@@ -122,6 +122,18 @@ impl Tracker {
 
     pub fn searching(&self) -> Option<usize> {
         self.searching
+    }
+
+    /// Whether the game is on and it is our move.
+    pub fn is_our_turn(&self) -> bool {
+        match (&self.game, &self.state) {
+            (Some(game), Some(state)) => {
+                !self.finished
+                    && state.status.is_ongoing()
+                    && Color::from(game.turn()) == self.color
+            }
+            _ => false,
+        }
     }
 
     /// Whether the opponent still owes the game its first move (abort territory).
@@ -278,11 +290,14 @@ impl Tracker {
         let fault = (state.status == GameStatus::Outoftime
             && state.winner == Some(self.color.other()))
         .then(|| {
-            format!(
-                "lost on time with a node budget of {} per move ({} ms on our clock at our last move)",
-                self.setup.params.nodes,
-                self.clock_at_last_move
-                    .map_or_else(|| "?".to_string(), |ms| ms.to_string())
+            fault::text(
+                fault::FLAGGED,
+                &format!(
+                    "lost on time with a node budget of {} per move ({} ms on our clock at our last move)",
+                    self.setup.params.nodes,
+                    self.clock_at_last_move
+                        .map_or_else(|| "?".to_string(), |ms| ms.to_string())
+                ),
             )
         });
         GameRecord {
@@ -331,6 +346,7 @@ impl Tracker {
             winner: state.winner.map(|w| w.as_str().to_string()),
             moves: state.moves.trim().to_string(),
             fault,
+            after_restart: None,
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Retry pacing: decorrelated jitter backoff (`min(cap, uniform(base, 3·last))`, reset on
-//! success) for 5xx and network errors, and the long pause that follows an HTTP 429.
+//! success) for 5xx and network errors, the long pause that follows an HTTP 429, and the slow
+//! doubling retry of an account Lichess refuses (token rejected, account closed).
 
 use std::time::Duration;
 
@@ -44,6 +45,52 @@ impl Default for RateLimitPolicy {
     }
 }
 
+/// How often the daemon asks again about an account Lichess refused (token rejected, account
+/// closed, not a bot): a repair takes a person, so the checks start slow and grow slower.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// The first pause.
+    pub first: Duration,
+    /// The longest pause.
+    pub cap: Duration,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> RetryPolicy {
+        RetryPolicy {
+            first: Duration::from_secs(30),
+            cap: Duration::from_secs(30 * 60),
+        }
+    }
+}
+
+/// Capped doubling: `first`, `2·first`, `4·first`, … up to `cap`.
+#[derive(Clone, Debug)]
+pub struct Doubling {
+    policy: RetryPolicy,
+    next: Duration,
+}
+
+impl Doubling {
+    pub fn new(policy: RetryPolicy) -> Doubling {
+        Doubling {
+            policy,
+            next: policy.first.min(policy.cap),
+        }
+    }
+
+    pub fn next_delay(&mut self) -> Duration {
+        let delay = self.next;
+        self.next = self.next.saturating_mul(2).min(self.policy.cap);
+        delay
+    }
+
+    /// Back to the first pause (after the account worked again).
+    pub fn reset(&mut self) {
+        self.next = self.policy.first.min(self.policy.cap);
+    }
+}
+
 /// Decorrelated jitter state for one call.
 #[derive(Clone, Debug)]
 pub struct Backoff {
@@ -82,6 +129,15 @@ impl Backoff {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn doubling_grows_to_its_cap_and_resets() {
+        let mut d = Doubling::new(RetryPolicy::default());
+        let delays: Vec<u64> = (0..9).map(|_| d.next_delay().as_secs()).collect();
+        assert_eq!(delays, [30, 60, 120, 240, 480, 960, 1800, 1800, 1800]);
+        d.reset();
+        assert_eq!(d.next_delay(), Duration::from_secs(30));
+    }
 
     #[test]
     fn delays_stay_between_base_and_cap_and_grow() {

@@ -1,7 +1,9 @@
 //! `Client`: the only place the ladder talks HTTP to Lichess. One client per account (per
 //! token): one ordinary request in flight at a time, streams beside it; HTTP 429 pauses every
-//! call of that client; 5xx and network errors are retried with decorrelated jitter; other
-//! 4xx come back as typed errors. Streams get an idle timeout per read, never a total one.
+//! call of that client (and the shared [`Pacer`] of challenge calls); 5xx and network errors
+//! are retried with decorrelated jitter; other 4xx come back as typed errors. Streams get an
+//! idle timeout per read, never a total one. Challenge calls wait for the pacer the clients of
+//! one process share; game calls never do.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -11,10 +13,11 @@ use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
 use tokio::time::Instant;
 
-use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy};
+use super::backoff::{Backoff, BackoffPolicy, RateLimitPolicy, RetryPolicy};
 use super::error::LichessError;
 use super::ids::{ChallengeId, GameId};
 use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+use super::pacer::{Pacer, PacingPolicy};
 use super::speed::{Perf, TimeControl};
 use super::token::Token;
 use super::types::{
@@ -41,7 +44,26 @@ pub struct ClientConfig {
     /// Total time for one attempt of an ordinary request, and for a stream's headers.
     pub request_timeout: Duration,
     pub connect_timeout: Duration,
+    /// `ladder/<version>`, or `ladder/<version> user:<name>` for an account's client
+    /// ([`user_agent`]), as lichess-bot identifies itself.
     pub user_agent: String,
+    /// How fast challenge calls may go: the daemon makes one [`Pacer`] from this for all its
+    /// accounts (they share one IP address).
+    pub pacing: PacingPolicy,
+    /// The shared pacer of challenge calls; `None` leaves them unpaced (one-off tools).
+    pub pacer: Option<Pacer>,
+    /// How the daemon spaces its checks of this account while Lichess refuses it (token
+    /// rejected, account closed, not a bot).
+    pub account_retry: RetryPolicy,
+}
+
+/// The User-Agent of the ladder, naming the account when there is one.
+pub fn user_agent(account: Option<&str>) -> String {
+    let version = env!("CARGO_PKG_VERSION");
+    match account {
+        Some(name) => format!("ladder/{version} user:{name}"),
+        None => format!("ladder/{version}"),
+    }
 }
 
 impl ClientConfig {
@@ -54,7 +76,10 @@ impl ClientConfig {
             stream_idle_timeout: DEFAULT_IDLE_TIMEOUT,
             request_timeout: Duration::from_secs(20),
             connect_timeout: Duration::from_secs(10),
-            user_agent: format!("ladder/{}", env!("CARGO_PKG_VERSION")),
+            user_agent: user_agent(None),
+            pacing: PacingPolicy::default(),
+            pacer: None,
+            account_retry: RetryPolicy::default(),
         }
     }
 }
@@ -216,6 +241,10 @@ struct Req {
     /// A plain-text body (`/api/token/test` takes the token itself).
     text: Option<String>,
     accept: &'static str,
+    /// A challenge call: waits for the shared pacer.
+    paced: bool,
+    /// Sent without the token (public data about an account whose token is refused).
+    anonymous: bool,
 }
 
 impl Req {
@@ -227,7 +256,14 @@ impl Req {
             form: None,
             text: None,
             accept: "application/json",
+            paced: false,
+            anonymous: false,
         }
+    }
+
+    fn paced(mut self) -> Req {
+        self.paced = true;
+        self
     }
 
     fn query(mut self, key: &str, value: impl ToString) -> Req {
@@ -324,6 +360,12 @@ impl Client {
         until.filter(|&t| t > Instant::now())
     }
 
+    /// When the latest 429 pause ended or will end (`None`: never paused). A game lost on
+    /// time asks whether such a pause overlapped its last turn.
+    pub fn last_pause_end(&self) -> Option<Instant> {
+        *self.inner.paused_until.lock().expect("pause lock")
+    }
+
     // ------------------------------------------------------------ endpoints
 
     /// `GET /api/account`: the token's own account.
@@ -384,6 +426,14 @@ impl Client {
             .json(Req::new(Method::GET, &["api", "user", username]))
             .await?
             .0)
+    }
+
+    /// `GET /api/user/{username}` without the token: whether an account whose token is
+    /// refused was closed (`disabled`) — a refused token would fail this call too.
+    pub async fn public_user(&self, username: &str) -> Result<UserExtended, LichessError> {
+        let mut req = Req::new(Method::GET, &["api", "user", username]);
+        req.anonymous = true;
+        Ok(self.json(req).await?.0)
     }
 
     /// `GET /api/stream/event`: challenges and game starts/finishes of this account.
@@ -479,8 +529,9 @@ impl Client {
         self.ok(Req::new(
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "accept"],
-        ))
-        .await
+        )
+        .paced())
+            .await
     }
 
     /// `POST /api/challenge/{challengeId}/decline` with a reason.
@@ -494,7 +545,8 @@ impl Client {
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "decline"],
         )
-        .form(form))
+        .form(form)
+        .paced())
             .await
     }
 
@@ -503,8 +555,9 @@ impl Client {
         self.ok(Req::new(
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "cancel"],
-        ))
-        .await
+        )
+        .paced())
+            .await
     }
 
     /// `POST /api/challenge/{username}`: challenges a user; once accepted, the game is
@@ -514,7 +567,9 @@ impl Client {
         username: &str,
         request: &ChallengeRequest,
     ) -> Result<ChallengeJson, LichessError> {
-        let req = Req::new(Method::POST, &["api", "challenge", username]).form(request.form());
+        let req = Req::new(Method::POST, &["api", "challenge", username])
+            .form(request.form())
+            .paced();
         let label = req.label();
         let (value, _): (serde_json::Value, _) = self.json(req).await?;
         // Older Lichess versions wrapped the challenge in `{"challenge": ...}`.
@@ -526,6 +581,15 @@ impl Client {
             endpoint: label,
             message: e.to_string(),
         })
+    }
+
+    /// `GET /game/export/{gameId}` as JSON (no `/api` prefix): one game, finished or not
+    /// (an ongoing game's moves lag behind).
+    pub async fn export_game(&self, game_id: &GameId) -> Result<GameJson, LichessError> {
+        let (game, _) = self
+            .json(Req::new(Method::GET, &["game", "export", game_id.as_str()]))
+            .await?;
+        Ok(game)
     }
 
     /// `GET /api/games/user/{username}` as NDJSON: finished games matching `query`, newest
@@ -646,12 +710,19 @@ impl Client {
         let mut rate_limited = 0u32;
         loop {
             self.wait_for_pause().await;
+            if req.paced
+                && let Some(pacer) = &config.pacer
+            {
+                pacer.turn().await;
+            }
             let mut builder = self
                 .inner
                 .http
                 .request(req.method.clone(), self.url(req))
-                .bearer_auth(self.inner.token.expose())
                 .header(reqwest::header::ACCEPT, req.accept);
+            if !req.anonymous {
+                builder = builder.bearer_auth(self.inner.token.expose());
+            }
             if let Some(form) = &req.form {
                 builder = builder.form(form);
             }
@@ -681,6 +752,10 @@ impl Client {
                         );
                         *self.inner.paused_until.lock().expect("pause lock") =
                             Some(Instant::now() + pause);
+                        // Lichess's limits are per IP too: every account's challenge calls wait.
+                        if let Some(pacer) = &config.pacer {
+                            pacer.pause(pause);
+                        }
                         if rate_limited >= config.rate_limit.max_attempts {
                             return Err(LichessError::RateLimited {
                                 endpoint: label,

@@ -6,9 +6,10 @@
 //! - [`token`]: the redacted `Token`, validated once,
 //! - [`types`]: serde wire types as the OpenAPI spec spells them,
 //! - [`ndjson`]: line streams with an idle timeout,
-//! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause),
-//! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, and the
-//!   base-URL rule (https, or http to loopback),
+//! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause, refused-account retries),
+//! - [`pacer`]: the challenge calls of all accounts, paced together (one IP),
+//! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, the
+//!   base-URL rule (https, or http to loopback) and the User-Agent,
 //! - [`error`]: the `LichessError` type.
 
 pub mod backoff;
@@ -16,17 +17,20 @@ pub mod client;
 pub mod error;
 pub mod ids;
 pub mod ndjson;
+pub mod pacer;
 pub mod speed;
 pub mod token;
 pub mod types;
 
-pub use backoff::{BackoffPolicy, RateLimitPolicy};
+pub use backoff::{BackoffPolicy, RateLimitPolicy, RetryPolicy};
 pub use client::{
-    ChallengeRequest, Client, ClientConfig, ExportQuery, LICHESS_URL, TokenOwner, validate_base_url,
+    ChallengeRequest, Client, ClientConfig, ExportQuery, LICHESS_URL, TokenOwner, user_agent,
+    validate_base_url,
 };
 pub use error::LichessError;
 pub use ids::{BadId, ChallengeId, GameId};
 pub use ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
+pub use pacer::{Pacer, PacingPolicy};
 pub use speed::{Clock, Perf, Speed, TimeControl};
 pub use token::{Token, TokenError, token_file_permission_problem};
 pub use types::*;

@@ -1,5 +1,6 @@
 //! What the sandbox reports about its games: the control API's `GameSummary` and the export
-//! API's `GameJson` (SAN moves, clocks in seconds).
+//! API's `GameJson` (SAN moves, clocks in seconds) or PGN — as Lichess does, PGN unless JSON
+//! is asked for, and an ongoing game's moves lag [`ONGOING_LAG`] plies behind.
 
 use tokio::time::Instant;
 
@@ -9,7 +10,12 @@ use crate::lichess::types::{
     ChatLine, Color, ExportClock, GameJson, GamePlayer, GamePlayers, GameStatus, LightUser,
 };
 use crate::lichess::{Clock, GameId, Speed};
+use shakmaty::Position;
 use shakmaty::san::SanPlus;
+
+/// How many of an ongoing game's last plies the export leaves out (Lichess: "ongoing games
+/// lag 3 moves", so the export cannot help anyone cheat).
+pub const ONGOING_LAG: usize = 3;
 
 /// A finished or running game as the control API reports it.
 #[derive(Clone, Debug, PartialEq)]
@@ -99,7 +105,7 @@ impl World {
             },
             initial_fen: (g.initial_fen != "startpos").then(|| g.initial_fen.clone()),
             winner: g.winner,
-            moves: Some(san_moves(&g.board)),
+            moves: Some(san_moves(&g.board, lag(g))),
             clock: g.clock.map(|c| ExportClock {
                 initial: c.initial_ms / 1000,
                 increment: c.increment_ms / 1000,
@@ -110,11 +116,63 @@ impl World {
     }
 }
 
-/// The moves of a game in SAN, as the export API writes them.
-fn san_moves(game: &crate::engine::Game) -> String {
+impl World {
+    /// The PGN export of a game (finished or not), what `/game/export/{id}` answers unless
+    /// JSON is asked for.
+    pub fn game_pgn(&self, game_id: &GameId) -> Option<String> {
+        let g = &self.games.get(game_id)?.game;
+        let result = match (g.is_over(), g.winner) {
+            (false, _) => "*",
+            (true, Some(Color::White)) => "1-0",
+            (true, Some(Color::Black)) => "0-1",
+            (true, None) => "1/2-1/2",
+        };
+        let time_control = g.clock.map_or_else(|| "-".to_string(), |c| c.to_string());
+        let mut pgn = format!(
+            "[Event \"{} {} game\"]\n[Site \"{}/{}\"]\n[White \"{}\"]\n[Black \"{}\"]\n\
+             [Result \"{result}\"]\n[Variant \"{}\"]\n[TimeControl \"{time_control}\"]\n\
+             [Termination \"{}\"]\n",
+            if g.rated { "Rated" } else { "Casual" },
+            g.speed.name(),
+            self.base_url,
+            g.id,
+            g.white.name,
+            g.black.name,
+            g.variant,
+            g.status.as_str(),
+        );
+        if g.initial_fen != "startpos" {
+            pgn.push_str(&format!("[FEN \"{}\"]\n[SetUp \"1\"]\n", g.initial_fen));
+        }
+        pgn.push('\n');
+        let white_first = g.board.initial_position().turn().is_white();
+        for (i, san) in san_moves(&g.board, lag(g)).split_whitespace().enumerate() {
+            let ply = i + usize::from(!white_first);
+            if ply % 2 == 0 {
+                pgn.push_str(&format!("{}. ", ply / 2 + 1));
+            } else if i == 0 {
+                pgn.push_str(&format!("{}... ", ply / 2 + 1));
+            }
+            pgn.push_str(san);
+            pgn.push(' ');
+        }
+        pgn.push_str(result);
+        pgn.push_str("\n\n");
+        Some(pgn)
+    }
+}
+
+/// Plies the export leaves out of this game.
+fn lag(g: &super::game::SandboxGame) -> usize {
+    if g.is_over() { 0 } else { ONGOING_LAG }
+}
+
+/// The moves of a game in SAN, as the export API writes them, without the last `lag` plies.
+fn san_moves(game: &crate::engine::Game, lag: usize) -> String {
     let mut position = game.initial_position().clone();
-    let mut out = Vec::with_capacity(game.moves().len());
-    for &m in game.moves() {
+    let shown = game.moves().len().saturating_sub(lag);
+    let mut out = Vec::with_capacity(shown);
+    for &m in &game.moves()[..shown] {
         out.push(SanPlus::from_move_and_play_unchecked(&mut position, m).to_string());
     }
     out.join(" ")

@@ -177,6 +177,19 @@ impl SandboxGame {
         stored.saturating_sub(spent)
     }
 
+    /// Sets `color`'s remaining time to `ms` as of `now`: a test's way of letting clock time
+    /// pass (a long think, the daemon being down) without waiting for it. The ticker flags the
+    /// side to move once its time is gone, as for any other flag.
+    pub fn set_remaining(&mut self, color: Color, ms: u64, now: Instant) {
+        if self.is_over() {
+            return;
+        }
+        if self.clock_running() && color == self.turn() {
+            self.turn_started = now;
+        }
+        self.set_stored(color, ms);
+    }
+
     /// The wire `gameState` at `now`.
     pub fn state(&self, now: Instant) -> GameState {
         let increment = self.clock.map_or(0, |c| c.increment_ms);
@@ -487,6 +500,29 @@ mod tests {
         assert!(g.tick(t2 + Duration::from_millis(1400), 0));
         assert_eq!(g.status, GameStatus::Outoftime);
         assert_eq!(g.winner, Some(Color::White));
+    }
+
+    #[test]
+    fn set_remaining_lets_time_pass_for_the_side_to_move() {
+        let t = Instant::now();
+        let mut g = game(Some((60_000, 0)), t);
+        g.play(Color::White, "e2e4", false, t, 0).unwrap();
+        g.play(Color::Black, "e7e5", false, t, 0).unwrap();
+        let t2 = t + Duration::from_secs(2);
+        g.set_remaining(Color::White, 300, t2);
+        g.set_remaining(Color::Black, 5_000, t2);
+        assert_eq!(
+            g.remaining(Color::White, t2 + Duration::from_millis(100)),
+            200
+        );
+        assert_eq!(
+            g.remaining(Color::Black, t2 + Duration::from_secs(9)),
+            5_000
+        );
+        assert!(!g.tick(t2 + Duration::from_millis(299), 0));
+        assert!(g.tick(t2 + Duration::from_millis(300), 0));
+        assert_eq!(g.status, GameStatus::Outoftime);
+        assert_eq!(g.winner, Some(Color::Black));
     }
 
     #[test]

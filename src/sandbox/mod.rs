@@ -3,7 +3,8 @@
 //! [`Sandbox::start`] binds real HTTP on 127.0.0.1 (port chosen by the OS) and returns the
 //! in-process control handle the daemon's tests drive: create challenges, list games, wait for
 //! results, and inject faults (dropped or silent streams, 429/5xx answers, delays, raw lines,
-//! duplicate events).
+//! duplicate events, revoked tokens, closed accounts, the whole of Lichess down). It records
+//! what a test checks about the clients: User-Agents, challenge calls over time.
 //!
 //! - [`config`]: accounts, challengers, timings, `SandboxConfig::demo`,
 //! - [`game`]: one game's rules and clocks,
@@ -56,7 +57,13 @@ pub struct WaitTimeout {
 impl Sandbox {
     /// Starts the sandbox on 127.0.0.1 with an OS-chosen port.
     pub async fn start(config: SandboxConfig) -> std::io::Result<Sandbox> {
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
+        Sandbox::start_on(0, config).await
+    }
+
+    /// Starts the sandbox on 127.0.0.1:`port` (0: chosen by the OS) — a test of a daemon that
+    /// started while "Lichess" was not listening yet brings it up on the port it was given.
+    pub async fn start_on(port: u16, config: SandboxConfig) -> std::io::Result<Sandbox> {
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port)).await?;
         let base_url = format!("http://{}", listener.local_addr()?);
         let (notice_tx, notice_rx) = mpsc::unbounded_channel();
         let (finished_tx, finished) = watch::channel(0usize);
@@ -330,6 +337,41 @@ impl Sandbox {
     ) -> Result<(), ApiError> {
         self.lock()
             .set_gone(game_id, &username.to_ascii_lowercase(), gone, claim_after)
+    }
+
+    /// Revokes the account's token (401 for everything, open streams end) until
+    /// [`Sandbox::restore_token`].
+    pub fn revoke_token(&self, username: &str) -> bool {
+        self.lock().revoke_token(username)
+    }
+
+    /// Accepts the account's token again (and reopens a closed account).
+    pub fn restore_token(&self, username: &str) -> bool {
+        self.lock().restore_token(username)
+    }
+
+    /// Closes the account: 401 for its token, `disabled: true` in its public data.
+    pub fn close_account(&self, username: &str) -> bool {
+        self.lock().close_account(username)
+    }
+
+    /// Takes the whole sandbox down (`Some(503)`: every request gets that status, streams
+    /// end) or brings it back (`None`).
+    pub fn set_outage(&self, status: Option<u16>) {
+        self.lock().set_outage(status);
+    }
+
+    /// The last User-Agent the account sent.
+    pub fn user_agent(&self, username: &str) -> Option<String> {
+        self.lock()
+            .user_agents
+            .get(&username.to_ascii_lowercase())
+            .cloned()
+    }
+
+    /// When each challenge call (accept, decline, create, cancel) arrived, with its account.
+    pub fn challenge_calls(&self) -> Vec<(tokio::time::Instant, String)> {
+        self.lock().challenge_calls.clone()
     }
 
     /// Disarms every HTTP fault of the account.

@@ -222,7 +222,27 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
     let is_stream = request.uri().path().contains("/stream/");
     let armed = {
         let mut world = lock(&shared);
+        if let Some(status) = world.outage {
+            drop(world);
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::SERVICE_UNAVAILABLE);
+            return (status, "Lichess is down for maintenance").into_response();
+        }
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
+        if let Some(account) = &account {
+            if let Some(agent) = request
+                .headers()
+                .get(header::USER_AGENT)
+                .and_then(|v| v.to_str().ok())
+            {
+                world.user_agents.insert(account.clone(), agent.to_string());
+            }
+            let path = request.uri().path();
+            if request.method() == axum::http::Method::POST && path.starts_with("/api/challenge/") {
+                world
+                    .challenge_calls
+                    .push((tokio::time::Instant::now(), account.clone()));
+            }
+        }
         account.map(|account| {
             let now = tokio::time::Instant::now();
             let (fail, delay) = match world.faults.get_mut(&account) {
@@ -315,7 +335,18 @@ async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     }
 }
 
-async fn user(State(shared): State<Shared>, Path(username): Path<String>) -> Response {
+/// Public data; a request that carries a refused token is refused (401), as on Lichess, even
+/// though the endpoint needs none.
+async fn user(
+    State(shared): State<Shared>,
+    Path(username): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    if bearer(&headers).is_some()
+        && let Err(e) = auth(&shared, &headers)
+    {
+        return e.into_response();
+    }
     let world = lock(&shared);
     match world.account(&username) {
         Some(account) => axum::Json(account.user_json(&world.base_url)).into_response(),
@@ -531,9 +562,25 @@ async fn export_user_games(
     ([(header::CONTENT_TYPE, "application/x-ndjson")], body).into_response()
 }
 
-async fn export_game(State(shared): State<Shared>, Path(id): Path<GameId>) -> Response {
-    match lock(&shared).game_json(&id) {
-        Some(g) => axum::Json(g).into_response(),
-        None => ApiError::NotFound("Not found.".into()).into_response(),
+/// `GET /game/export/{id}`: PGN by default, `GameJson` with `Accept: application/json`.
+async fn export_game(
+    State(shared): State<Shared>,
+    Path(id): Path<GameId>,
+    headers: HeaderMap,
+) -> Response {
+    let json = headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("application/json"));
+    let world = lock(&shared);
+    let not_found = || ApiError::NotFound("Not found.".into()).into_response();
+    if json {
+        world
+            .game_json(&id)
+            .map_or_else(not_found, |g| axum::Json(g).into_response())
+    } else {
+        world.game_pgn(&id).map_or_else(not_found, |pgn| {
+            ([(header::CONTENT_TYPE, "application/x-chess-pgn")], pgn).into_response()
+        })
     }
 }

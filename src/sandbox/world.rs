@@ -77,6 +77,8 @@ pub struct Account {
     /// Index of the simulated challenger playing this account, if any.
     pub challenger: Option<usize>,
     pub created_at_ms: i64,
+    /// Closed by its owner (fault injection): its token is refused, `disabled` in user data.
+    pub closed: bool,
 }
 
 impl Account {
@@ -97,6 +99,7 @@ impl Account {
             games_played: config.games_played,
             challenger,
             created_at_ms: unix_ms(),
+            closed: false,
         }
     }
 
@@ -149,7 +152,7 @@ impl Account {
             title: self.title.clone(),
             created_at: Some(self.created_at_ms),
             seen_at: Some(unix_ms()),
-            disabled: false,
+            disabled: self.closed,
             tos_violation: false,
             url: Some(format!("{base_url}/@/{}", self.username)),
             count: Some(serde_json::json!({ "all": self.games_played })),
@@ -323,6 +326,12 @@ pub struct World {
     pub declined: Vec<ChallengeJson>,
     pub faults: HashMap<String, AccountFaults>,
     pub requests: HashMap<String, RequestStats>,
+    /// Lichess is down (fault injection): every request is answered with this status.
+    pub outage: Option<u16>,
+    /// The last User-Agent each account sent.
+    pub user_agents: HashMap<String, String>,
+    /// When each account's challenge call (accept, decline, create, cancel) arrived.
+    pub challenge_calls: Vec<(Instant, String)>,
     rng: StdRng,
     notices: mpsc::UnboundedSender<Notice>,
     finished: watch::Sender<usize>,
@@ -349,6 +358,9 @@ impl World {
             declined: Vec::new(),
             faults: HashMap::new(),
             requests: HashMap::new(),
+            outage: None,
+            user_agents: HashMap::new(),
+            challenge_calls: Vec::new(),
             rng,
             notices,
             finished,
@@ -434,6 +446,60 @@ impl World {
         account.bot = true;
         account.title = Some("BOT".to_string());
         Ok(())
+    }
+
+    /// Revokes the account's token: every request with it gets 401 and its open streams end
+    /// (Lichess closes them with the token). [`World::restore_token`] undoes it.
+    pub fn revoke_token(&mut self, id: &str) -> bool {
+        let id = id.to_ascii_lowercase();
+        let Some(token) = self.accounts.get(&id).map(|a| a.token.clone()) else {
+            return false;
+        };
+        self.tokens.remove(&token);
+        self.close_streams_of(&id);
+        true
+    }
+
+    /// Accepts the account's token again (the owner made the token work again).
+    pub fn restore_token(&mut self, id: &str) -> bool {
+        let id = id.to_ascii_lowercase();
+        let Some(account) = self.accounts.get_mut(&id) else {
+            return false;
+        };
+        account.closed = false;
+        let token = account.token.clone();
+        self.tokens.insert(token, id);
+        true
+    }
+
+    /// Closes the account: its token is refused and `/api/user` shows it `disabled`.
+    pub fn close_account(&mut self, id: &str) -> bool {
+        let id = id.to_ascii_lowercase();
+        match self.accounts.get_mut(&id) {
+            Some(account) => account.closed = true,
+            None => return false,
+        }
+        self.revoke_token(&id)
+    }
+
+    /// Ends the account's event stream and its game streams.
+    fn close_streams_of(&mut self, id: &str) {
+        self.event_streams.remove(id);
+        for entry in self.games.values_mut() {
+            entry.streams.remove(id);
+        }
+    }
+
+    /// Lichess goes down (`Some(status)`: every request answered with it, open streams end)
+    /// or comes back (`None`).
+    pub fn set_outage(&mut self, status: Option<u16>) {
+        self.outage = status;
+        if status.is_some() {
+            self.event_streams.clear();
+            for entry in self.games.values_mut() {
+                entry.streams.clear();
+            }
+        }
     }
 
     // -------------------------------------------------------------- challenges

@@ -1,0 +1,723 @@
+//! The account side of reliability, end to end against the sandbox over real HTTP on 127.0.0.1:
+//! a revoked token or a closed account never stops the other accounts and is retried until it
+//! works again; Lichess down at start-up is waited out; lowering `max_games` by reload takes
+//! effect without drift; the daily bot-game limit counts across restarts; challenge calls of
+//! all accounts share one pacer; each account names itself in the User-Agent.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ladder::config::Config;
+use ladder::daemon::supervisor::ClientFactory;
+use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::levels::Coefficients;
+use ladder::lichess::{
+    BackoffPolicy, ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, PacingPolicy,
+    RetryPolicy, TimeControl,
+};
+use ladder::results::{Outcome, ResultsLog, Source, sample_record};
+use ladder::sandbox::{
+    AccountConfig, Action, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig, sandbox_token,
+};
+
+// ---------------------------------------------------------------- log capture
+
+static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+
+struct LogWriter;
+impl Write for LogWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        LOGS.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn capture_logs() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        tracing_subscriber::fmt()
+            .with_env_filter("ladder=debug")
+            .with_writer(|| LogWriter)
+            .with_ansi(false)
+            .with_target(false)
+            .init();
+    });
+}
+
+fn logs() -> String {
+    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
+}
+
+/// Waits until some log line satisfies `f`; returns it.
+async fn wait_log(what: &str, timeout: Duration, f: impl Fn(&str) -> bool) -> String {
+    wait_log_after(0, what, timeout, f).await
+}
+
+/// Waits until a log line written after the first `offset` bytes satisfies `f`.
+async fn wait_log_after(
+    offset: usize,
+    what: &str,
+    timeout: Duration,
+    f: impl Fn(&str) -> bool,
+) -> String {
+    let deadline = tokio::time::Instant::now() + timeout;
+    loop {
+        if let Some(line) = logs().get(offset..).unwrap_or("").lines().find(|l| f(l)) {
+            return line.to_string();
+        }
+        if tokio::time::Instant::now() >= deadline {
+            panic!("no log line {what} within {timeout:?}; logs:\n{}", logs());
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+// ---------------------------------------------------------------- harness
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("test took too long");
+}
+
+fn sandbox_config(bots: &[&str], challengers: &[ChallengerConfig]) -> SandboxConfig {
+    let mut config = SandboxConfig::with_bots(bots);
+    config.keepalive_interval = Duration::from_millis(300);
+    config.seed = None;
+    config.challengers = challengers.to_vec();
+    config
+}
+
+fn challenger(name: &str) -> ChallengerConfig {
+    let mut c = ChallengerConfig::new(name);
+    c.interval = None;
+    c.think_time = Duration::from_millis(10);
+    c.max_games = 4;
+    c
+}
+
+fn config_text(url: &str, bots: &[&str], max_games: usize) -> String {
+    let mut text = format!(
+        r#"
+[lichess]
+base_url = "{url}"
+
+[daemon]
+search_threads = 1
+max_games = {max_games}
+move_overhead_ms = 100
+abort_after_s = 60
+shutdown_grace_s = 30
+status_interval_s = 1
+
+[challenge]
+accept_bots = true
+min_initial_s = 30
+max_games = 4
+max_games_per_opponent = 2
+"#
+    );
+    for bot in bots {
+        text.push_str(&format!(
+            "\n[[accounts]]\nusername = \"{bot}\"\ntoken_env = \"LADDER_TEST_UNUSED\"\nlevel = 1\ntarget_rating = 1000\n"
+        ));
+    }
+    text
+}
+
+/// Short timeouts, pauses and retries, so faults resolve within a test.
+fn tuned(mut c: ClientConfig) -> ClientConfig {
+    c.stream_idle_timeout = Duration::from_millis(1500);
+    c.rate_limit.pause = Duration::from_secs(1);
+    c.backoff = BackoffPolicy {
+        base: Duration::from_millis(50),
+        cap: Duration::from_millis(300),
+        max_attempts: 3,
+    };
+    c.request_timeout = Duration::from_secs(5);
+    c.account_retry = RetryPolicy {
+        first: Duration::from_millis(300),
+        cap: Duration::from_secs(1),
+    };
+    c.pacing = PacingPolicy {
+        interval: Duration::from_millis(10),
+        burst: 50,
+    };
+    c
+}
+
+/// The sandbox's conventional tokens (`lip_sandbox_<name>`): they work before the sandbox
+/// itself is up.
+fn clients(tune: fn(ClientConfig) -> ClientConfig) -> ClientFactory {
+    Arc::new(move |account, base_url| {
+        Ok(tune(ClientConfig::new(
+            base_url,
+            sandbox_token(&account.username),
+        )))
+    })
+}
+
+async fn start_daemon(
+    url: &str,
+    dir: &Path,
+    bots: &[&str],
+    max_games: usize,
+    tune: fn(ClientConfig) -> ClientConfig,
+) -> (DaemonHandle, PathBuf) {
+    let config_path = dir.join("accounts.toml");
+    std::fs::write(&config_path, config_text(url, bots, max_games)).unwrap();
+    let coefficients = dir.join("calibration/coefficients.toml");
+    std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
+    std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+    let results = dir.join("results.jsonl");
+    let daemon = start(DaemonSpec {
+        config: Config::load(&config_path).unwrap(),
+        coefficients: Coefficients::load(&coefficients).unwrap(),
+        results_path: results.clone(),
+        source: Source::Sandbox,
+        clients: clients(tune),
+        reload_from_disk: true,
+        latency: None,
+    })
+    .await
+    .expect("the daemon starts whatever Lichess says about its accounts");
+    (daemon, results)
+}
+
+async fn stop_now(daemon: DaemonHandle) {
+    daemon.shutdown().await;
+    daemon.shutdown().await;
+    daemon.join().await.unwrap();
+}
+
+async fn stream_open(sb: &Sandbox, bot: &str, timeout: Duration) {
+    let id = bot.to_ascii_lowercase();
+    sb.wait_until(&format!("{bot}'s event stream"), timeout, |w| {
+        w.event_streams.contains_key(&id).then_some(())
+    })
+    .await
+    .unwrap();
+}
+
+/// The running game between `player` and `bot`, once the bot has made a move in it (so its
+/// actor is under way).
+async fn game_under_way(sb: &Sandbox, id: &GameId, timeout: Duration) {
+    sb.wait_until(&format!("game {id} under way"), timeout, |w| {
+        w.summary(id)
+            .filter(|g| g.status == GameStatus::Started && !g.moves.is_empty())
+            .map(|_| ())
+    })
+    .await
+    .unwrap();
+}
+
+async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
+    sb.wait_until(
+        &format!("challenge {id} declined"),
+        Duration::from_secs(10),
+        |w| {
+            w.declined
+                .iter()
+                .find(|c| c.id == *id)
+                .and_then(|c| c.decline_reason_key.clone())
+        },
+    )
+    .await
+    .unwrap()
+}
+
+/// A challenge (`from` white) that the daemon declines with `later`.
+async fn later(sb: &Sandbox, from: &str, to: &str) {
+    let id = as_white(sb, from, to);
+    assert_eq!(declined_reason(sb, &id).await, "later", "{from} -> {to}");
+}
+
+/// A casual 1+0 challenge in which `from` plays white.
+fn as_white(sb: &Sandbox, from: &str, to: &str) -> ChallengeId {
+    let mut spec = ChallengeSpec::clock(60, 0);
+    spec.color = ChallengeColor::White;
+    sb.challenge(from, to, &spec).unwrap().id
+}
+
+// ---------------------------------------------------------------- one bad account
+
+/// One account's token is revoked and another account is closed while the daemon runs: the
+/// third keeps playing; the log (ERROR) and the status line name both, with the reason and no
+/// token; the revoked one plays again by itself once its token works again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themselves() {
+    capture_logs();
+    bounded(async {
+        let bots = ["okay1", "revoked1", "closed1"];
+        let sb = Sandbox::start(sandbox_config(&bots, &[challenger("Rita")]))
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        for bot in bots {
+            stream_open(&sb, bot, Duration::from_secs(10)).await;
+        }
+        assert!(sb.revoke_token("revoked1"));
+        assert!(sb.close_account("closed1"));
+
+        let error = |bot: &'static str, reason: &'static str| {
+            move |l: &str| l.contains("ERROR") && l.contains(bot) && l.contains(reason)
+        };
+        wait_log(
+            "naming revoked1",
+            Duration::from_secs(10),
+            error("revoked1", "token was rejected"),
+        )
+        .await;
+        wait_log(
+            "naming closed1",
+            Duration::from_secs(10),
+            error("closed1", "account is closed"),
+        )
+        .await;
+        let status = wait_log("with both bad accounts", Duration::from_secs(10), |l| {
+            l.contains("status: ")
+                && l.contains("revoked1 (token rejected, retry in")
+                && l.contains("closed1 (account closed, retry in")
+        })
+        .await;
+        assert!(!status.contains("okay1 ("), "okay1 is fine: {status}");
+
+        // The healthy account plays on.
+        let game = sb
+            .challenge("Rita", "okay1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &game, Duration::from_secs(10)).await;
+
+        // Retried with backoff while revoked (several checks), then it recovers by itself.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let checks = logs()
+            .lines()
+            .filter(|l| l.contains("ERROR") && l.contains("revoked1"))
+            .count();
+        assert!(checks >= 2, "revoked1 was checked {checks} times");
+        assert!(sb.restore_token("revoked1"));
+        stream_open(&sb, "revoked1", Duration::from_secs(10)).await;
+        wait_log("saying revoked1 plays again", Duration::from_secs(5), |l| {
+            l.contains("revoked1") && l.contains("plays again")
+        })
+        .await;
+        let back = sb
+            .challenge("Rita", "revoked1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &back, Duration::from_secs(10)).await;
+        // The closed account is still retried, never playing.
+        assert!(!sb.with_world(|w| w.event_streams.contains_key("closed1")));
+
+        stop_now(daemon).await;
+        let all = logs();
+        for bot in bots {
+            assert!(
+                !all.contains(sandbox_token(bot).expose()),
+                "a token was logged"
+            );
+        }
+    })
+    .await;
+}
+
+/// Lichess not listening yet when the daemon starts (connection refused): the daemon waits and
+/// plays once it is up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lichess_not_listening_at_start_is_waited_out() {
+    capture_logs();
+    bounded(async {
+        let bots = ["early1"];
+        // A port nobody listens on (yet).
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let url = format!("http://127.0.0.1:{port}");
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(&url, dir.path(), &bots, 20, tuned).await;
+        wait_log("about the outage", Duration::from_secs(15), |l| {
+            l.contains("early1") && l.contains("cannot reach Lichess")
+        })
+        .await;
+        let sb = Sandbox::start_on(port, sandbox_config(&bots, &[challenger("Rita")]))
+            .await
+            .unwrap();
+        stream_open(&sb, "early1", Duration::from_secs(30)).await;
+        let game = sb
+            .challenge("Rita", "early1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &game, Duration::from_secs(10)).await;
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+/// Lichess answering 503 to everything at start: the daemon waits (the status line says why)
+/// and plays once it answers again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lichess_answering_503_at_start_is_waited_out() {
+    capture_logs();
+    bounded(async {
+        let bots = ["down1"];
+        let sb = Sandbox::start(sandbox_config(&bots, &[challenger("Rita")]))
+            .await
+            .unwrap();
+        sb.set_outage(Some(503));
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        wait_log("with the outage", Duration::from_secs(15), |l| {
+            l.contains("status: ") && l.contains("down1 (Lichess unreachable, retry in")
+        })
+        .await;
+        sb.set_outage(None);
+        stream_open(&sb, "down1", Duration::from_secs(30)).await;
+        let game = sb
+            .challenge("Rita", "down1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &game, Duration::from_secs(10)).await;
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- max_games on reload
+
+/// Reload lowering `max_games` below the running count: no new game starts until fewer games
+/// than the new cap run; raising it again admits exactly up to the new value.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lowering_max_games_by_reload_waits_for_games_to_end_and_raising_never_exceeds_it() {
+    capture_logs();
+    bounded(async {
+        let bots = ["cap1", "cap2"];
+        let humans = [
+            "Alice", "Bob", "Cara", "Dora", "Eve", "Fred", "Gina", "Hank", "Ivan",
+        ];
+        let mut config = sandbox_config(&bots, &[]);
+        config
+            .accounts
+            .extend(humans.iter().map(|h| AccountConfig::human(h)));
+        let sb = Sandbox::start(config).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 3, tuned).await;
+        stream_open(&sb, "cap1", Duration::from_secs(10)).await;
+        stream_open(&sb, "cap2", Duration::from_secs(10)).await;
+
+        // Three games in which the humans (white) never move: they run until we end them.
+        let mut running = Vec::new();
+        for (human, bot) in [("alice", "cap1"), ("bob", "cap1"), ("cara", "cap2")] {
+            let id = as_white(&sb, human, bot).game_id();
+            sb.wait_until("the game starts", Duration::from_secs(10), |w| {
+                w.summary(&id)
+                    .filter(|g| g.status == GameStatus::Started)
+                    .map(|_| ())
+            })
+            .await
+            .unwrap();
+            running.push((human, id));
+        }
+
+        let reload_to = |max: usize| {
+            std::fs::write(
+                dir.path().join("accounts.toml"),
+                config_text(sb.base_url(), &bots, max),
+            )
+            .unwrap();
+        };
+        reload_to(1);
+        daemon.reload().await;
+        wait_log("applying the lower cap", Duration::from_secs(5), |l| {
+            l.contains("max_games 3 -> 1")
+        })
+        .await;
+
+        // Ends the oldest running game and waits until the daemon counts `left` games (the
+        // status line, every second, counts the games the accounts still hold).
+        let end_one = |running: &mut Vec<(&str, GameId)>, left: usize| {
+            let (human, id) = running.remove(0);
+            let offset = logs().len();
+            sb.act(human, &id, Action::Abort).unwrap();
+            async move {
+                wait_log_after(offset, "with fewer games", Duration::from_secs(10), |l| {
+                    l.contains("cap1") && l.contains(&format!("status: {left} game"))
+                })
+                .await;
+            }
+        };
+        later(&sb, "dora", "cap2").await; // 3 running, cap 1
+        end_one(&mut running, 2).await;
+        later(&sb, "eve", "cap1").await; // 2 running, cap 1
+        end_one(&mut running, 1).await;
+        later(&sb, "fred", "cap1").await; // 1 running, cap 1
+        end_one(&mut running, 0).await;
+        let accepted = as_white(&sb, "gina", "cap2").game_id(); // 0 running, cap 1
+        sb.wait_until("gina's game starts", Duration::from_secs(10), |w| {
+            w.summary(&accepted).map(|_| ())
+        })
+        .await
+        .unwrap();
+
+        reload_to(2);
+        daemon.reload().await;
+        wait_log("applying the higher cap", Duration::from_secs(5), |l| {
+            l.contains("max_games 1 -> 2")
+        })
+        .await;
+        let second = as_white(&sb, "hank", "cap1").game_id();
+        sb.wait_until("hank's game starts", Duration::from_secs(10), |w| {
+            w.summary(&second).map(|_| ())
+        })
+        .await
+        .unwrap();
+        later(&sb, "ivan", "cap1").await; // 2 running, cap 2: never more than configured
+
+        let started = sb
+            .games()
+            .iter()
+            .filter(|g| g.status == GameStatus::Started)
+            .count();
+        assert_eq!(started, 2);
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- Lichess's limits
+
+fn unix_ms_now() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap()
+        .as_millis() as i64
+}
+
+/// 99 bot games today in the results log (an earlier run): one more bot game is accepted, the
+/// next bot challenge is declined with `later`, a human is still welcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
+    capture_logs();
+    bounded(async {
+        let bots = ["botday1"];
+        let mut robo = challenger("RoboRita");
+        robo.title = Some("BOT".into());
+        let mut robo2 = challenger("RoboRon");
+        robo2.title = Some("BOT".into());
+        let sb = Sandbox::start(sandbox_config(&bots, &[robo, robo2, challenger("Rita")]))
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        {
+            let mut log = ResultsLog::open(&dir.path().join("results.jsonl")).unwrap();
+            let now = unix_ms_now();
+            for i in 0..99 {
+                let mut r = sample_record(&format!("old{i:03}"), Outcome::Draw);
+                r.account = "botday1".into();
+                r.opponent.bot = true;
+                r.started_at_ms = now - i;
+                r.finished_at_ms = now;
+                log.append(&r).unwrap();
+            }
+            // A human game and a bot game of yesterday do not count.
+            let mut human = sample_record("human0", Outcome::Win);
+            human.account = "botday1".into();
+            human.started_at_ms = now;
+            log.append(&human).unwrap();
+            let mut old = sample_record("yday0", Outcome::Win);
+            old.account = "botday1".into();
+            old.opponent.bot = true;
+            old.started_at_ms = now - 86_400_000;
+            log.append(&old).unwrap();
+        }
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        stream_open(&sb, "botday1", Duration::from_secs(10)).await;
+        let hundredth = sb
+            .challenge("RoboRita", "botday1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &hundredth, Duration::from_secs(10)).await;
+        let over = sb
+            .challenge("RoboRon", "botday1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
+        assert_eq!(declined_reason(&sb, &over).await, "later");
+        let human = sb
+            .challenge("Rita", "botday1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        game_under_way(&sb, &human, Duration::from_secs(10)).await;
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+fn slow_pacing(c: ClientConfig) -> ClientConfig {
+    let mut c = tuned(c);
+    c.pacing = PacingPolicy {
+        interval: Duration::from_millis(300),
+        burst: 1,
+    };
+    c.rate_limit.pause = Duration::from_millis(1500);
+    c
+}
+
+/// Challenge answers of two accounts go through one pacer: one call per interval over both;
+/// a 429 on one account holds the other's answers for the whole pause. Each account names
+/// itself in the User-Agent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn challenge_calls_of_all_accounts_share_one_pacer_and_one_429_pause() {
+    capture_logs();
+    bounded(async {
+        let bots = ["pace1", "pace2"];
+        let sb = Sandbox::start(sandbox_config(
+            &bots,
+            &[challenger("Rita"), challenger("Carl")],
+        ))
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, slow_pacing).await;
+        stream_open(&sb, "pace1", Duration::from_secs(10)).await;
+        stream_open(&sb, "pace2", Duration::from_secs(10)).await;
+        let version = env!("CARGO_PKG_VERSION");
+        assert_eq!(
+            sb.user_agent("pace1").as_deref(),
+            Some(format!("ladder/{version} user:pace1").as_str())
+        );
+        assert_eq!(
+            sb.user_agent("pace2").as_deref(),
+            Some(format!("ladder/{version} user:pace2").as_str())
+        );
+
+        // Correspondence challenges: declined (tooSlow) at once, no game to wait for.
+        let corr = ChallengeSpec {
+            time_control: TimeControl::Correspondence {
+                days_per_turn: Some(3),
+            },
+            ..ChallengeSpec::clock(60, 0)
+        };
+        let mut ids = Vec::new();
+        for (from, to) in [
+            ("Rita", "pace1"),
+            ("Carl", "pace2"),
+            ("Rita", "pace2"),
+            ("Carl", "pace1"),
+        ] {
+            ids.push(sb.challenge(from, to, &corr).unwrap().id);
+        }
+        for id in &ids {
+            assert_eq!(declined_reason(&sb, id).await, "tooslow");
+        }
+        let calls = sb.challenge_calls();
+        assert_eq!(calls.len(), 4, "{calls:?}");
+        let accounts: std::collections::HashSet<&str> =
+            calls.iter().map(|(_, a)| a.as_str()).collect();
+        assert_eq!(accounts.len(), 2);
+        // One call per 300 ms over both accounts: 4 calls span at least 900 ms from the first
+        // grant (arrival times carry some scheduling slack); unpaced they take a few ms.
+        let span = calls[3].0 - calls[0].0;
+        assert!(
+            span >= Duration::from_millis(700),
+            "4 calls within {span:?}"
+        );
+
+        // A 429 on pace1's decline pauses pace2's calls too.
+        sb.fail_next("pace1", 1, 429);
+        let first = sb.challenge("Rita", "pace1", &corr).unwrap().id;
+        sb.wait_until("the 429", Duration::from_secs(5), |w| {
+            (w.challenge_calls.len() > 4).then_some(())
+        })
+        .await
+        .unwrap();
+        let second = sb.challenge("Carl", "pace2", &corr).unwrap().id;
+        assert_eq!(declined_reason(&sb, &second).await, "tooslow");
+        assert_eq!(declined_reason(&sb, &first).await, "tooslow");
+        let calls = sb.challenge_calls();
+        let limited_at = calls[4].0;
+        let pace2_at = calls
+            .iter()
+            .skip(5)
+            .find(|(_, a)| a == "pace2")
+            .expect("pace2 answered")
+            .0;
+        assert!(
+            pace2_at - limited_at >= Duration::from_millis(1400),
+            "pace2 answered {:?} after pace1's 429",
+            pace2_at - limited_at
+        );
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- ladder check
+
+/// `ladder check` asks about every account, not stopping at the first bad one: each row says
+/// what is wrong with that account, and the check fails when any is bad.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_reports_every_bad_account_in_its_row() {
+    capture_logs();
+    bounded(async {
+        let bots = ["fine1", "revoked2", "closed2"];
+        let sb = Sandbox::start(sandbox_config(&bots, &[])).await.unwrap();
+        sb.revoke_token("revoked2");
+        sb.close_account("closed2");
+        let dir = tempfile::tempdir().unwrap();
+        let mut text = config_text(sb.base_url(), &[], 20);
+        for bot in bots {
+            let file = dir.path().join(format!("{bot}.token"));
+            std::fs::write(&file, sandbox_token(bot).expose()).unwrap();
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+            }
+            text.push_str(&format!(
+                "\n[[accounts]]\nusername = \"{bot}\"\ntoken_file = \"{}\"\nlevel = 1\ntarget_rating = 1000\n",
+                file.display()
+            ));
+        }
+        let config_path = dir.path().join("accounts.toml");
+        std::fs::write(&config_path, text).unwrap();
+        let coefficients = dir.path().join("calibration/coefficients.toml");
+        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
+        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+
+        let report = ladder::check::check(&config_path, true).await;
+        let row = |name: &str| {
+            report
+                .rows
+                .iter()
+                .find(|r| r.account == name)
+                .unwrap_or_else(|| panic!("no row for {name}: {:?}", report.rows))
+                .lichess
+                .clone()
+        };
+        assert!(row("fine1").contains("BOT"), "{}", report.render());
+        assert_eq!(row("revoked2"), "token rejected", "{}", report.render());
+        assert_eq!(row("closed2"), "account closed", "{}", report.render());
+        assert_eq!(report.errors(), 2, "{}", report.render());
+        let shown = report.render();
+        for bot in bots {
+            assert!(!shown.contains(sandbox_token(bot).expose()), "{shown}");
+        }
+    })
+    .await;
+}

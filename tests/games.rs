@@ -1,0 +1,545 @@
+//! No game goes unrecorded, against the sandbox over real HTTP on 127.0.0.1: a game that ends
+//! while the daemon is down is settled from the game export after the restart (once, with the
+//! server's result); a game still running at the restart is played on with its original seed;
+//! a drain that runs out of grace aborts or resigns (with a word in the chat) and records every
+//! game; a loss on time caused by a 429 pause is recorded with a fault that calibration leaves
+//! out.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ladder::calibration::select::{Filter, Versions, select};
+use ladder::config::Config;
+use ladder::daemon::chat::STOP_CHAT;
+use ladder::daemon::open_games::{OpenGame, state_path};
+use ladder::daemon::supervisor::ClientFactory;
+use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::engine::{Game, NoStop};
+use ladder::levels::{Coefficients, LevelParams};
+use ladder::lichess::{
+    BackoffPolicy, ChallengeColor, ClientConfig, Color, GameId, GameStatus, Token,
+};
+use ladder::player::LevelPlayer;
+use ladder::results::{AfterRestart, GameRecord, Outcome, Source, fault, read_results};
+use ladder::sandbox::{
+    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
+};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
+    let mut config = SandboxConfig::with_bots(&[bot]);
+    config.keepalive_interval = Duration::from_millis(300);
+    config.seed = None;
+    for human in humans {
+        config.accounts.push(AccountConfig::human(human));
+    }
+    let mut rita = ChallengerConfig::new("Rita");
+    rita.interval = None;
+    rita.think_time = Duration::from_millis(10);
+    config.challengers.push(rita);
+    Sandbox::start(config).await.unwrap()
+}
+
+struct Options {
+    shutdown_grace_s: u64,
+    rate_limit_pause: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            shutdown_grace_s: 30,
+            rate_limit_pause: Duration::from_secs(1),
+        }
+    }
+}
+
+struct Running {
+    daemon: DaemonHandle,
+    results: PathBuf,
+}
+
+async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, o: &Options) -> Running {
+    let text = format!(
+        r#"
+[lichess]
+base_url = "{}"
+
+[daemon]
+search_threads = 1
+max_games = 8
+move_overhead_ms = 100
+abort_after_s = 60
+shutdown_grace_s = {}
+
+[challenge]
+min_initial_s = 30
+max_games = 4
+
+[[accounts]]
+username = "{bot}"
+token_env = "LADDER_TEST_UNUSED"
+level = 1
+target_rating = 600
+"#,
+        sb.base_url(),
+        o.shutdown_grace_s
+    );
+    let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
+    let tokens: HashMap<String, Token> = [(bot.to_lowercase(), sb.token(bot).unwrap())].into();
+    let pause = o.rate_limit_pause;
+    let clients: ClientFactory = Arc::new(move |account, base_url| {
+        let token = tokens
+            .get(&account.username.to_lowercase())
+            .cloned()
+            .ok_or("no token")?;
+        let mut c = ClientConfig::new(base_url, token);
+        c.stream_idle_timeout = Duration::from_millis(1500);
+        c.rate_limit.pause = pause;
+        c.backoff = BackoffPolicy {
+            base: Duration::from_millis(50),
+            cap: Duration::from_millis(500),
+            max_attempts: 6,
+        };
+        c.request_timeout = Duration::from_secs(5);
+        Ok(c)
+    });
+    let results = dir.join("results.jsonl");
+    let daemon = start(DaemonSpec {
+        config,
+        coefficients: Coefficients::builtin(),
+        results_path: results.clone(),
+        source: Source::Sandbox,
+        clients,
+        reload_from_disk: false,
+        latency: None,
+    })
+    .await
+    .unwrap();
+    Running { daemon, results }
+}
+
+/// Stops at once (two stop requests, like a second SIGTERM): running games stay open.
+async fn hard_stop(run: Running) {
+    run.daemon.shutdown().await;
+    run.daemon.shutdown().await;
+    run.daemon.join().await.unwrap();
+}
+
+/// Drains and waits for the exit; the records written.
+async fn drain(run: Running) -> Vec<GameRecord> {
+    run.daemon.shutdown().await;
+    run.daemon.join().await.unwrap();
+    records(&run.results)
+}
+
+fn records(results: &Path) -> Vec<GameRecord> {
+    if !results.exists() {
+        return Vec::new();
+    }
+    let read = read_results(&[results.to_path_buf()]).unwrap();
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    assert_eq!(read.duplicates, 0, "a game was written twice");
+    read.records
+}
+
+fn open_games(results: &Path) -> Vec<OpenGame> {
+    #[derive(serde::Deserialize)]
+    struct File {
+        open_games: Vec<OpenGame>,
+    }
+    let text = std::fs::read_to_string(state_path(results)).unwrap();
+    serde_json::from_str::<File>(&text).unwrap().open_games
+}
+
+/// The only record of `id`.
+fn record_of<'a>(records: &'a [GameRecord], id: &GameId) -> &'a GameRecord {
+    let ours: Vec<_> = records.iter().filter(|r| r.game_id == *id).collect();
+    assert_eq!(ours.len(), 1, "game {id} recorded {} times", ours.len());
+    ours[0]
+}
+
+/// A game a human challenger plays white in, scripted by the test; returns once the bot has
+/// accepted and the game started.
+async fn human_game(sb: &Sandbox, human: &str, bot: &str) -> GameId {
+    let mut spec = ChallengeSpec::clock(60, 0);
+    spec.color = ChallengeColor::White;
+    let id = sb.challenge(human, bot, &spec).unwrap().id.game_id();
+    sb.wait_until(&format!("{id} started"), Duration::from_secs(20), |w| {
+        w.games.contains_key(&id).then_some(())
+    })
+    .await
+    .unwrap();
+    id
+}
+
+fn play(sb: &Sandbox, who: &str, id: &GameId, uci: &str) {
+    sb.act(
+        who,
+        id,
+        Action::Move {
+            uci: uci.into(),
+            offering_draw: false,
+        },
+    )
+    .unwrap();
+}
+
+async fn wait_plies(sb: &Sandbox, id: &GameId, plies: usize) -> GameSummary {
+    sb.wait_until(
+        &format!("{plies} plies in {id}"),
+        Duration::from_secs(20),
+        |w| w.summary(id).filter(|g| g.moves.len() >= plies),
+    )
+    .await
+    .unwrap()
+}
+
+async fn wait_over(sb: &Sandbox, id: &GameId) -> GameSummary {
+    sb.wait_until(&format!("{id} over"), Duration::from_secs(30), |w| {
+        w.summary(id).filter(|g| g.is_over())
+    })
+    .await
+    .unwrap()
+}
+
+async fn wait_recorded(results: &Path, id: &GameId) {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while !records(results).iter().any(|r| r.game_id == *id) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{id} never recorded"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("test took too long");
+}
+
+/// Killed during two games that then end on the server — one lost on time while the daemon
+/// is down, one resigned by the opponent — and restarted: each game is in the results exactly
+/// once, with the server's result and the seed it began with, marked as settled; the flag
+/// carries a fault, the win does not; later restarts add nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_restart() {
+    bounded(async {
+        let bot = "down1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+
+        let flagged = sb
+            .challenge("Rita", bot, &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        let resigned = human_game(&sb, "alice", bot).await;
+        play(&sb, "alice", &resigned, "e2e4");
+        wait_plies(&sb, &resigned, 2).await;
+        wait_plies(&sb, &flagged, 6).await;
+        hard_stop(first).await;
+
+        let open = open_games(&first_results(dir.path()));
+        let seed_of = |id: &GameId| {
+            open.iter()
+                .find(|g| g.game_id == *id)
+                .unwrap_or_else(|| panic!("{id} not remembered as open: {open:?}"))
+                .seed
+        };
+        let (flagged_seed, resigned_seed) = (seed_of(&flagged), seed_of(&resigned));
+        assert!(records(&first_results(dir.path())).is_empty());
+
+        // While the daemon is down: our clock runs out in one game, Alice resigns the other.
+        let us = sb.game(&flagged).unwrap().color_of(bot).unwrap();
+        sb.wait_until(
+            "our turn in the flagged game",
+            Duration::from_secs(10),
+            |w| {
+                w.games
+                    .get(&flagged)
+                    .filter(|e| e.game.turn() == us)
+                    .map(|_| ())
+            },
+        )
+        .await
+        .unwrap();
+        sb.with_world(|w| {
+            let game = &mut w.games.get_mut(&flagged).unwrap().game;
+            game.set_remaining(us, 200, tokio::time::Instant::now());
+        });
+        sb.act("alice", &resigned, Action::Resign).unwrap();
+        let flagged_game = wait_over(&sb, &flagged).await;
+        assert_eq!(flagged_game.status, GameStatus::Outoftime);
+        assert_eq!(flagged_game.winner, Some(us.other()));
+        let resigned_game = sb.game(&resigned).unwrap();
+
+        let second = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        wait_recorded(&second.results, &flagged).await;
+        wait_recorded(&second.results, &resigned).await;
+        let records = drain(second).await;
+
+        let r = record_of(&records, &flagged);
+        assert_eq!(r.result, Outcome::Loss);
+        assert_eq!(r.status, "outoftime");
+        assert_eq!(r.after_restart, Some(AfterRestart::Settled));
+        assert_eq!(r.seed, flagged_seed);
+        assert_eq!(r.moves.split_whitespace().count(), flagged_game.moves.len());
+        assert_eq!(
+            r.moves.split_whitespace().collect::<Vec<_>>(),
+            flagged_game.moves
+        );
+        assert_eq!(r.source, Source::Sandbox);
+        assert_eq!(r.fault_kind(), Some(fault::DAEMON_DOWN), "{r:?}");
+        assert_eq!(
+            r.engine.nodes,
+            LevelParams::new(&Coefficients::builtin(), 1.0).nodes
+        );
+
+        let r = record_of(&records, &resigned);
+        assert_eq!(r.result, Outcome::Win);
+        assert_eq!(r.status, "resign");
+        assert_eq!(r.after_restart, Some(AfterRestart::Settled));
+        assert_eq!(r.seed, resigned_seed);
+        assert_eq!(r.fault, None, "a resignation is a result like any other");
+        assert_eq!(
+            r.moves.split_whitespace().count(),
+            resigned_game.moves.len()
+        );
+
+        assert!(
+            open_games(&first_results(dir.path())).is_empty(),
+            "settled games are no longer open"
+        );
+        // Nothing is settled twice.
+        let third = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        assert_eq!(drain(third).await.len(), 2);
+    })
+    .await;
+}
+
+fn first_results(dir: &Path) -> PathBuf {
+    dir.join("results.jsonl")
+}
+
+/// Stopped during a game that Lichess still has running at the restart: the game comes back
+/// through `gameStart`, is played on with the seed it began with (the move after the restart
+/// is the one that seed gives), and is recorded once, marked as resumed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
+    bounded(async {
+        let bot = "resume1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let id = human_game(&sb, "alice", bot).await;
+        play(&sb, "alice", &id, "d2d4");
+        let before = wait_plies(&sb, &id, 2).await;
+        hard_stop(first).await;
+        let seed = open_games(&first_results(dir.path()))[0].seed;
+
+        play(&sb, "alice", &id, "c2c4");
+        let second = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let after = wait_plies(&sb, &id, 4).await;
+        assert!(!after.is_over());
+        // A fresh player with the original seed chooses the move the resumed daemon played.
+        let params = LevelParams::new(&Coefficients::builtin(), 1.0);
+        let position = Game::from_uci_moves(
+            None,
+            &[before.moves.clone(), vec!["c2c4".into()]].concat(),
+            false,
+        )
+        .unwrap();
+        let expected = LevelPlayer::new(params, seed)
+            .choose(&position, &mut NoStop)
+            .best_move
+            .map(|m| position.to_uci(m))
+            .unwrap();
+        assert_eq!(
+            after.moves[3], expected,
+            "the resumed game did not keep its seed"
+        );
+
+        sb.act("alice", &id, Action::Resign).unwrap();
+        wait_recorded(&second.results, &id).await;
+        let records = drain(second).await;
+        let r = record_of(&records, &id);
+        assert_eq!(r.seed, seed, "the record carries the original seed");
+        assert_eq!(r.after_restart, Some(AfterRestart::Resumed));
+        assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
+        assert_eq!(r.moves.split_whitespace().count(), 4);
+    })
+    .await;
+}
+
+/// A drain that runs out of grace with two games still running: the one without moves is
+/// aborted, the one under way is resigned after a word in the chat; both are recorded with a
+/// shutdown fault, and the daemon exits with nothing left open.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
+    bounded(async {
+        let bot = "grace1";
+        let sb = sandbox(bot, &["Alice", "Bob"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            shutdown_grace_s: 1,
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), bot, &options).await;
+        let unmoved = human_game(&sb, "alice", bot).await;
+        let under_way = human_game(&sb, "bob", bot).await;
+        play(&sb, "bob", &under_way, "e2e4");
+        wait_plies(&sb, &under_way, 2).await;
+        sb.wait_until("both games followed", Duration::from_secs(10), |w| {
+            let followed = |id: &GameId| w.games.get(id).is_some_and(|e| !e.streams.is_empty());
+            (followed(&unmoved) && followed(&under_way)).then_some(())
+        })
+        .await
+        .unwrap();
+
+        let started = std::time::Instant::now();
+        let records = drain(run).await;
+        assert!(
+            started.elapsed() < Duration::from_secs(15),
+            "the daemon took {:?} to exit",
+            started.elapsed()
+        );
+
+        let aborted = sb.game(&unmoved).unwrap();
+        assert_eq!(aborted.status, GameStatus::Aborted);
+        let r = record_of(&records, &unmoved);
+        assert_eq!((r.status.as_str(), r.result), ("aborted", Outcome::None));
+        assert_eq!(r.fault_kind(), Some(fault::SHUTDOWN), "{r:?}");
+
+        let resigned = sb.game(&under_way).unwrap();
+        assert_eq!(resigned.status, GameStatus::Resign);
+        assert_eq!(resigned.winner, resigned.color_of("bob"));
+        let said: Vec<&str> = resigned
+            .chat
+            .iter()
+            .filter(|l| l.username.eq_ignore_ascii_case(bot))
+            .map(|l| l.text.as_str())
+            .collect();
+        assert_eq!(said, [STOP_CHAT], "the bot says why before resigning");
+        let r = record_of(&records, &under_way);
+        assert_eq!((r.status.as_str(), r.result), ("resign", Outcome::Loss));
+        assert_eq!(r.fault_kind(), Some(fault::SHUTDOWN), "{r:?}");
+
+        assert!(open_games(&first_results(dir.path())).is_empty());
+    })
+    .await;
+}
+
+/// A 429 makes the account wait (every request, moves in all its games included); a game lost
+/// on time meanwhile is recorded with a `rate_limited` fault, which calibration leaves out.
+/// The same clock without the 429 is no flag.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_calibrated() {
+    bounded(async {
+        let bot = "pause1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            rate_limit_pause: Duration::from_secs(3),
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), bot, &options).await;
+        let id = human_game(&sb, "alice", bot).await;
+        let low_clock = |sb: &Sandbox| {
+            sb.with_world(|w| {
+                let game = &mut w.games.get_mut(&id).unwrap().game;
+                game.set_remaining(Color::Black, 1_500, tokio::time::Instant::now());
+            })
+        };
+        play(&sb, "alice", &id, "e2e4");
+        wait_plies(&sb, &id, 2).await;
+
+        // A second and a half on our clock is plenty for a level-1 move ...
+        low_clock(&sb);
+        play(&sb, "alice", &id, "d2d4");
+        wait_plies(&sb, &id, 4).await;
+        assert!(!sb.game(&id).unwrap().is_over());
+
+        // ... but not when the account must first wait out a 429 pause.
+        low_clock(&sb);
+        sb.fail_next(bot, 1, 429);
+        play(&sb, "alice", &id, "g1f3");
+        let game = wait_over(&sb, &id).await;
+        assert_eq!(
+            (game.status, game.winner),
+            (GameStatus::Outoftime, Some(Color::White))
+        );
+        assert!(
+            sb.request_stats(bot).faulted >= 1,
+            "the 429 was never served"
+        );
+        wait_recorded(&run.results, &id).await;
+        let records = drain(run).await;
+        let r = record_of(&records, &id);
+        assert_eq!((r.result, r.status.as_str()), (Outcome::Loss, "outoftime"));
+        assert_eq!(r.fault_kind(), Some(fault::RATE_LIMITED), "{r:?}");
+
+        let filter = Filter {
+            perf: r.perf.clone(),
+            versions: Versions::Range(1, 1),
+            sources: Vec::new(),
+            provisional_rd: 150.0,
+        };
+        let selection = select(std::slice::from_ref(r), &filter);
+        assert_eq!((selection.used, selection.excluded.fault), (0, 1));
+        // Without the fault the very same game would count: the fault is what leaves it out.
+        let mut clean = r.clone();
+        clean.fault = None;
+        assert_eq!(select(&[clean], &filter).used, 1);
+    })
+    .await;
+}
+
+/// The sandbox's game export behaves like Lichess's: PGN unless JSON is asked for, and an
+/// ongoing game's moves lag three plies (the settling above only trusts finished exports).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_game_export_is_pgn_by_default_and_lags_while_the_game_runs() {
+    bounded(async {
+        let bot = "export1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let id = human_game(&sb, "alice", bot).await;
+        play(&sb, "alice", &id, "e2e4");
+        wait_plies(&sb, &id, 2).await;
+        play(&sb, "alice", &id, "d2d4");
+        wait_plies(&sb, &id, 4).await;
+
+        let url = format!("{}/game/export/{id}", sb.base_url());
+        let pgn = reqwest::get(&url).await.unwrap().text().await.unwrap();
+        assert!(pgn.starts_with("[Event \"Casual Bullet game\"]"), "{pgn}");
+        assert!(
+            pgn.contains("[Result \"*\"]") && pgn.contains("1. e4 *"),
+            "{pgn}"
+        );
+        let client = sb.client(bot).unwrap();
+        let ongoing = client.export_game(&id).await.unwrap();
+        assert_eq!(ongoing.status, GameStatus::Started);
+        assert_eq!(ongoing.moves.as_deref(), Some("e4"), "4 plies, 3 held back");
+
+        sb.act("alice", &id, Action::Resign).unwrap();
+        let over = client.export_game(&id).await.unwrap();
+        assert_eq!(over.status, GameStatus::Resign);
+        assert_eq!(over.moves.unwrap().split_whitespace().count(), 4);
+        assert!(
+            client
+                .export_game(&GameId::new("nosuchgame"))
+                .await
+                .is_err_and(|e| matches!(e, ladder::lichess::LichessError::NotFound { .. }))
+        );
+        drain(run).await;
+    })
+    .await;
+}
