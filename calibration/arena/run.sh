@@ -11,6 +11,6 @@ exec "$LADDER" calibrate --arena \
   --results calibration/arena/games.jsonl \
   --report-dir calibration/arena \
   --level 1..10 \
-  --target-from 300 --target-step 225 \
+  --target-from 400 --target-step 215 \
   --min-games 40 --final-games 200 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
   --gain-floor 0.5 --budget 6000 --seed 2026 --concurrency 2 "$@"

@@ -66,6 +66,9 @@ pub enum Status {
     NoTarget,
     /// No usable global slope (fewer than two levels with enough games, or a slope ≤ 0).
     Held,
+    /// Too strong, but already as weak as the engine plays: below this exponent the node
+    /// count, the noise and the chance of a blind move no longer change.
+    AtFloor,
 }
 
 impl Status {
@@ -76,6 +79,7 @@ impl Status {
             Status::TooFewGames => "too few games",
             Status::NoTarget => "no target",
             Status::Held => "held (no slope)",
+            Status::AtFloor => "at the floor (weakest possible)",
         }
     }
 }
@@ -188,6 +192,7 @@ pub fn propose(
         }
     };
 
+    let floor = weakest_exponent(current);
     let mut updates = Vec::with_capacity(inputs.len());
     for input in &inputs {
         let x = exponent(input.level);
@@ -216,6 +221,17 @@ pub fn propose(
                         let elo = (gain * miss).clamp(-config.max_step_elo, config.max_step_elo);
                         x_new = x + elo / local;
                         status = Status::Moved;
+                        // Below the floor every exponent plays alike: a level there that is
+                        // still too strong cannot be weakened, and pushing its exponent on
+                        // would only drag the refit of every other level with it.
+                        if let Some(floor) = floor.filter(|&f| x_new < f) {
+                            if x <= floor + 1e-9 {
+                                x_new = x;
+                                status = Status::AtFloor;
+                            } else {
+                                x_new = floor;
+                            }
+                        }
                     }
                 }
             }
@@ -400,6 +416,29 @@ fn secant(measured: &[(f64, f64, f64)], x: f64, rating: f64, target: f64) -> Opt
     (slope.is_finite() && slope > 0.0).then_some(slope)
 }
 
+/// The exponent below which a level plays as weakly as it can: one node, the noise at its cap,
+/// the chance of a blind move within 1% of its maximum. None when some weakening grows without
+/// bound (no noise cap), so that a lower exponent always plays weaker.
+pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
+    let cap = c.max_noise_cp?;
+    // Nodes round to 1 below 1.5 (and clamp there); noise s0·d^x reaches the cap (d < 1).
+    if c.b <= 1.0 {
+        return None;
+    }
+    let nodes = (1.5 / c.n0).ln() / c.b.ln();
+    let noise = if c.d < 1.0 {
+        (cap / c.s0).ln() / c.d.ln()
+    } else {
+        return None;
+    };
+    // p(x) = max / (1 + e^((x − mid)/width)) ≥ 0.99 max  ⇔  x ≤ mid − width · ln 99.
+    let blind = c
+        .blindness
+        .map_or(f64::INFINITY, |b| b.mid - b.width * 99f64.ln());
+    // The level plays alike only where every one of them has stopped changing.
+    Some(nodes.min(noise).min(blind))
+}
+
 /// The non-decreasing sequence closest to `values` in least squares (pool adjacent violators).
 fn isotonic(values: &[f64]) -> Vec<f64> {
     // Blocks of (mean, count).
@@ -448,10 +487,40 @@ mod tests {
         })
     }
 
+    /// Version 1 of the shipped file, fixed here so the tests do not follow calibration.
     fn base() -> Coefficients {
-        let mut c = Coefficients::builtin();
-        c.offsets.clear();
-        c
+        Coefficients::parse(
+            r#"
+version = 1
+n0 = 16.0
+b = 2.0
+s0 = 288.0
+d = 0.694
+r_min = 0.0625
+endgame_nodes = true
+endgame_noise = true
+endgame_levels_per_halving = 2.0
+max_nodes = 50000000
+ratings_source = "nominal"
+
+[[hash]]
+from_level = 0.0
+mb = 1
+
+[[hash]]
+from_level = 9.0
+mb = 8
+
+[ratings]
+"1" = 600.0
+"2" = 800.0
+"3" = 1000.0
+"4" = 1200.0
+"5" = 1400.0
+"#,
+            "test",
+        )
+        .unwrap()
     }
 
     #[test]
@@ -653,6 +722,44 @@ mod tests {
         let mut moved_curve = p.coefficients.clone();
         moved_curve.blindness = Some(curve);
         assert!(!plays_alike(&p.coefficients, &moved_curve, 1.0));
+    }
+
+    #[test]
+    fn a_level_at_the_floor_that_is_too_strong_stays_put() {
+        let mut c = base();
+        c.max_noise_cp = Some(600.0);
+        c.blindness = Some(BlindnessCurve {
+            max: 0.6,
+            mid: 0.5,
+            width: 0.7,
+        });
+        let floor = weakest_exponent(&c).unwrap();
+        // At the floor: one node, the noise at its cap, blindness at its maximum.
+        c.offsets.insert("1".into(), floor - 1.0 - 0.5);
+        let at_floor = LevelParams::new(&c, 1.0);
+        assert_eq!(at_floor.nodes, 1);
+        assert_eq!(at_floor.noise_cp, 600.0);
+        assert!(at_floor.blind_probability > 0.99 * 0.6);
+        let inputs: Vec<_> = (1..=3)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(300.0 + 200.0 * l as f64),
+                // Level 1 far too strong for its target; the others on target.
+                estimate: est(if l == 1 { 800.0 } else { 300.0 + 200.0 * l as f64 }, 20.0, 200),
+            })
+            .collect();
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[0].status, Status::AtFloor);
+        assert!(plays_alike(&c, &p.coefficients, 1.0));
+        // Above the floor, a level is moved down to the floor and no further.
+        c.offsets.insert("1".into(), floor - 1.0 + 0.3);
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[0].status, Status::Moved);
+        let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, 1.0).exponent;
+        assert!((x_old_scale - floor).abs() < 1e-6, "{x_old_scale} vs {floor}");
+        // Without a noise cap there is no floor: more noise always plays weaker.
+        c.max_noise_cp = None;
+        assert_eq!(weakest_exponent(&c), None);
     }
 
     #[test]
