@@ -7,13 +7,15 @@
 //! - [`bot_limit`]: Lichess's daily limit on games between bots,
 //! - [`game`]: one actor per game (game stream, searches, moves, chat, the record),
 //! - [`chat`]: the greeting and goodbye lines,
+//! - [`conduct`]: takebacks, draw offers and resignation, per account,
 //! - [`tracker`]: the game actor's decisions as a pure state machine,
 //! - [`policy`]: accept or decline a challenge,
 //! - [`pool`]: the shared search threads (most urgent game first),
 //! - [`search_control`]: the pool's observer (move deadline, cancel flag),
 //! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
-//! - [`results_writer`]: the thread that owns the results log and the open games file,
+//! - [`results_writer`]: the thread that owns the results log, the PGN log and the open games file,
+//! - [`pgn_log`]: the PGN of every game beside the results,
 //! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
@@ -22,9 +24,11 @@
 pub mod account;
 pub mod bot_limit;
 pub mod chat;
+pub mod conduct;
 pub mod game;
 pub mod health;
 pub mod open_games;
+pub mod pgn_log;
 pub mod policy;
 pub mod pool;
 pub mod reader;

@@ -1,6 +1,7 @@
-//! The results writer: one OS thread owns the [`ResultsLog`] and the [`OpenGames`] state file
-//! beside it, and applies what the game actors send it: a game taken up is remembered as
-//! open, a finished game is appended to the log and then forgotten as open. A record is
+//! The results writer: one OS thread owns the [`ResultsLog`], the [`PgnLog`] and the
+//! [`OpenGames`] state file beside it, and applies what the game actors send it: a game taken
+//! up is remembered as open, a finished game is appended to the log, then to the PGN log, and
+//! then forgotten as open. A record is
 //! written in one call and fsynced before the reply, and a write in progress is never
 //! interrupted (not even by the second shutdown signal): the thread only stops once every
 //! sender is gone and the queue is empty.
@@ -15,6 +16,7 @@ use crate::lichess::GameId;
 use crate::results::{GameRecord, ResultsLog};
 
 use super::open_games::{self, OpenGame, OpenGames, Opened};
+use super::pgn_log::{PgnLog, pgn_path};
 
 enum Request {
     Append(Box<GameRecord>, oneshot::Sender<io::Result<bool>>),
@@ -34,9 +36,16 @@ pub struct ResultsWriter {
     thread: JoinHandle<()>,
 }
 
-/// Opens `path` and its open-games file, and starts the writer thread.
-pub fn start(path: &Path) -> io::Result<(ResultsStub, ResultsWriter)> {
+/// Opens `path`, its PGN log (`site` is the game URL prefix, the server's base URL) and its
+/// open-games file, and starts the writer thread.
+pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)> {
     let mut log = ResultsLog::open(path)?;
+    let pgn_file = pgn_path(path);
+    // The PGN log is a convenience: a file that cannot be opened is reported and the games
+    // are still played and recorded.
+    let mut pgn = PgnLog::open(&pgn_file, site)
+        .inspect_err(|e| tracing::error!("cannot open the PGN log {}: {e}", pgn_file.display()))
+        .ok();
     let mut open = OpenGames::load(&open_games::state_path(path), |id| log.contains(id))?;
     let (tx, mut rx) = mpsc::unbounded_channel::<Request>();
     let thread = std::thread::Builder::new()
@@ -47,6 +56,14 @@ pub fn start(path: &Path) -> io::Result<(ResultsStub, ResultsWriter)> {
                 match request {
                     Request::Append(record, reply) => {
                         let written = log.append(&record);
+                        // A game new to the log goes to the PGN log too; a failure there is
+                        // logged and loses nothing (the record is written).
+                        if matches!(written, Ok(true))
+                            && let Some(pgn) = pgn.as_mut()
+                            && let Err(e) = pgn.append(&record)
+                        {
+                            tracing::error!(game = %record.game_id, "cannot write the PGN log {}: {e}", pgn_file.display());
+                        }
                         match &written {
                             // Recorded (now or before): no longer open. A failed write
                             // leaves it open, to be settled after a restart.
@@ -133,7 +150,7 @@ mod tests {
     async fn writes_each_game_once_through_many_stubs() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("r.jsonl");
-        let (stub, writer) = start(&path).unwrap();
+        let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();
         let mut tasks = Vec::new();
         for i in 0..10 {
             let stub = stub.clone();
@@ -171,14 +188,14 @@ mod tests {
             };
             OpenGame::of(&setup, 0)
         };
-        let (stub, writer) = start(&path).unwrap();
+        let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();
         stub.open_game(game("a")).await.unwrap();
         stub.open_game(game("b")).await.unwrap();
         assert!(stub.append(sample_record("a", Outcome::Win)).await.unwrap());
         drop(stub);
         writer.close();
 
-        let (stub, writer) = start(&path).unwrap();
+        let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();
         let open = stub.unclaimed("Ladder-L3").await.unwrap();
         assert_eq!(
             open.iter().map(|g| g.game_id.as_str()).collect::<Vec<_>>(),

@@ -175,7 +175,7 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
     } = spec;
     // Before the writer opens the log: today's games, for the daily bot-game limit.
     let today = TodayFromResults::read(&results_path, SystemTime::now());
-    let (results, writer) = results_writer::start(&results_path)
+    let (results, writer) = results_writer::start(&results_path, &config.lichess.base_url)
         .with_context(|| format!("cannot open the results log {}", results_path.display()))?;
     let pool = SearchPool::new(config.daemon.search_threads).context("daemon.search_threads")?;
     let (coefficients_tx, coefficients_rx) = watch::channel(Arc::new(coefficients));

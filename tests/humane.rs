@@ -1,0 +1,261 @@
+//! Playing like a person, against the sandbox over real HTTP on 127.0.0.1: the PGN log of
+//! every game (it parses and replays to the game's final position, and its tags replay the
+//! game exactly), human think time, and the conduct a person expects (takebacks, draw offers,
+//! resignation) as configured per account.
+
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ladder::config::Config;
+use ladder::daemon::pgn_log::pgn_path;
+use ladder::daemon::supervisor::ClientFactory;
+use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::engine::Game;
+use ladder::levels::Coefficients;
+use ladder::lichess::{BackoffPolicy, ClientConfig, Token};
+use ladder::results::{GameRecord, Source, read_results};
+use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
+use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
+use shakmaty::{Chess, Position};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(120);
+
+// ---------------------------------------------------------------- harness
+
+async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
+    let mut config = SandboxConfig::with_bots(&[bot]);
+    config.keepalive_interval = Duration::from_millis(300);
+    config.seed = None;
+    for human in humans {
+        config.accounts.push(AccountConfig::human(human));
+    }
+    let mut rita = ChallengerConfig::new("Rita");
+    rita.interval = None;
+    rita.think_time = Duration::from_millis(10);
+    rita.max_games = 4;
+    config.challengers.push(rita);
+    Sandbox::start(config).await.unwrap()
+}
+
+struct Running {
+    daemon: DaemonHandle,
+    results: PathBuf,
+}
+
+/// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`.
+async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, level: u32, keys: &str) -> Running {
+    let text = format!(
+        r#"
+[lichess]
+base_url = "{}"
+
+[daemon]
+search_threads = 1
+max_games = 4
+move_overhead_ms = 100
+abort_after_s = 60
+shutdown_grace_s = 30
+
+[challenge]
+min_initial_s = 15
+max_games = 4
+max_games_per_opponent = 4
+variants = ["standard", "fromPosition"]
+
+[[accounts]]
+username = "{bot}"
+token_env = "LADDER_TEST_UNUSED"
+level = {level}
+target_rating = 1000
+{keys}
+"#,
+        sb.base_url(),
+    );
+    let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
+    let tokens: HashMap<String, Token> = [(bot.to_lowercase(), sb.token(bot).unwrap())].into();
+    let clients: ClientFactory = Arc::new(move |account, base_url| {
+        let token = tokens
+            .get(&account.username.to_lowercase())
+            .cloned()
+            .ok_or("no token")?;
+        let mut c = ClientConfig::new(base_url, token);
+        c.stream_idle_timeout = Duration::from_millis(1500);
+        c.backoff = BackoffPolicy {
+            base: Duration::from_millis(50),
+            cap: Duration::from_millis(500),
+            max_attempts: 6,
+        };
+        c.request_timeout = Duration::from_secs(5);
+        Ok(c)
+    });
+    let results = dir.join("results.jsonl");
+    let daemon = start(DaemonSpec {
+        config,
+        coefficients: Coefficients::builtin(),
+        results_path: results.clone(),
+        source: Source::Sandbox,
+        clients,
+        reload_from_disk: false,
+        latency: None,
+    })
+    .await
+    .unwrap();
+    Running { daemon, results }
+}
+
+async fn drain(run: Running) -> Vec<GameRecord> {
+    run.daemon.shutdown().await;
+    run.daemon.join().await.unwrap();
+    let read = read_results(&[run.results]).unwrap();
+    assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+    read.records
+}
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    tokio::time::timeout(TEST_TIMEOUT, f)
+        .await
+        .expect("test took too long");
+}
+
+// ---------------------------------------------------------------- PGN reading
+
+/// One PGN game as read back: its tags and the position its main line reaches.
+#[derive(Debug)]
+struct ReadGame {
+    tags: HashMap<String, String>,
+    moves: Vec<String>,
+    end: Chess,
+}
+
+struct Replay;
+
+impl Visitor for Replay {
+    type Tags = HashMap<String, String>;
+    type Movetext = ReadGame;
+    type Output = Result<ReadGame, String>;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        ControlFlow::Continue(HashMap::new())
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        tags.insert(
+            String::from_utf8_lossy(name).into_owned(),
+            value.decode_utf8_lossy().into_owned(),
+        );
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, ReadGame> {
+        match Game::new(tags.get("FEN").map(String::as_str), false) {
+            Ok(game) => ControlFlow::Continue(ReadGame {
+                end: game.position().clone(),
+                tags,
+                moves: Vec::new(),
+            }),
+            Err(e) => ControlFlow::Break(Err(e.to_string())),
+        }
+    }
+
+    fn san(&mut self, game: &mut ReadGame, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        match san_plus.san.to_move(&game.end) {
+            Ok(m) => {
+                game.moves
+                    .push(shakmaty::uci::UciMove::from_standard(m).to_string());
+                game.end.play_unchecked(m);
+                ControlFlow::Continue(())
+            }
+            Err(e) => ControlFlow::Break(Err(format!("{san_plus} is not legal: {e}"))),
+        }
+    }
+
+    fn end_game(&mut self, game: ReadGame) -> Self::Output {
+        Ok(game)
+    }
+}
+
+fn read_pgn(path: &Path) -> Vec<ReadGame> {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut reader = Reader::new(text.as_bytes());
+    let mut games = Vec::new();
+    while let Some(game) = reader.read_game(&mut Replay).unwrap() {
+        games.push(game.unwrap_or_else(|e| panic!("{e} in\n{text}")));
+    }
+    games
+}
+
+// ---------------------------------------------------------------- PGN
+
+/// Every game the daemon plays is appended to `<results stem>.pgn`: the sandbox game parses
+/// with pgn-reader and replays to the same final position as the recorded moves, and its
+/// tags say how to replay it exactly (level, coefficients version, seed) and where it was
+/// played.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
+    bounded(async {
+        let bot = "pgn1";
+        let sb = sandbox(bot, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, 3, "").await;
+        for _ in 0..2 {
+            sb.challenge("Rita", bot, &ChallengeSpec::clock(60, 1))
+                .unwrap();
+        }
+        let games = sb.wait_finished(2, Duration::from_secs(90)).await.unwrap();
+        let records = drain(run).await;
+        assert_eq!(records.len(), 2);
+
+        let pgn = read_pgn(&pgn_path(&dir.path().join("results.jsonl")));
+        assert_eq!(pgn.len(), 2, "one PGN game per finished game");
+        for game in &games {
+            let record = records.iter().find(|r| r.game_id == game.id).unwrap();
+            let read = pgn
+                .iter()
+                .find(|p| p.tags["Site"] == format!("{}/{}", sb.base_url(), game.id))
+                .expect("the game's URL is its Site");
+            let replayed =
+                Game::from_uci_moves(None, &game.moves.iter().collect::<Vec<_>>(), false).unwrap();
+            assert_eq!(read.end, *replayed.position(), "same final position");
+            assert_eq!(read.moves, game.moves);
+            let tags = &read.tags;
+            assert_eq!(tags["Level"], "3");
+            assert_eq!(
+                tags["CoefficientsVersion"],
+                record.coefficients_version.to_string()
+            );
+            assert_eq!(tags["Seed"], record.seed.to_string());
+            assert_eq!(tags["Nodes"], record.engine.nodes.to_string());
+            assert_eq!(tags["TimeControl"], "60+1");
+            let (white, black) = (&tags["White"], &tags["Black"]);
+            assert!(
+                white.eq_ignore_ascii_case(&game.white) && black.eq_ignore_ascii_case(&game.black),
+                "{white} {black} vs {game:?}"
+            );
+            let result = match game.winner {
+                Some(ladder::lichess::Color::White) => "1-0",
+                Some(ladder::lichess::Color::Black) => "0-1",
+                None => "1/2-1/2",
+            };
+            assert_eq!(tags["Result"], result);
+            assert!(tags.contains_key("Termination") && tags.contains_key("Date"));
+            let opponent_elo = if record.color == "white" {
+                "BlackElo"
+            } else {
+                "WhiteElo"
+            };
+            assert_eq!(
+                tags.get(opponent_elo).map(String::as_str),
+                record.opponent.rating.map(|r| format!("{r:.0}")).as_deref()
+            );
+        }
+    })
+    .await;
+}
