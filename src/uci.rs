@@ -228,6 +228,7 @@ impl Session {
             "id author the ladder authors".to_string(),
             "option name Level type string default 0".to_string(),
             format!("option name Seed type spin default 0 min 0 max {MAX_SEED}"),
+            "option name GameSeed type string default 0".to_string(),
             format!("option name Hash type spin default {DEFAULT_HASH_MB} min 1 max {MAX_HASH_MB}"),
             "option name Clear Hash type button".to_string(),
             "option name Threads type spin default 1 min 1 max 1".to_string(),
@@ -274,6 +275,15 @@ impl Session {
             }
             "seed" => {
                 options.seed = parse_spin(&name, value.as_deref(), 0, MAX_SEED)?;
+            }
+            // A recorded game's seed (the `seed` of a results line or the `Seed` of a PGN) is
+            // a full 64-bit number, more than a GUI's spin control holds: this string option
+            // takes it, so that game replays move for move.
+            "gameseed" => {
+                options.seed = value_str
+                    .trim()
+                    .parse::<u64>()
+                    .map_err(|_| format!("GameSeed {value_str:?} is not a whole number up to 2^64-1"))?;
             }
             "hash" => {
                 options.hash_mb =

@@ -483,3 +483,54 @@ fn chess960_castling_is_king_takes_rook() {
     assert_eq!(best, "f1h1", "{lines:?}");
     uci.quit();
 }
+
+/// The level player is one: a game the arena played at level 3 (its seed and moves as the
+/// results file records them) replays move for move through `ladder uci` with that seed.
+#[test]
+fn an_arena_game_replays_move_for_move_through_uci() {
+    const FEN: &str = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3";
+    let dir = tempfile::tempdir().unwrap();
+    let openings = dir.path().join("o.epd");
+    std::fs::write(&openings, format!("{FEN}\n")).unwrap();
+    let results = dir.path().join("r.jsonl");
+    let status = Command::new(env!("CARGO_BIN_EXE_ladder"))
+        .args(["arena", "--level", "3", "--anchor", "random", "--games-per-pairing", "2"])
+        .args(["--seed", "11", "--concurrency", "1", "--judge-depth", "0"])
+        .arg("--openings")
+        .arg(&openings)
+        .arg("--results")
+        .arg(&results)
+        .env("RUST_LOG", "warn")
+        .status()
+        .expect("the arena runs");
+    assert!(status.success());
+    let read = ladder::results::read_results(&[results]).unwrap();
+    assert_eq!(read.records.len(), 2, "one record per game");
+    for record in &read.records {
+        let moves: Vec<&str> = record.moves.split_whitespace().collect();
+        let ours_first = if record.color == "white" { 0 } else { 1 };
+        let mut uci = Uci::spawn();
+        uci.set("Level", "3");
+        uci.set("GameSeed", &record.seed.to_string());
+        uci.send("ucinewgame");
+        let mut compared = 0;
+        for ply in (ours_first..moves.len()).step_by(2) {
+            let position = if ply == 0 {
+                format!("position fen {FEN}")
+            } else {
+                format!("position fen {FEN} moves {}", moves[..ply].join(" "))
+            };
+            uci.send(&position);
+            let (lines, best) = uci.go("");
+            assert!(Uci::errors(&lines).is_empty(), "{lines:?}");
+            assert_eq!(
+                best, moves[ply],
+                "game {} ply {ply}: uci chose another move",
+                record.game_id
+            );
+            compared += 1;
+        }
+        uci.quit();
+        assert!(compared >= 5, "{} moves of ours compared", compared);
+    }
+}
