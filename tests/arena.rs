@@ -142,6 +142,7 @@ fn results_against_a_rated_uci_engine_feed_calibration() {
     let filter = Filter {
         perf: "blitz".to_string(),
         versions: Versions::Range(1, 1),
+        opponents: ladder::calibration::select::Opponents::All,
         sources: vec![Source::Arena],
         provisional_rd: 150.0,
     };

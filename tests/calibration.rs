@@ -6,10 +6,10 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use ladder::calibration::estimate::{Observation, Prior, Q, estimate, expected};
+use ladder::calibration::estimate::{FarOff, Observation, Prior, Q, estimate, expected};
 use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
 use ladder::calibration::pipeline::Settings;
-use ladder::calibration::select::{Filter, Versions};
+use ladder::calibration::select::{Filter, Opponents, Versions};
 use ladder::calibration::simulate::{SimConfig, Truth};
 use ladder::calibration::update::UpdateConfig;
 use ladder::levels::Coefficients;
@@ -133,6 +133,7 @@ fn provisional_opponents_count_less() {
         opponent: 2000.0,
         weight,
         score: 1.0,
+        counts_as: 1.0,
     };
     base.push(strong_win(1.0));
     let established = estimate(&base, Prior::None).unwrap();
@@ -161,11 +162,13 @@ fn sim(seed: u64) -> SimConfig {
         settings: Settings {
             filter: Filter {
                 perf: "blitz".into(),
+                opponents: Opponents::Humans,
                 versions: Versions::Range(1, 1),
                 sources: vec![],
                 provisional_rd: 150.0,
             },
             prior_draws: 2,
+            far_off: FarOff::default(),
             update: UpdateConfig::default(),
             history: BTreeMap::new(),
         },
@@ -672,4 +675,86 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     assert_eq!(queries.len(), 1, "{queries:?}");
     assert!(queries[0].contains("since=1700000500001"), "{queries:?}");
     assert!(queries[0].contains("perfType=blitz"), "{queries:?}");
+}
+
+/// Games against people and against bots are estimated apart: by default the levels' table
+/// holds the people's games only and the bots' games have their own table; `--opponents all`
+/// mixes them, `--opponents bots` swaps the two.
+#[test]
+fn people_and_bots_are_estimated_apart_in_the_report() {
+    let dir = tempfile::tempdir().unwrap();
+    let coefficients = dir.path().join("coefficients.toml");
+    fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let mut log = ladder::results::ResultsLog::open(&results).unwrap();
+    // Level 3 scores 50% against people rated 1000 and 25% against bots rated 1000.
+    for i in 0..40 {
+        let mut r = sample_record(
+            &format!("h{i}"),
+            if i % 2 == 0 {
+                Outcome::Win
+            } else {
+                Outcome::Loss
+            },
+        );
+        r.opponent.rating = Some(1000.0);
+        log.append(&r).unwrap();
+        let mut b = sample_record(
+            &format!("b{i}"),
+            if i % 4 == 0 {
+                Outcome::Win
+            } else {
+                Outcome::Loss
+            },
+        );
+        b.opponent.rating = Some(1000.0);
+        b.opponent.bot = true;
+        log.append(&b).unwrap();
+    }
+    drop(log);
+    let run = |opponents: &str| {
+        let (ok, out, err) = ladder(&[
+            "calibrate",
+            "--coefficients",
+            coefficients.to_str().unwrap(),
+            "--results",
+            results.to_str().unwrap(),
+            "--targets",
+            "3=1000",
+            "--opponents",
+            opponents,
+        ]);
+        assert!(ok, "{out}{err}");
+        out
+    };
+    let apart_row = |report: &str, title: &str| -> Vec<String> {
+        let line = report
+            .lines()
+            .skip_while(|l| !l.starts_with(title))
+            .find(|l| l.starts_with("| 3 |"))
+            .unwrap_or_else(|| panic!("no row under {title}: {report}"))
+            .to_string();
+        line.split('|').map(|c| c.trim().to_string()).collect()
+    };
+
+    let humans = run("humans");
+    let rows = table(&humans);
+    assert_eq!(rows["3"].0, "40", "{humans}");
+    assert_eq!(rows["3"].1, "1000", "50% against 1000: {humans}");
+    let bots = apart_row(&humans, "## Against bots (estimated apart)");
+    assert_eq!(bots[2], "40");
+    assert_eq!(bots[3], "10/0/30");
+    // 25% against 1000 with two virtual draws against the target: below 1000 by ~170.
+    let vs_bots: f64 = bots[5].parse().unwrap();
+    assert!((780.0..860.0).contains(&vs_bots), "{humans}");
+    assert_eq!(bots[9], format!("{:+.0}", vs_bots - 1000.0));
+
+    let swapped = run("bots");
+    assert_eq!(table(&swapped)["3"].1, format!("{vs_bots:.0}"));
+    let people = apart_row(&swapped, "## Against people (estimated apart)");
+    assert_eq!(people[5], "1000");
+
+    let all = run("all");
+    assert_eq!(table(&all)["3"].0, "80");
+    assert!(!all.contains("estimated apart"), "{all}");
 }

@@ -1,9 +1,12 @@
 //! The rating estimator: maximum-likelihood performance rating of one level from its games,
-//! with draws as ½, a stated prior and Glicko down-weighting of uncertain opponents.
+//! with draws as ½, a stated prior, Glicko down-weighting of uncertain opponents and a reduced
+//! share for far-off opponents.
 //!
-//! Model: with weight g_j = g(RD_j), E_j(R) = 1 / (1 + 10^(−g_j (R − r_j)/400)). The
-//! log-likelihood gradient is q Σ g_j (s_j − E_j) and the Fisher information q² Σ g_j² E_j (1 − E_j),
-//! q = ln 10 / 400; with every g_j = 1 the root is Σ E(R, r_j) = Σ s_j. The prior adds virtual
+//! Model: with weight g_j = g(RD_j), E_j(R) = 1 / (1 + 10^(−g_j (R − r_j)/400)), and each game
+//! counting as c_j games in the likelihood (1, less for a far-off opponent: [`FarOff`]). The
+//! log-likelihood gradient is q Σ c_j g_j (s_j − E_j) and the Fisher information
+//! q² Σ c_j g_j² E_j (1 − E_j), q = ln 10 / 400; with every g_j = c_j = 1 the root is
+//! Σ E(R, r_j) = Σ s_j. The prior adds virtual
 //! games (BayesElo's 2 virtual draws against a chosen centre, here the level's target) so that
 //! all-win and all-loss samples stay finite.
 
@@ -35,6 +38,10 @@ pub struct Observation {
     pub weight: f64,
     /// 1, ½ or 0 from the level's side.
     pub score: f64,
+    /// How many games this one counts as in the likelihood: 1, or [`FarOff::share`] for an
+    /// opponent far from the level. Unlike `weight` it does not flatten the expected-score
+    /// curve: it scales the game's whole say, expected result or upset alike.
+    pub counts_as: f64,
 }
 
 impl Observation {
@@ -43,8 +50,77 @@ impl Observation {
             opponent,
             weight: 1.0,
             score,
+            counts_as: 1.0,
         }
     }
+}
+
+/// How much a game against a far-off opponent counts.
+///
+/// Why: a game against an opponent `gap` or more Elo away from the level tells little (the
+/// expected score is near 0 or 1: at 400 the information per game is a third of an even
+/// game's) and rests on the least trustworthy part of the Elo model, its tails: upsets at large
+/// gaps are more common than the logistic curve says (FIDE caps a rating difference at 400 for
+/// the same reason), and on Lichess a far-off opponent is often a casual game or a sandbagger.
+/// Such a game counts as `share` of a game, so a handful of them cannot drag a level, while
+/// many still do.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FarOff {
+    /// The rating gap (Elo) from which an opponent counts as far off.
+    pub gap: f64,
+    /// The share of a game such a game counts as, in (0, 1]; 1 turns the reduction off.
+    pub share: f64,
+}
+
+impl Default for FarOff {
+    fn default() -> FarOff {
+        FarOff {
+            gap: 400.0,
+            share: 0.5,
+        }
+    }
+}
+
+impl FarOff {
+    /// Whether an opponent rated `opponent` is far off a level rated `center`.
+    pub fn is_far(&self, center: f64, opponent: f64) -> bool {
+        (opponent - center).abs() >= self.gap
+    }
+
+    /// Gives the games whose opponent is far off `center` their reduced share (and the others
+    /// a full one); returns how many are far off.
+    pub fn weigh(&self, games: &mut [Observation], center: f64) -> usize {
+        let mut far = 0;
+        for g in games.iter_mut() {
+            if self.is_far(center, g.opponent) {
+                g.counts_as = self.share;
+                far += 1;
+            } else {
+                g.counts_as = 1.0;
+            }
+        }
+        far
+    }
+}
+
+/// A level's estimate with far-off opponents counting less, and how many there were.
+///
+/// "Far off" is measured from the level's own estimate with every game at full share (the best
+/// guess of its strength: a level far from its target learns most from the opponents near where
+/// it really plays), or from `fallback` (the target) when that has no finite value. One pass: a
+/// game is not re-judged against the reduced estimate.
+pub fn estimate_far_off(
+    games: &mut [Observation],
+    prior: Prior,
+    far_off: FarOff,
+    fallback: f64,
+) -> (Result<Estimate, EstimateError>, usize) {
+    for g in games.iter_mut() {
+        g.counts_as = 1.0;
+    }
+    let center = estimate(games, prior).map_or(fallback, |e| e.rating);
+    let far = far_off.weigh(games, center);
+    (estimate(games, prior), far)
 }
 
 /// What keeps the estimate finite when the games alone do not.
@@ -113,6 +189,8 @@ pub fn estimate(games: &[Observation], prior: Prior) -> Result<Estimate, Estimat
         !(g.opponent.is_finite()
             && g.weight.is_finite()
             && g.weight > 0.0
+            && g.counts_as.is_finite()
+            && g.counts_as > 0.0
             && (0.0..=1.0).contains(&g.score))
     }) {
         return Err(EstimateError::BadInput);
@@ -121,20 +199,21 @@ pub fn estimate(games: &[Observation], prior: Prior) -> Result<Estimate, Estimat
     if let Prior::VirtualDraws { count, center } = prior {
         all.extend((0..count).map(|_| Observation::new(center, 0.5)));
     }
-    let total: f64 = all.iter().map(|g| g.weight).sum();
-    let won: f64 = all.iter().map(|g| g.weight * g.score).sum();
+    let total: f64 = all.iter().map(|g| g.counts_as * g.weight).sum();
+    let won: f64 = all.iter().map(|g| g.counts_as * g.weight * g.score).sum();
     if won <= 0.0 || won >= total {
         return Err(EstimateError::Unbounded(games.len()));
     }
 
-    // gradient(R) = Σ g (s − E), decreasing in R; information = q Σ g² E (1 − E) (per Elo unit).
+    // gradient(R) = Σ c g (s − E), decreasing in R; information = q Σ c g² E (1 − E) (per Elo
+    // unit).
     let eval = |r: f64| {
         let mut grad = 0.0;
         let mut info = 0.0;
         for g in &all {
             let e = 1.0 / (1.0 + 10f64.powf(-g.weight * (r - g.opponent) / 400.0));
-            grad += g.weight * (g.score - e);
-            info += g.weight * g.weight * e * (1.0 - e);
+            grad += g.counts_as * g.weight * (g.score - e);
+            info += g.counts_as * g.weight * g.weight * e * (1.0 - e);
         }
         (grad, info * Q)
     };
@@ -221,6 +300,53 @@ mod tests {
         .unwrap();
         assert!(e.rating < 1500.0 && e.rating > 500.0, "{e:?}");
         assert_eq!((e.wins, e.draws, e.losses), (0, 0, 20));
+    }
+
+    #[test]
+    fn a_far_off_game_moves_the_estimate_less_than_a_near_one() {
+        // 20 draws against 1500; then one loss, against an opponent 50 below or 450 below.
+        let prior = Prior::VirtualDraws {
+            count: 2,
+            center: 1500.0,
+        };
+        let base = games(1500.0, 0, 20, 0);
+        let shift = |opponent: f64, far_off: FarOff| {
+            let mut g = base.clone();
+            g.push(Observation::new(opponent, 0.0));
+            let (e, far) = estimate_far_off(&mut g, prior, far_off, 1500.0);
+            (1500.0 - e.unwrap().rating, far)
+        };
+        let (near, near_far) = shift(1450.0, FarOff::default());
+        let (far, far_far) = shift(1050.0, FarOff::default());
+        assert_eq!((near_far, far_far), (0, 1));
+        assert!(near > 0.0 && far > 0.0, "a loss lowers the estimate");
+        assert!(
+            far < near,
+            "far-off loss moved {far:.1}, near loss {near:.1}"
+        );
+        // Without the reduction the upset against the far-off opponent would move it more:
+        // the reduction, not the Elo curve, is what makes the difference.
+        let off = FarOff {
+            gap: 400.0,
+            share: 1.0,
+        };
+        let (far_full, _) = shift(1050.0, off);
+        assert!(far_full > near, "{far_full:.1} vs {near:.1}");
+        // A reduced game counts as exactly its share: two half-games are one whole game.
+        let mut halves = base.clone();
+        halves.extend(
+            [Observation {
+                counts_as: 0.5,
+                ..Observation::new(1050.0, 0.0)
+            }; 2],
+        );
+        let mut whole = base.clone();
+        whole.push(Observation::new(1050.0, 0.0));
+        let (h, w) = (
+            estimate(&halves, prior).unwrap(),
+            estimate(&whole, prior).unwrap(),
+        );
+        assert!((h.rating - w.rating).abs() < 1e-6 && (h.se - w.se).abs() < 1e-6);
     }
 
     #[test]

@@ -22,9 +22,10 @@ use crate::config::Config;
 use crate::levels::{Coefficients, level_key};
 use crate::lichess::Perf;
 use crate::results::{GameRecord, ResultsLog, Source, read_results};
+use estimate::FarOff;
 use fetch::{AccountRef, VersionTimeline};
 use pipeline::{Settings, Targets};
-use select::{Filter, Versions};
+use select::{Filter, Opponents, Versions};
 use update::UpdateConfig;
 
 /// `ladder calibrate` options.
@@ -68,6 +69,18 @@ pub struct CalibrateArgs {
     /// Virtual draws against the target in each estimate (0: pure maximum likelihood).
     #[arg(long, default_value_t = 2)]
     pub prior_draws: u32,
+    /// Whose games estimate a level: people (the live loop's scale; games against bots are
+    /// estimated and reported apart), bots (people's games apart) or all together. --arena
+    /// always uses all its games (every anchor is an engine).
+    #[arg(long, value_enum, default_value_t = Opponents::Humans)]
+    pub opponents: Opponents,
+    /// A game against an opponent rated this far (Elo) or more from the level's estimate counts
+    /// as --far-share of a game: it tells little and rests on the Elo model's tails.
+    #[arg(long, default_value_t = FarOff::default().gap)]
+    pub far_gap: f64,
+    /// The share of a game a far-off game counts as, in (0, 1] (1: no reduction).
+    #[arg(long, default_value_t = FarOff::default().share)]
+    pub far_share: f64,
     /// RD assumed for an opponent flagged provisional whose RD is unknown.
     #[arg(long, default_value_t = 150.0)]
     pub provisional_rd: f64,
@@ -195,14 +208,25 @@ impl CalibrateArgs {
         if self.max_step.is_nan() || self.max_step <= 0.0 {
             bail!("--max-step must be positive");
         }
+        if !(self.far_gap.is_finite() && self.far_gap > 0.0) {
+            bail!("--far-gap must be a positive number of Elo");
+        }
+        if !(self.far_share > 0.0 && self.far_share <= 1.0) {
+            bail!("--far-share must be in (0, 1]");
+        }
         Ok(Settings {
             filter: Filter {
                 perf: self.perf.key().to_string(),
+                opponents: self.opponents,
                 versions,
                 sources: self.sources.clone(),
                 provisional_rd: self.provisional_rd,
             },
             prior_draws: self.prior_draws,
+            far_off: FarOff {
+                gap: self.far_gap,
+                share: self.far_share,
+            },
             update: UpdateConfig {
                 min_games: self.min_games,
                 gain_floor: self.gain_floor,
@@ -483,7 +507,7 @@ pub(super) fn older_versions(
 }
 
 /// `--arena`: the offline loop against the anchors (arena_loop.rs), with this command's
-/// targets and update settings; only arena games count.
+/// targets and update settings; only arena games count, every one of them (bots included).
 fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
     let [results] = args.results.as_slice() else {
         bail!("--arena needs exactly one --results FILE: the loop's own games, appended");
@@ -533,6 +557,9 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
     arena_loop::run(&cfg, &targets, |current| {
         let mut settings = args.settings(current)?;
         settings.filter.sources = vec![Source::Arena];
+        // The anchors are engines (flagged bots): the loop's estimate is from all of them,
+        // whatever --opponents says for the live loop.
+        settings.filter.opponents = Opponents::All;
         Ok(settings)
     })
 }

@@ -3,8 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use super::estimate::{Estimate, Prior, estimate};
-use super::select::{Filter, Lineage, Selection, select_with};
+use super::estimate::{Estimate, FarOff, Prior, estimate_far_off};
+use super::select::{Filter, LevelGames, Lineage, Opponents, Selection, select_with};
 use super::update::{LevelInput, Proposal, UpdateConfig, UpdateError, propose};
 use crate::levels::{Coefficients, level_key};
 use crate::results::GameRecord;
@@ -62,6 +62,8 @@ pub struct Settings {
     pub filter: Filter,
     /// Virtual draws against the target (0: pure maximum likelihood).
     pub prior_draws: u32,
+    /// How much a game against a far-off opponent counts.
+    pub far_off: FarOff,
     pub update: UpdateConfig,
     /// Older coefficients versions by number (the history directory): a game of a version
     /// outside the window counts for a level that plays the same in the current version.
@@ -76,6 +78,21 @@ pub struct Calibration {
     pub prior: String,
     /// Levels whose estimate failed, with why.
     pub estimate_errors: Vec<(f64, String)>,
+    /// The estimates from the games kept apart (`selection.apart`: against bots when the
+    /// estimate is from people), by level key; never used for the update.
+    pub apart: BTreeMap<String, ApartEstimate>,
+    /// Whose games the estimate is from (`settings.filter.opponents`).
+    pub opponents: Opponents,
+    /// How far-off opponents were weighed (`settings.far_off`).
+    pub far_off: FarOff,
+}
+
+/// A level's rating from the games kept apart.
+#[derive(Clone, Debug)]
+pub struct ApartEstimate {
+    pub level: f64,
+    /// The estimate, or why there is none.
+    pub estimate: Result<Estimate, String>,
 }
 
 impl Calibration {
@@ -99,7 +116,7 @@ pub fn calibrate(
         current,
         older: &settings.history,
     };
-    let selection = select_with(records, &settings.filter, Some(lineage));
+    let mut selection = select_with(records, &settings.filter, Some(lineage));
     let mut levels: BTreeMap<String, f64> = selection
         .levels
         .values()
@@ -117,14 +134,9 @@ pub fn calibrate(
     let mut estimate_errors = Vec::new();
     for (key, &level) in &levels {
         let target = targets.target(level);
-        let estimate = selection.levels.get(key).and_then(|games| {
-            let center = target.unwrap_or_else(|| {
-                games.observations.iter().map(|o| o.opponent).sum::<f64>()
-                    / games.observations.len() as f64
-            });
-            let prior = prior(settings.prior_draws, center);
-            estimate(&games.observations, prior)
-                .map_err(|e| estimate_errors.push((level, e.to_string())))
+        let estimate = selection.levels.get_mut(key).and_then(|games| {
+            estimate_level(games, target, settings)
+                .map_err(|e| estimate_errors.push((level, e)))
                 .ok()
         });
         inputs.push(LevelInput {
@@ -133,13 +145,42 @@ pub fn calibrate(
             estimate,
         });
     }
+    let apart = selection
+        .apart
+        .iter_mut()
+        .map(|(key, games)| {
+            let estimate = estimate_level(games, targets.target(games.level), settings);
+            let level = games.level;
+            (key.clone(), ApartEstimate { level, estimate })
+        })
+        .collect();
     let proposal = propose(current, &inputs, &settings.update, ratings_source)?;
     Ok(Calibration {
         selection,
         proposal,
         prior: prior(settings.prior_draws, 0.0).describe(),
         estimate_errors,
+        apart,
+        opponents: settings.filter.opponents,
+        far_off: settings.far_off,
     })
+}
+
+/// One level's estimate from `games`, the prior centred on its target (or, without one, on its
+/// opponents' mean), far-off opponents counting less; records how many were far off.
+fn estimate_level(
+    games: &mut LevelGames,
+    target: Option<f64>,
+    settings: &Settings,
+) -> Result<Estimate, String> {
+    let center = target.unwrap_or_else(|| {
+        games.observations.iter().map(|o| o.opponent).sum::<f64>() / games.observations.len() as f64
+    });
+    let prior = prior(settings.prior_draws, center);
+    let (estimate, far) =
+        estimate_far_off(&mut games.observations, prior, settings.far_off, center);
+    games.far_off = far;
+    estimate.map_err(|e| e.to_string())
 }
 
 fn prior(draws: u32, center: f64) -> Prior {
@@ -156,6 +197,109 @@ fn prior(draws: u32, center: f64) -> Prior {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::calibration::estimate::{Observation, estimate_far_off};
+    use crate::calibration::select::Versions;
+    use crate::results::{Outcome, sample_record};
+
+    fn settings(opponents: Opponents) -> Settings {
+        Settings {
+            filter: Filter {
+                perf: "blitz".into(),
+                opponents,
+                versions: Versions::Range(1, 1),
+                sources: vec![],
+                provisional_rd: 150.0,
+            },
+            prior_draws: 2,
+            far_off: FarOff::default(),
+            update: UpdateConfig::default(),
+            history: BTreeMap::new(),
+        }
+    }
+
+    #[test]
+    fn each_kind_of_opponent_has_its_own_estimate() {
+        // Level 3 (target 1000) scores 60% against people around 1000 and 20% against bots
+        // around 900, one of each far off (1500 and 100).
+        let mut records = Vec::new();
+        let mut people = Vec::new();
+        let mut bots = Vec::new();
+        for i in 0..40u32 {
+            let bot = i % 2 == 1;
+            let score = match (bot, i % 10) {
+                (false, 0 | 4) => 0.0,
+                (false, _) => 1.0,
+                (true, 1) => 1.0,
+                (true, _) => 0.0,
+            };
+            let opponent = match (bot, i) {
+                (false, 0) => 1500.0,
+                (true, 1) => 100.0,
+                (false, _) => 950.0 + f64::from(i % 7) * 20.0,
+                (true, _) => 850.0 + f64::from(i % 5) * 25.0,
+            };
+            let outcome = if score > 0.5 {
+                Outcome::Win
+            } else {
+                Outcome::Loss
+            };
+            let mut r = sample_record(&format!("g{i}"), outcome);
+            r.opponent.bot = bot;
+            r.opponent.rating = Some(opponent);
+            records.push(r);
+            if bot { &mut bots } else { &mut people }.push(Observation::new(opponent, score));
+        }
+        let targets = Targets::Table(BTreeMap::from([("3".to_string(), 1000.0)]));
+        let current = Coefficients::builtin();
+        let prior = Prior::VirtualDraws {
+            count: 2,
+            center: 1000.0,
+        };
+        let by_hand = |games: &mut Vec<Observation>| {
+            let (e, far) = estimate_far_off(games, prior, FarOff::default(), 1000.0);
+            (e.unwrap(), far)
+        };
+        let (people_est, people_far) = by_hand(&mut people);
+        let (bots_est, bots_far) = by_hand(&mut bots);
+        assert_eq!((people_far, bots_far), (1, 1));
+        assert!(
+            people_est.rating > bots_est.rating + 100.0,
+            "two different samples"
+        );
+
+        let cal = calibrate(
+            &records,
+            &current,
+            &targets,
+            &settings(Opponents::Humans),
+            "t",
+        )
+        .unwrap();
+        let (_, used) = cal.estimates().next().unwrap();
+        assert_eq!(*used, people_est);
+        assert_eq!(cal.apart["3"].estimate.as_ref().unwrap(), &bots_est);
+        assert_eq!(cal.selection.levels["3"].far_off, 1);
+        assert_eq!(cal.selection.apart["3"].far_off, 1);
+
+        let cal = calibrate(
+            &records,
+            &current,
+            &targets,
+            &settings(Opponents::Bots),
+            "t",
+        )
+        .unwrap();
+        let (_, used) = cal.estimates().next().unwrap();
+        assert_eq!(*used, bots_est);
+        assert_eq!(cal.apart["3"].estimate.as_ref().unwrap(), &people_est);
+
+        // All together is neither.
+        let cal = calibrate(&records, &current, &targets, &settings(Opponents::All), "t").unwrap();
+        let (_, used) = cal.estimates().next().unwrap();
+        assert_eq!(used.games, 40);
+        assert!(cal.apart.is_empty());
+        assert!(used.rating < people_est.rating && used.rating > bots_est.rating);
+    }
 
     #[test]
     fn target_tables_parse_and_refuse_nonsense() {

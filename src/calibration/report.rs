@@ -56,6 +56,19 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
         ctx.duplicates,
         ctx.read_warnings.len()
     );
+    let _ = writeln!(
+        out,
+        "Opponents: the estimate is from games against {}{}.\n",
+        cal.opponents.describe(),
+        match cal.opponents.apart() {
+            Some(apart) => format!(
+                "; {} games against {apart} are estimated apart (a bot's rating among bots is \
+                 another scale: on Lichess about 250 lower), never mixed in",
+                cal.selection.used_apart
+            ),
+            None => String::new(),
+        }
+    );
     if cal.selection.carried_over > 0 {
         let _ = writeln!(
             out,
@@ -118,6 +131,7 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
             u.status.label()
         );
     }
+    apart_table(&mut out, cal);
     let _ = writeln!(out, "\n## Method\n");
     let _ = writeln!(out, "- Prior: {}.", cal.prior);
     let _ = writeln!(
@@ -128,6 +142,29 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
             .values()
             .map(|l| l.provisional)
             .sum::<usize>()
+    );
+    let _ = writeln!(
+        out,
+        "- Far-off opponents (rated {:.0} or more from the level's estimate) count as {} of a game: \
+         they tell little and rest on the Elo model's tails; {} such games used{}.",
+        cal.far_off.gap,
+        cal.far_off.share,
+        cal.selection
+            .levels
+            .values()
+            .map(|l| l.far_off)
+            .sum::<usize>(),
+        match cal.opponents.apart() {
+            Some(apart) => format!(
+                ", {} against {apart}",
+                cal.selection
+                    .apart
+                    .values()
+                    .map(|l| l.far_off)
+                    .sum::<usize>()
+            ),
+            None => String::new(),
+        }
     );
     match &p.fit {
         Some(f) => {
@@ -199,4 +236,56 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
         }
     }
     out
+}
+
+/// The table of the games kept apart (against bots when the estimate is from people): each
+/// level's rating among them beside its rating in the estimate, never mixed into it.
+fn apart_table(out: &mut String, cal: &Calibration) {
+    let Some(apart) = cal.opponents.apart() else {
+        return;
+    };
+    let _ = writeln!(out, "\n## Against {apart} (estimated apart)\n");
+    if cal.apart.is_empty() {
+        let _ = writeln!(out, "No games against {apart}.");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "| level | games | W/D/L | score | rating vs {apart} | ±95% | far off | rating vs {} | difference |",
+        cal.opponents.describe()
+    );
+    let _ = writeln!(out, "|---:|---:|---|---:|---:|---:|---:|---:|---:|");
+    let main: BTreeMap<String, f64> = cal
+        .estimates()
+        .map(|(level, e)| (level_key(level), e.rating))
+        .collect();
+    let mut rows: Vec<_> = cal.apart.iter().collect();
+    rows.sort_by(|a, b| a.1.level.total_cmp(&b.1.level));
+    for (key, a) in rows {
+        let games = cal.selection.apart.get(key);
+        let far = games.map_or(0, |g| g.far_off);
+        let n = games.map_or(0, |g| g.observations.len());
+        let main_rating = main.get(key);
+        let (wdl, score, rating, ci, diff) = match &a.estimate {
+            Ok(e) => (
+                format!("{}/{}/{}", e.wins, e.draws, e.losses),
+                format!("{:.1}%", 100.0 * e.score),
+                format!("{:.0}", e.rating),
+                format!("{:.0}", e.ci95()),
+                main_rating.map_or("-".to_string(), |m| format!("{:+.0}", e.rating - m)),
+            ),
+            Err(why) => (
+                "-".into(),
+                "-".into(),
+                format!("- ({why})"),
+                "-".into(),
+                "-".into(),
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "| {key} | {n} | {wdl} | {score} | {rating} | {ci} | {far} | {} | {diff} |",
+            main_rating.map_or("-".to_string(), |m| format!("{m:.0}")),
+        );
+    }
 }

@@ -5,6 +5,12 @@
 //! exactly as it does in the current version ([`plays_alike`]: same nodes, noise, hash and
 //! endgame scaling): a new version that moves some levels must not throw away the games of the
 //! levels it left alone.
+//!
+//! Games against people and games against bots are two samples, never one: on Lichess a bot's
+//! rating runs about 250 below its strength against people (lila#13602, lila#19063; maia9 is
+//! rated 1909 by people and 1496 by bots), so a level's rating among bots is another scale. The
+//! opponents asked for ([`Opponents`], people by default) are the games the estimate and the
+//! update use; the others are kept apart, to be estimated and reported on their own.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -62,10 +68,53 @@ impl Versions {
     }
 }
 
+/// Which opponents a level's estimate is made from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Opponents {
+    /// People only (the live loop: the scale the targets are set in); bots' games apart.
+    #[default]
+    Humans,
+    /// Bots only (arena anchors, other bots on Lichess); people's games apart.
+    Bots,
+    /// Everyone in one sample (the arena, whose opponents are all engines).
+    All,
+}
+
+impl Opponents {
+    /// Whether a game against an opponent flagged `bot` is in the sample asked for.
+    pub fn admits(self, bot: bool) -> bool {
+        match self {
+            Opponents::Humans => !bot,
+            Opponents::Bots => bot,
+            Opponents::All => true,
+        }
+    }
+
+    /// The opponents the estimate uses, as the report names them.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Opponents::Humans => "people",
+            Opponents::Bots => "bots",
+            Opponents::All => "people and bots together",
+        }
+    }
+
+    /// The opponents kept apart, as the report names them (none with `All`).
+    pub fn apart(self) -> Option<&'static str> {
+        match self {
+            Opponents::Humans => Some("bots"),
+            Opponents::Bots => Some("people"),
+            Opponents::All => None,
+        }
+    }
+}
+
 /// The filters of one calibration run.
 #[derive(Clone, Debug)]
 pub struct Filter {
     pub perf: String,
+    /// Whose games the estimate uses; games against the others are kept apart.
+    pub opponents: Opponents,
     pub versions: Versions,
     /// Sources to use; empty means all.
     pub sources: Vec<Source>,
@@ -138,15 +187,26 @@ pub struct LevelGames {
     pub observations: Vec<Observation>,
     /// Observations whose opponent was down-weighted as provisional.
     pub provisional: usize,
+    /// Observations whose opponent was far off the level (set by the estimate:
+    /// [`super::estimate::FarOff`]), counting less.
+    pub far_off: usize,
 }
 
 /// The selected games by level key, and what was left out.
 #[derive(Clone, Debug, Default)]
 pub struct Selection {
+    /// The games against the opponents asked for: what the estimate and the update use.
     pub levels: BTreeMap<String, LevelGames>,
+    /// The games that passed every filter but are against the other kind of opponent
+    /// ([`Opponents::apart`]): estimated and reported on their own, never mixed in.
+    pub apart: BTreeMap<String, LevelGames>,
     pub excluded: Exclusions,
+    /// Games in `levels`.
     pub used: usize,
+    /// Games in `apart`.
+    pub used_apart: usize,
     /// Of `used`: games of an older version whose level plays as it does in the current one.
+    /// (`apart` may hold such games too; they are not counted here.)
     pub carried_over: usize,
 }
 
@@ -206,7 +266,7 @@ pub fn select_with(
     lineage: Option<Lineage<'_>>,
 ) -> Selection {
     let mut out = Selection::default();
-    let mut exponent_sums: BTreeMap<String, f64> = BTreeMap::new();
+    let mut exponent_sums: BTreeMap<(bool, String), f64> = BTreeMap::new();
     let mut alike: HashMap<(u32, String), bool> = HashMap::new();
     for record in records {
         let ex = &mut out.excluded;
@@ -240,6 +300,7 @@ pub fn select_with(
         }
         // The exponent the game was played at, in the scale of the version it counts for.
         let mut exponent = record.level + record.offset;
+        let mut carried_over = false;
         if !filter.versions.contains(record.coefficients_version) {
             let carried = lineage.is_some_and(|l| {
                 let key = (record.coefficients_version, level_key(record.level));
@@ -255,7 +316,7 @@ pub fn select_with(
             }
             let current = lineage.expect("carried games have a lineage").current;
             exponent = record.level + current.offset(record.level);
-            out.carried_over += 1;
+            carried_over = true;
         }
         let Some(opponent) = record.opponent.rating.filter(|r| r.is_finite()) else {
             ex.unrated_opponent += 1;
@@ -268,7 +329,17 @@ pub fn select_with(
         };
         let uncertain = rd.filter(|&rd| rd >= PROVISIONAL_RD || record.opponent.provisional);
         let key = level_key(record.level);
-        let level = out.levels.entry(key.clone()).or_insert_with(|| LevelGames {
+        let asked = filter.opponents.admits(record.opponent.bot);
+        let (sample, count) = if asked {
+            (&mut out.levels, &mut out.used)
+        } else {
+            (&mut out.apart, &mut out.used_apart)
+        };
+        *count += 1;
+        if asked && carried_over {
+            out.carried_over += 1;
+        }
+        let level = sample.entry(key.clone()).or_insert_with(|| LevelGames {
             level: record.level,
             ..LevelGames::default()
         });
@@ -278,15 +349,17 @@ pub fn select_with(
             opponent,
             weight: uncertain.map_or(1.0, glicko_g),
             score,
+            counts_as: 1.0,
         });
         if uncertain.is_some() {
             level.provisional += 1;
         }
-        *exponent_sums.entry(key).or_default() += exponent;
-        out.used += 1;
+        *exponent_sums.entry((asked, key)).or_default() += exponent;
     }
-    for (key, level) in out.levels.iter_mut() {
-        level.exponent = exponent_sums[key] / level.observations.len() as f64;
+    for (asked, sample) in [(true, &mut out.levels), (false, &mut out.apart)] {
+        for (key, level) in sample.iter_mut() {
+            level.exponent = exponent_sums[&(asked, key.clone())] / level.observations.len() as f64;
+        }
     }
     out
 }
@@ -299,6 +372,7 @@ mod tests {
     fn filter() -> Filter {
         Filter {
             perf: "blitz".into(),
+            opponents: Opponents::Humans,
             versions: Versions::Range(1, 1),
             sources: vec![],
             provisional_rd: 150.0,
@@ -347,6 +421,54 @@ mod tests {
         assert_eq!(level.provisional, 1);
         assert!((level.observations[1].weight - glicko_g(150.0)).abs() < 1e-12);
         assert_eq!(level.observations[0].weight, 1.0);
+    }
+
+    #[test]
+    fn people_and_bots_are_two_samples() {
+        let mut records = Vec::new();
+        for i in 0..5 {
+            let mut r = sample_record(&format!("h{i}"), Outcome::Win);
+            r.opponent.rating = Some(1000.0 + f64::from(i));
+            records.push(r);
+        }
+        for i in 0..3 {
+            let mut r = sample_record(&format!("b{i}"), Outcome::Loss);
+            r.opponent.bot = true;
+            r.opponent.rating = Some(2000.0 + f64::from(i));
+            records.push(r);
+        }
+        let opponents = |s: &Selection, apart: bool| -> Vec<f64> {
+            let sample = if apart { &s.apart } else { &s.levels };
+            sample.get("3").map_or(Vec::new(), |l| {
+                l.observations.iter().map(|o| o.opponent).collect()
+            })
+        };
+        let (people, bots) = (
+            vec![1000.0, 1001.0, 1002.0, 1003.0, 1004.0],
+            vec![2000.0, 2001.0, 2002.0],
+        );
+        let humans = select(&records, &filter());
+        assert_eq!((humans.used, humans.used_apart), (5, 3));
+        assert_eq!(opponents(&humans, false), people);
+        assert_eq!(opponents(&humans, true), bots);
+        assert_eq!(
+            humans.excluded.total(),
+            0,
+            "games kept apart are not left out"
+        );
+
+        let mut f = filter();
+        f.opponents = Opponents::Bots;
+        let only_bots = select(&records, &f);
+        assert_eq!((only_bots.used, only_bots.used_apart), (3, 5));
+        assert_eq!(opponents(&only_bots, false), bots);
+        assert_eq!(opponents(&only_bots, true), people);
+
+        f.opponents = Opponents::All;
+        let all = select(&records, &f);
+        assert_eq!((all.used, all.used_apart), (8, 0));
+        assert!(all.apart.is_empty());
+        assert_eq!(all.levels["3"].observations.len(), 8);
     }
 
     #[test]
