@@ -280,10 +280,9 @@ impl Session {
             // a full 64-bit number, more than a GUI's spin control holds: this string option
             // takes it, so that game replays move for move.
             "gameseed" => {
-                options.seed = value_str
-                    .trim()
-                    .parse::<u64>()
-                    .map_err(|_| format!("GameSeed {value_str:?} is not a whole number up to 2^64-1"))?;
+                options.seed = value_str.trim().parse::<u64>().map_err(|_| {
+                    format!("GameSeed {value_str:?} is not a whole number up to 2^64-1")
+                })?;
             }
             "hash" => {
                 options.hash_mb =

@@ -123,7 +123,11 @@ fn levels_far_below_their_targets_get_stronger_version_by_version() {
         dir.path(),
         &["--targets", "1=1000,2=1200", "--budget", "32"],
     );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let now = Coefficients::load(&dir.path().join("c.toml")).unwrap();
     assert!(
         now.version > start.version,

@@ -494,7 +494,15 @@ fn an_arena_game_replays_move_for_move_through_uci() {
     std::fs::write(&openings, format!("{FEN}\n")).unwrap();
     let results = dir.path().join("r.jsonl");
     let status = Command::new(env!("CARGO_BIN_EXE_ladder"))
-        .args(["arena", "--level", "3", "--anchor", "random", "--games-per-pairing", "2"])
+        .args([
+            "arena",
+            "--level",
+            "3",
+            "--anchor",
+            "random",
+            "--games-per-pairing",
+            "2",
+        ])
         .args(["--seed", "11", "--concurrency", "1", "--judge-depth", "0"])
         .arg("--openings")
         .arg(&openings)

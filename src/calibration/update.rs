@@ -749,7 +749,15 @@ mb = 8
                 level: l as f64,
                 target: Some(300.0 + 200.0 * l as f64),
                 // Level 1 far too strong for its target; the others on target.
-                estimate: est(if l == 1 { 800.0 } else { 300.0 + 200.0 * l as f64 }, 20.0, 200),
+                estimate: est(
+                    if l == 1 {
+                        800.0
+                    } else {
+                        300.0 + 200.0 * l as f64
+                    },
+                    20.0,
+                    200,
+                ),
             })
             .collect();
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
@@ -760,7 +768,10 @@ mb = 8
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert_eq!(p.levels[0].status, Status::Moved);
         let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, 1.0).exponent;
-        assert!((x_old_scale - floor).abs() < 1e-6, "{x_old_scale} vs {floor}");
+        assert!(
+            (x_old_scale - floor).abs() < 1e-6,
+            "{x_old_scale} vs {floor}"
+        );
         // Without a noise cap there is no floor: more noise always plays weaker.
         c.max_noise_cp = None;
         assert_eq!(weakest_exponent(&c), None);
