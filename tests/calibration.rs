@@ -758,3 +758,152 @@ fn people_and_bots_are_estimated_apart_in_the_report() {
     assert_eq!(table(&all)["3"].0, "80");
     assert!(!all.contains("estimated apart"), "{all}");
 }
+
+/// Human-likeness through the command line: a results file with people's games (played here by
+/// two level players, the "person" rated into a band), the report's table and likeness.svg
+/// give the top-1 match counted by hand with the band's level player, and the band with no
+/// person is absent.
+#[test]
+fn likeness_table_and_plot_match_a_hand_count() {
+    use ladder::engine::{Game, NoStop};
+    use ladder::levels::LevelParams;
+    use ladder::player::LevelPlayer;
+    use shakmaty::Color;
+
+    let builtin = Coefficients::builtin();
+    // A game of 30 plies: `person` plays one side, level 6 the other.
+    let play = |person: f64, person_white: bool, seed: u64| -> Game {
+        let mut people = LevelPlayer::new(LevelParams::new(&builtin, person), seed);
+        let mut bot = LevelPlayer::new(LevelParams::new(&builtin, 6.0), seed);
+        let mut game = Game::startpos();
+        while game.moves().len() < 30 && game.outcome().is_none() {
+            let people_move = (game.turn() == Color::White) == person_white;
+            let player = if people_move { &mut people } else { &mut bot };
+            let m = player.choose(&game, &mut NoStop).best_move.unwrap();
+            game.play(m);
+        }
+        game
+    };
+    // By hand: the band's level (current coefficients, seed 1) asked at every move of the
+    // person after ply 8 where more than one move is legal.
+    let by_hand = |game: &Game, person_white: bool, level: f64| -> (usize, usize) {
+        let human = if person_white {
+            Color::White
+        } else {
+            Color::Black
+        };
+        let mut player = LevelPlayer::new(LevelParams::new(&builtin, level), 1);
+        let mut replay = Game::startpos();
+        let (mut n, mut same) = (0, 0);
+        for (ply, &m) in game.moves().iter().enumerate() {
+            if ply >= 8 && replay.turn() == human && replay.legal_moves().len() > 1 {
+                n += 1;
+                same += usize::from(player.choose(&replay, &mut NoStop).best_move == Some(m));
+            }
+            replay.play(m);
+        }
+        (n, same)
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let coefficients = dir.path().join("coefficients.toml");
+    fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+    let results = dir.path().join("results.jsonl");
+    let mut log = ladder::results::ResultsLog::open(&results).unwrap();
+    let mut expected_bands: BTreeMap<String, (usize, usize)> = BTreeMap::new();
+    // Two people near 800 (level 2's band), one near 1200 (level 4's); none near 1000.
+    for (i, (person, rating, white, band, level)) in [
+        (1.0, 790.0, true, "700–900", 2.0),
+        (3.0, 850.0, false, "700–900", 2.0),
+        (5.0, 1230.0, true, "1100–1300", 4.0),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let game = play(person, white, 10 + i as u64);
+        let mut replay = Game::startpos();
+        let moves: Vec<String> = game
+            .moves()
+            .iter()
+            .map(|&m| {
+                let uci = replay.to_uci(m);
+                replay.play(m);
+                uci
+            })
+            .collect();
+        let mut r = sample_record(&format!("p{i}"), Outcome::Draw);
+        r.level = 6.0;
+        r.account = "ladder-l6".into();
+        r.color = if white { "black" } else { "white" }.into();
+        r.opponent.rating = Some(rating);
+        r.moves = moves.join(" ");
+        log.append(&r).unwrap();
+        let (n, same) = by_hand(&game, white, level);
+        let e = expected_bands.entry(band.to_string()).or_default();
+        e.0 += n;
+        e.1 += same;
+    }
+    drop(log);
+    let report_dir = dir.path().join("report");
+    let (ok, out, err) = ladder(&[
+        "calibrate",
+        "--coefficients",
+        coefficients.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--targets",
+        "1=600,2=800,3=1000,4=1200,5=1400,6=1600",
+        "--no-likeness-judge",
+        "--report-dir",
+        report_dir.to_str().unwrap(),
+    ]);
+    assert!(ok, "{out}{err}");
+    let rows: BTreeMap<String, Vec<String>> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("## Human-likeness"))
+        .skip_while(|l| !l.starts_with("| band |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<String> = l.split('|').map(|c| c.trim().to_string()).collect();
+            (cells[1].clone(), cells)
+        })
+        .collect();
+    assert_eq!(
+        rows.keys().collect::<Vec<_>>(),
+        expected_bands.keys().collect::<Vec<_>>(),
+        "the 900–1100 band has no person: absent. {out}"
+    );
+    for (band, (n, same)) in &expected_bands {
+        let cells = &rows[band];
+        assert_eq!(cells[4], n.to_string(), "{band}: {out}");
+        assert_eq!(
+            cells[5],
+            format!("{:.1}%", 100.0 * *same as f64 / *n as f64),
+            "{band}: {out}"
+        );
+        assert_eq!(cells[7], "-", "not judged");
+    }
+    assert_eq!(rows["700–900"][2], "2 (800)");
+    assert_eq!(rows["700–900"][3], "2");
+    assert!(out.contains("not measured (turned off)"), "{out}");
+
+    let svg = fs::read_to_string(report_dir.join("likeness.svg")).unwrap();
+    let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
+    let points: Vec<_> = doc
+        .descendants()
+        .filter(|n| n.attribute("class") == Some("band"))
+        .collect();
+    assert_eq!(points.len(), expected_bands.len());
+    for p in points {
+        let band = format!(
+            "{}–{}",
+            p.attribute("data-low").unwrap(),
+            p.attribute("data-low").unwrap().parse::<f64>().unwrap() + 200.0
+        );
+        assert_eq!(
+            Some(rows[&band][5].trim_end_matches('%')),
+            p.attribute("data-top1"),
+            "{band}"
+        );
+    }
+}

@@ -48,7 +48,7 @@ impl Targets {
     }
 
     /// The levels these targets name (a linear rule names none by itself).
-    fn levels(&self) -> Vec<f64> {
+    pub fn levels(&self) -> Vec<f64> {
         match self {
             Targets::Table(t) => t.keys().filter_map(|k| k.parse().ok()).collect(),
             Targets::Linear { .. } => Vec::new(),

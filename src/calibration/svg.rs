@@ -1,9 +1,11 @@
 //! The calibration plot as hand-written SVG: measured rating by level with 95% error bars, the
 //! target line and the fitted line, labelled axes. Each point carries its numbers as data-*
-//! attributes so the plot can be checked against the report's table.
+//! attributes so the plot can be checked against the report's table. Also the human-likeness
+//! plot: top-1 match by rating band of the people played.
 
 use std::fmt::Write;
 
+use super::likeness::Likeness;
 use super::pipeline::Calibration;
 use crate::levels::level_key;
 
@@ -221,6 +223,110 @@ pub fn plot_with_anchors(cal: &Calibration, perf: &str, anchors: &[(String, f64)
         TOP + 50.0,
         TOP + 54.0,
     );
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+/// Top-1 match (%) of each band's level with the people of that band, one point per band
+/// with its 95% interval, at the band's middle rating; only bands with compared moves appear.
+pub fn plot_likeness(likeness: &Likeness, perf: &str) -> String {
+    let bands = &likeness.bands;
+    let mids: Vec<f64> = bands.iter().map(|b| 0.5 * (b.low + b.high)).collect();
+    let (mut x0, mut x1) = mids
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
+            (a.min(x), b.max(x))
+        });
+    if !x0.is_finite() {
+        (x0, x1) = (600.0, 2400.0);
+    }
+    let width = bands.first().map_or(200.0, |b| b.high - b.low);
+    x0 -= width;
+    x1 += width;
+    let (y0, y1) = (0.0, 100.0);
+    let plot_w = WIDTH - LEFT - RIGHT;
+    let plot_h = HEIGHT - TOP - BOTTOM;
+    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * plot_w;
+    let py = |y: f64| TOP + (y1 - y) / (y1 - y0) * plot_h;
+
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(
+        s,
+        "<title>Top-1 match of each band's level with the people's moves, by {} rating</title>",
+        xml(perf)
+    );
+    let _ = writeln!(
+        s,
+        r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
+    );
+    let _ = writeln!(
+        s,
+        r#"<g class="axes" stroke="black"><line x1="{LEFT}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b:.1}"/></g>"#,
+        b = TOP + plot_h,
+        r = LEFT + plot_w,
+    );
+    let _ = writeln!(s, r#"<g class="ticks">"#);
+    for y in (0..=100).step_by(10) {
+        let y = f64::from(y);
+        let _ = writeln!(
+            s,
+            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#ddd"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4:.0}</text>"##,
+            py(y),
+            LEFT + plot_w,
+            LEFT - 6.0,
+            py(y) + 4.0,
+            y
+        );
+    }
+    let step = nice_step(x1 - x0, 10.0);
+    let mut x = (x0 / step).ceil() * step;
+    while x <= x1 {
+        let _ = writeln!(
+            s,
+            r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="black"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4:.0}</text>"#,
+            px(x),
+            TOP + plot_h,
+            TOP + plot_h + 5.0,
+            TOP + plot_h + 18.0,
+            x
+        );
+        x += step;
+    }
+    let _ = writeln!(s, "</g>");
+    let _ = writeln!(
+        s,
+        r#"<text class="xlabel" x="{:.1}" y="{:.1}" text-anchor="middle">people's {} rating (band middle)</text>"#,
+        LEFT + plot_w / 2.0,
+        HEIGHT - 15.0,
+        xml(perf)
+    );
+    let _ = writeln!(
+        s,
+        r#"<text class="ylabel" x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">top-1 match (%)</text>"#,
+        TOP + plot_h / 2.0,
+    );
+    let _ = writeln!(s, r#"<g class="measured">"#);
+    for (b, &mid) in bands.iter().zip(&mids) {
+        let (p, ci) = (100.0 * b.top1(), 100.0 * b.ci95());
+        let _ = writeln!(
+            s,
+            r##"<g class="band" data-low="{low:.0}" data-level="{level}" data-top1="{p:.1}" data-positions="{n}"><line x1="{x:.1}" y1="{lo:.1}" x2="{x:.1}" y2="{hi:.1}" stroke="#246" stroke-width="1.5"/><circle cx="{x:.1}" cy="{y:.1}" r="4" fill="#246"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="#444">L{level}</text></g>"##,
+            low = b.low,
+            level = level_key(b.level),
+            n = b.positions,
+            x = px(mid),
+            y = py(p),
+            lo = py((p - ci).max(0.0)),
+            hi = py((p + ci).min(100.0)),
+            tx = px(mid) + 6.0,
+            ty = py(p) - 6.0,
+        );
+    }
+    let _ = writeln!(s, "</g>");
     let _ = writeln!(s, "</svg>");
     s
 }
