@@ -271,7 +271,11 @@ pub fn run(
         let played = records.len();
         let step = next_step(&cfg.levels, &games, moves, played, cfg);
         match step {
-            Step::Play { level, games: n, why } => {
+            Step::Play {
+                level,
+                games: n,
+                why,
+            } => {
                 let have = games.get(&level_key(level)).copied().unwrap_or(0);
                 let guess = cal
                     .proposal
@@ -287,8 +291,8 @@ pub fn run(
                 let match_id = format!("cal-v{}-l{}-g{have}", current.version, level_key(level));
                 let per_pairing = n.div_ceil(chosen.len()).max(1);
                 let remaining = remaining_games(&cfg.levels, &games, cfg);
-                let rate = (played_here > 0)
-                    .then(|| started.elapsed().as_secs_f64() / played_here as f64);
+                let rate =
+                    (played_here > 0).then(|| started.elapsed().as_secs_f64() / played_here as f64);
                 eprintln!(
                     "[{}] v{} level {} ({why}, {have} games, ~{:.0}): {} games against {}; \
                      {played}/{} games of the budget played{}",
@@ -304,17 +308,20 @@ pub fn run(
                         elapsed_text(r * remaining as f64)
                     ))
                 );
-                let summary = run_match(&batch_options(
-                    cfg,
-                    level,
-                    &chosen,
-                    per_pairing,
-                    &match_id,
-                )?)?;
+                let summary =
+                    run_match(&batch_options(cfg, level, &chosen, per_pairing, &match_id)?)?;
                 played_here += summary.games.len();
                 if summary.interrupted {
                     let at = (&current, &settings.history);
-                    write_report(cfg, &cal, at, targets, &records, &anchors_file, "interrupted")?;
+                    write_report(
+                        cfg,
+                        &cal,
+                        at,
+                        targets,
+                        &records,
+                        &anchors_file,
+                        "interrupted",
+                    )?;
                     eprintln!(
                         "Interrupted: the games played are in {}; the same command continues.",
                         cfg.results.display()
@@ -329,9 +336,7 @@ pub fn run(
                 let mut next = cal.proposal.coefficients.clone();
                 next.ratings_source = format!(
                     "calibrated against the anchors ({}) from {} arena games, version {}",
-                    anchors_file.scale,
-                    cal.selection.used,
-                    current.version
+                    anchors_file.scale, cal.selection.used, current.version
                 );
                 let kept = apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
                 let moved: Vec<String> = cal
@@ -372,7 +377,8 @@ pub fn run(
                 let mut settings = settings_of(&now)?;
                 settings.history =
                     super::older_versions(&records, &settings, &now, &cfg.history_dir);
-                let cal_now = pipeline::calibrate(&records, &now, targets, &settings, "calibrated")?;
+                let cal_now =
+                    pipeline::calibrate(&records, &now, targets, &settings, "calibrated")?;
                 let at = (&now, &settings.history);
                 let text = write_report(cfg, &cal_now, at, targets, &records, &anchors_file, &why)?;
                 println!("{text}");
@@ -802,10 +808,7 @@ mod tests {
         got.sort();
         assert_eq!(got, ["above", "below", "level"]);
         // An anchor as close but far less certain tells less than a slightly farther one.
-        let anchors = vec![
-            a("close-unsure", 500.0, 400.0),
-            a("near-sure", 580.0, 30.0),
-        ];
+        let anchors = vec![a("close-unsure", 500.0, 400.0), a("near-sure", 580.0, 30.0)];
         assert_eq!(choose_anchors(&anchors, 500.0, 1), ["near-sure"]);
     }
 
@@ -840,7 +843,10 @@ mod tests {
     #[test]
     fn batch_seeds_differ_by_match_and_repeat_for_the_same_one() {
         assert_eq!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(1, "cal-v2-l1-g0"));
-        assert_ne!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(1, "cal-v2-l1-g12"));
+        assert_ne!(
+            batch_seed(1, "cal-v2-l1-g0"),
+            batch_seed(1, "cal-v2-l1-g12")
+        );
         assert_ne!(batch_seed(1, "cal-v2-l1-g0"), batch_seed(2, "cal-v2-l1-g0"));
     }
 }

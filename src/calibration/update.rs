@@ -716,7 +716,11 @@ mb = 8
             let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, u.level).exponent;
             let want = curve.probability(x_old_scale);
             let got = LevelParams::new(&p.coefficients, u.level).blind_probability;
-            assert!((got - want).abs() < 1e-9, "level {}: {got} vs {want}", u.level);
+            assert!(
+                (got - want).abs() < 1e-9,
+                "level {}: {got} vs {want}",
+                u.level
+            );
         }
         // A level that did not move keeps its games: the curve is part of plays_alike.
         let mut moved_curve = p.coefficients.clone();
