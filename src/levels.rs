@@ -600,14 +600,30 @@ pub fn run_table(args: LevelsArgs) -> anyhow::Result<()> {
 mod tests {
     use super::*;
 
+    /// Version 1 of the shipped file: history files never change, so tests that edit a known
+    /// text do not follow calibration.
+    const V1_TOML: &str = include_str!("../calibration/history/coefficients-v1.toml");
+
     #[test]
     fn builtin_coefficients_are_valid_and_grow_with_level() {
         let c = Coefficients::builtin();
-        let p1 = LevelParams::new(&c, 1.0);
-        let p2 = LevelParams::new(&c, 2.0);
-        assert!(p2.nodes > p1.nodes);
-        assert!(p2.noise_cp < p1.noise_cp);
-        assert!((p2.nodes as f64 / p1.nodes as f64 - c.b).abs() < 0.1 * c.b);
+        // Every shipped level is at least as strong as the one below: more nodes (or as many),
+        // less noise (or as much), no more blindness.
+        for level in 1..10 {
+            let (a, b) = (
+                LevelParams::new(&c, level as f64),
+                LevelParams::new(&c, level as f64 + 1.0),
+            );
+            assert!(b.nodes >= a.nodes, "level {level}: {a:?} {b:?}");
+            assert!(b.noise_cp <= a.noise_cp, "level {level}");
+            assert!(b.blind_probability <= a.blind_probability, "level {level}");
+            assert!(a.exponent < b.exponent, "level {level}");
+        }
+        // Without offsets, one level is a factor b in nodes.
+        let v1 = Coefficients::parse(V1_TOML, "v1").unwrap();
+        let p1 = LevelParams::new(&v1, 1.0);
+        let p2 = LevelParams::new(&v1, 2.0);
+        assert!((p2.nodes as f64 / p1.nodes as f64 - v1.b).abs() < 0.1 * v1.b);
     }
 
     #[test]
@@ -650,7 +666,7 @@ mod tests {
 
     #[test]
     fn values_that_would_abort_or_poison_are_refused_by_key() {
-        let huge_hash = Coefficients::DEFAULT_TOML.replacen("mb = 1\n", "mb = 100000000\n", 1);
+        let huge_hash = V1_TOML.replacen("mb = 1\n", "mb = 100000000\n", 1);
         let err = Coefficients::parse(&huge_hash, "c.toml")
             .unwrap_err()
             .to_string();
@@ -664,7 +680,7 @@ mod tests {
             )),
             "{err}"
         );
-        let absurd = Coefficients::DEFAULT_TOML.replace("\"3\" = 1000.0", "\"3\" = 1e308");
+        let absurd = V1_TOML.replace("\"3\" = 1000.0", "\"3\" = 1e308");
         let err = Coefficients::parse(&absurd, "c.toml")
             .unwrap_err()
             .to_string();
@@ -673,7 +689,7 @@ mod tests {
             err.starts_with(&format!("c.toml:{line}: ratings.\"3\": must be a rating")),
             "{err}"
         );
-        let mut c = Coefficients::builtin();
+        let mut c = Coefficients::parse(V1_TOML, "v1").unwrap();
         c.offsets.insert("2".into(), 1e300);
         let err = Coefficients::parse(&c.to_toml(), "c.toml")
             .unwrap_err()
@@ -683,23 +699,19 @@ mod tests {
 
     #[test]
     fn type_and_missing_field_errors_name_the_key() {
-        let text = Coefficients::DEFAULT_TOML.replace("\nn0 = 16.0", "\nn0 = \"sixteen\"");
+        let text = V1_TOML.replace("\nn0 = 16.0", "\nn0 = \"sixteen\"");
         let err = Coefficients::parse(&text, "c.toml")
             .unwrap_err()
             .to_string();
         assert!(err.contains("n0: invalid type"), "{err}");
-        let line = Coefficients::DEFAULT_TOML
-            .lines()
-            .position(|l| l.starts_with("n0 ="))
-            .unwrap()
-            + 1;
+        let line = V1_TOML.lines().position(|l| l.starts_with("n0 =")).unwrap() + 1;
         assert!(err.starts_with(&format!("c.toml:{line}: n0: ")), "{err}");
-        let text = Coefficients::DEFAULT_TOML.replace("\nb = 2.0", "");
+        let text = V1_TOML.replace("\nb = 2.0", "");
         let err = Coefficients::parse(&text, "c.toml")
             .unwrap_err()
             .to_string();
         assert!(err.contains("b: missing"), "{err}");
-        let text = Coefficients::DEFAULT_TOML.replacen("mb = 1\n", "mb = -1\n", 1);
+        let text = V1_TOML.replacen("mb = 1\n", "mb = -1\n", 1);
         let err = Coefficients::parse(&text, "c.toml")
             .unwrap_err()
             .to_string();
