@@ -488,7 +488,7 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
 
         let filter = Filter {
             perf: r.perf.clone(),
-            versions: Versions::Range(1, 1),
+            versions: Versions::Range(r.coefficients_version, r.coefficients_version),
             opponents: ladder::calibration::select::Opponents::All,
             sources: Vec::new(),
             provisional_rd: 150.0,
