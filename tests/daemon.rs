@@ -750,9 +750,14 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
             .records;
         let find = |id: &GameId| records.iter().find(|r| r.game_id == *id).unwrap().clone();
         let (old, new) = (find(&old), find(&new));
-        assert_eq!((old.coefficients_version, old.level), (1, 1.0));
+        assert_eq!(
+            (old.coefficients_version, old.level),
+            (ladder::levels::Coefficients::builtin().version, 1.0)
+        );
         assert_eq!((new.coefficients_version, new.level), (2, 2.0));
-        assert_eq!(new.engine.nodes, 2 * 16 * 4);
+        // Twice the shipped level 2's nodes: n0 doubled.
+        let shipped = ladder::levels::LevelParams::new(&Coefficients::builtin(), 2.0);
+        assert_eq!(new.engine.nodes, (2 * shipped.nodes).max(1));
         assert!(
             logs().contains("reload: "),
             "the broken file was not reported"
