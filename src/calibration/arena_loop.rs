@@ -257,11 +257,8 @@ pub fn run(
     let started = Instant::now();
     let mut played_here = 0usize;
     loop {
-        let current = Coefficients::load(&cfg.coefficients)?;
-        let mut settings = settings_of(&current)?;
         let records = loop_records(&cfg.results)?;
-        settings.history = super::older_versions(&records, &settings, &current, &cfg.history_dir);
-        let cal = pipeline::calibrate(&records, &current, targets, &settings, "calibrated")?;
+        let (current, settings, cal) = pass(cfg, targets, &settings_of, &records)?;
         let games = level_games(&cal);
         let moves = cal
             .proposal
@@ -373,12 +370,7 @@ pub fn run(
                     );
                     apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
                 }
-                let now = Coefficients::load(&cfg.coefficients)?;
-                let mut settings = settings_of(&now)?;
-                settings.history =
-                    super::older_versions(&records, &settings, &now, &cfg.history_dir);
-                let cal_now =
-                    pipeline::calibrate(&records, &now, targets, &settings, "calibrated")?;
+                let (now, settings, cal_now) = pass(cfg, targets, &settings_of, &records)?;
                 let at = (&now, &settings.history);
                 let text = write_report(cfg, &cal_now, at, targets, &records, &anchors_file, &why)?;
                 println!("{text}");
@@ -387,6 +379,21 @@ pub fn run(
             }
         }
     }
+}
+
+/// One pass of the live loop over the loop's games against the coefficients file as it is now:
+/// the coefficients, the settings (with the older versions from the history) and the result.
+fn pass(
+    cfg: &LoopSettings,
+    targets: &Targets,
+    settings_of: &impl Fn(&Coefficients) -> anyhow::Result<Settings>,
+    records: &[GameRecord],
+) -> anyhow::Result<(Coefficients, Settings, Calibration)> {
+    let current = Coefficients::load(&cfg.coefficients)?;
+    let mut settings = settings_of(&current)?;
+    settings.history = super::older_versions(records, &settings, &current, &cfg.history_dir);
+    let cal = pipeline::calibrate(records, &current, targets, &settings, "calibrated")?;
+    Ok((current, settings, cal))
 }
 
 /// Games still wanted in the current phase (for the time estimate).
