@@ -259,3 +259,48 @@ async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
     })
     .await;
 }
+
+// ---------------------------------------------------------------- think time
+
+/// With `think_time = "human"` the bot takes its time (every move after the first ones waits
+/// at least the time a hand needs) and still never loses on time; the game is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_paced_game_plays_to_the_end_without_losing_on_time() {
+    bounded(async {
+        let bot = "think1";
+        let sb = sandbox(bot, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let keys = "think_time = \"human\"\nmax_think_s = 1";
+        let run = start_daemon(&sb, dir.path(), bot, 3, keys).await;
+        let started = std::time::Instant::now();
+        sb.challenge("Rita", bot, &ChallengeSpec::clock(30, 1))
+            .unwrap();
+        let games = sb.wait_finished(1, Duration::from_secs(100)).await.unwrap();
+        let elapsed = started.elapsed();
+        let records = drain(run).await;
+        let game = &games[0];
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].fault, None, "{:?}", records[0]);
+        let us = game.color_of(bot).unwrap();
+        assert!(
+            !(game.status == ladder::lichess::GameStatus::Outoftime && game.winner != Some(us)),
+            "lost on time: {game:?}"
+        );
+        // Our clock: what the bot spent (initial + increments − what is left). The clock
+        // starts with each side's second move; moves after that wait at least 0.35 s.
+        let our_moves = game.moves.len() / 2;
+        let left = if us == ladder::lichess::Color::White {
+            game.wtime
+        } else {
+            game.btime
+        };
+        let spent_ms = 30_000 + 1_000 * (our_moves as u64).saturating_sub(1) - left;
+        assert!(our_moves >= 4, "{game:?}");
+        assert!(
+            spent_ms >= 300 * (our_moves as u64 - 2),
+            "{our_moves} moves in {spent_ms} ms: no human pace"
+        );
+        eprintln!("{our_moves} moves, {spent_ms} ms on our clock, game over in {elapsed:?}");
+    })
+    .await;
+}

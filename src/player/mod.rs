@@ -1,6 +1,6 @@
 //! The level player: one of our levels playing one game. It owns everything that decides a
 //! move — the engine with the level's hash, the level's parameters, the game's seed — and the
-//! time policy ([`clock`]), so the daemon, the arena, the sandbox's simulated challengers and
+//! time policy ([`clock`]) and its human think time ([`think`]), so the daemon, the arena, the sandbox's simulated challengers and
 //! `ladder uci` with `Level` all play the very same moves: a move measured offline is the move
 //! the daemon would play on Lichess.
 //!
@@ -9,6 +9,7 @@
 //! [`LevelPlayer::new`] starts it empty).
 
 pub mod clock;
+pub mod think;
 
 use crate::engine::{Engine, Game, Limits, SearchObserver, SearchParams, SearchResult};
 use crate::levels::LevelParams;
