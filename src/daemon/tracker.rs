@@ -311,7 +311,7 @@ impl Tracker {
         let current = self.searching == Some(ply)
             && !self.finished
             && self.ply() == ply
-            && !self.moved.is_some_and(|m| m >= ply);
+            && self.moved.is_none_or(|m| m < ply);
         if !current {
             return self
                 .on_search_done(ply, result.best_move)
