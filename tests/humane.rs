@@ -454,8 +454,9 @@ async fn lost_games_are_resigned_at_the_upper_levels_only() {
             let dir = tempfile::tempdir().unwrap();
             let run = start_daemon(&sb, dir.path(), &bot, level, "").await;
             let id = human_game(&sb, &bot, Some(BOT_WORSE)).await;
-            // White shuffles its rook; black's king is far away.
-            for (i, uci) in ["b2b3", "b3b2", "b2b3", "b3b2", "b2b3"].iter().enumerate() {
+            // White walks its rook up the b-file: never a repeated position (the search would
+            // take a repetition as a draw), never in reach of black's king.
+            for (i, uci) in ["b2b3", "b3b4", "b4b5", "b5b6", "b6b7"].iter().enumerate() {
                 let g = sb.game(&id).unwrap();
                 if g.is_over() {
                     break;
