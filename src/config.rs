@@ -7,12 +7,15 @@
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use serde::Deserialize;
 use toml::Spanned;
 
 use crate::daemon::chat::{LONGEST_USERNAME, longest_line};
+use crate::daemon::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
+use crate::player::think::{DEFAULT_MAX_THINK, ThinkMode, ThinkSettings};
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
@@ -46,11 +49,16 @@ pub const MAX_MOVE_OVERHEAD_MS: i64 = 60_000;
 pub const DAY_S: i64 = 86_400;
 /// Correspondence days per move (Lichess offers up to 14).
 pub const MAX_DAYS: i64 = 365;
+/// `max_think_s` at most (ten minutes on one move is no longer a game of chess).
+pub const MAX_THINK_S: i64 = 600;
+/// `takebacks` per game at most.
+pub const MAX_TAKEBACKS: i64 = 100;
 
 /// Why a key has the upper bound it has, for the error message.
 fn limit_reason(key: &str) -> &'static str {
     match key {
         "search_threads" => " (threads share the cores; the unit's TasksMax is 256)",
+        "max_think_s" => " (ten minutes)",
         k if k.ends_with("_s") => " (one day)",
         _ => "",
     }
@@ -215,6 +223,10 @@ pub struct Account {
     /// Sent when a game ends.
     pub goodbye: Option<String>,
     pub challenge: ChallengePolicy,
+    /// `think_time` and `max_think_s`: how the account paces its moves.
+    pub think: ThinkSettings,
+    /// `takebacks`, `accept_draws`, `resign` (defaults by level: [`Conduct::defaults_for`]).
+    pub conduct: Conduct,
 }
 
 impl Account {
@@ -431,6 +443,11 @@ struct RawAccount {
     target_perf: Option<Spanned<String>>,
     greeting: Option<Spanned<String>>,
     goodbye: Option<Spanned<String>>,
+    think_time: Option<Spanned<String>>,
+    max_think_s: Option<Spanned<i64>>,
+    takebacks: Option<Spanned<i64>>,
+    accept_draws: Option<bool>,
+    resign: Option<Spanned<bool>>,
     #[serde(default)]
     challenge: Option<RawChallenge>,
 }
@@ -648,6 +665,51 @@ impl Validator<'_> {
                 None => defaults.clone(),
                 Some(c) => self.challenge(c, defaults.clone(), &key("challenge"))?,
             };
+            let think = ThinkSettings {
+                mode: match &a.think_time {
+                    None => ThinkSettings::default().mode,
+                    Some(t) => match ThinkMode::parse(t.get_ref()) {
+                        Some(mode) => mode,
+                        None => {
+                            return self.invalid(
+                                t.span(),
+                                &key("think_time"),
+                                "must be \"human\" or \"fast\"",
+                            );
+                        }
+                    },
+                },
+                max_think: Duration::from_secs(self.count(
+                    &a.max_think_s,
+                    &key("max_think_s"),
+                    1..=MAX_THINK_S,
+                    DEFAULT_MAX_THINK.as_secs(),
+                )?),
+            };
+            let level_defaults = Conduct::defaults_for(level);
+            let resign = match &a.resign {
+                None => level_defaults.resign,
+                Some(r) if *r.get_ref() && level < NEVER_RESIGN_BELOW => {
+                    return self.invalid(
+                        r.span(),
+                        &key("resign"),
+                        &format!(
+                            "levels below {NEVER_RESIGN_BELOW} never resign (their opponents must learn to mate)"
+                        ),
+                    );
+                }
+                Some(r) => *r.get_ref(),
+            };
+            let conduct = Conduct {
+                takebacks: self.count(
+                    &a.takebacks,
+                    &key("takebacks"),
+                    0..=MAX_TAKEBACKS,
+                    u64::from(level_defaults.takebacks),
+                )? as u32,
+                accept_draws: a.accept_draws.unwrap_or(level_defaults.accept_draws),
+                resign,
+            };
             accounts.push(Account {
                 username,
                 token,
@@ -657,6 +719,8 @@ impl Validator<'_> {
                 greeting,
                 goodbye,
                 challenge,
+                think,
+                conduct,
             });
         }
         Ok(Config {
@@ -869,6 +933,49 @@ target_rating = 600
         let text = MINIMAL.replace("level = 1", "level = 0");
         let err = parse(&text).unwrap_err().to_string();
         assert_eq!(err, "accounts.toml:5: accounts[0].level: must be > 0");
+    }
+
+    #[test]
+    fn think_time_and_conduct_default_by_level_and_are_validated() {
+        let c = parse(MINIMAL).unwrap();
+        let a = &c.accounts[0];
+        assert_eq!(a.think.mode, ThinkMode::Fast);
+        assert_eq!(a.think.max_think, DEFAULT_MAX_THINK);
+        assert_eq!(a.conduct, Conduct::defaults_for(1.0));
+        assert_eq!(a.conduct.takebacks, 2);
+        assert!(!a.conduct.resign);
+
+        let text = MINIMAL.replace(
+            "level = 1",
+            "level = 7\nthink_time = \"human\"\nmax_think_s = 12\ntakebacks = 1\naccept_draws = false",
+        );
+        let a = parse(&text).unwrap().accounts.remove(0);
+        assert_eq!(a.think.mode, ThinkMode::Human);
+        assert_eq!(a.think.max_think, Duration::from_secs(12));
+        assert_eq!(a.conduct.takebacks, 1);
+        assert!(!a.conduct.accept_draws);
+        assert!(a.conduct.resign, "level 7 resigns by default");
+
+        let bad = |extra: &str| {
+            parse(&MINIMAL.replace("level = 1", &format!("level = 1\n{extra}")))
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            bad("think_time = \"slow\""),
+            "accounts.toml:6: accounts[0].think_time: must be \"human\" or \"fast\""
+        );
+        assert_eq!(
+            bad("max_think_s = 0"),
+            "accounts.toml:6: accounts[0].max_think_s: must be >= 1"
+        );
+        assert!(bad("takebacks = -1").contains("accounts[0].takebacks: must be >= 0"));
+        assert!(
+            bad("resign = true")
+                .starts_with("accounts.toml:6: accounts[0].resign: levels below 3 never resign"),
+            "{}",
+            bad("resign = true")
+        );
     }
 
     #[test]

@@ -15,9 +15,13 @@ use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonHandle, DaemonSpec, start};
 use ladder::engine::Game;
 use ladder::levels::Coefficients;
-use ladder::lichess::{BackoffPolicy, ClientConfig, Token};
+use ladder::lichess::{
+    BackoffPolicy, ChallengeColor, ClientConfig, Color, GameId, GameStatus, Token,
+};
 use ladder::results::{GameRecord, Source, read_results};
-use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
+use ladder::sandbox::{
+    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
+};
 use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
@@ -255,6 +259,231 @@ async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
                 tags.get(opponent_elo).map(String::as_str),
                 record.opponent.rating.map(|r| format!("{r:.0}")).as_deref()
             );
+        }
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- think time
+
+/// With `think_time = "human"` the bot takes its time (every move after the first ones waits
+/// at least the time a hand needs) and still never loses on time; the game is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_human_paced_game_plays_to_the_end_without_losing_on_time() {
+    bounded(async {
+        let bot = "think1";
+        let sb = sandbox(bot, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let keys = "think_time = \"human\"\nmax_think_s = 1";
+        let run = start_daemon(&sb, dir.path(), bot, 3, keys).await;
+        let started = std::time::Instant::now();
+        sb.challenge("Rita", bot, &ChallengeSpec::clock(30, 1))
+            .unwrap();
+        let games = sb.wait_finished(1, Duration::from_secs(100)).await.unwrap();
+        let elapsed = started.elapsed();
+        let records = drain(run).await;
+        let game = &games[0];
+        assert_eq!(records.len(), 1);
+        assert_eq!(records[0].fault, None, "{:?}", records[0]);
+        let us = game.color_of(bot).unwrap();
+        assert!(
+            !(game.status == ladder::lichess::GameStatus::Outoftime && game.winner != Some(us)),
+            "lost on time: {game:?}"
+        );
+        // Our clock: what the bot spent (initial + increments − what is left). The clock
+        // starts with each side's second move; moves after that wait at least 0.35 s.
+        let our_moves = game.moves.len() / 2;
+        let left = if us == ladder::lichess::Color::White {
+            game.wtime
+        } else {
+            game.btime
+        };
+        let spent_ms = 30_000 + 1_000 * (our_moves as u64).saturating_sub(1) - left;
+        assert!(our_moves >= 4, "{game:?}");
+        assert!(
+            spent_ms >= 300 * (our_moves as u64 - 2),
+            "{our_moves} moves in {spent_ms} ms: no human pace"
+        );
+        eprintln!("{our_moves} moves, {spent_ms} ms on our clock, game over in {elapsed:?}");
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- conduct
+
+/// A game the human `alice` plays white in (from `fen` if given), scripted by the test.
+async fn human_game(sb: &Sandbox, bot: &str, fen: Option<&str>) -> GameId {
+    let mut spec = ChallengeSpec::clock(120, 1);
+    spec.color = ChallengeColor::White;
+    if let Some(fen) = fen {
+        spec.variant = "fromPosition".into();
+        spec.fen = Some(fen.into());
+    }
+    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
+    sb.wait_until(&format!("{id} started"), Duration::from_secs(20), |w| {
+        w.games.contains_key(&id).then_some(())
+    })
+    .await
+    .unwrap();
+    id
+}
+
+fn act(sb: &Sandbox, id: &GameId, action: Action) {
+    sb.act("alice", id, action).unwrap();
+}
+
+fn play(sb: &Sandbox, id: &GameId, uci: &str, offering_draw: bool) {
+    act(
+        sb,
+        id,
+        Action::Move {
+            uci: uci.into(),
+            offering_draw,
+        },
+    );
+}
+
+async fn wait_for(sb: &Sandbox, id: &GameId, what: &str, done: impl Fn(&GameSummary) -> bool) {
+    sb.wait_until(what, Duration::from_secs(30), |w| {
+        w.summary(id).filter(|g| done(g)).map(|_| ())
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e:?}: {:?}", sb.game(id)));
+}
+
+/// The takeback proposal of `alice` is no longer standing (answered).
+async fn takeback_answered(sb: &Sandbox, id: &GameId) {
+    sb.wait_until("takeback answered", Duration::from_secs(30), |w| {
+        w.games
+            .get(id)
+            .filter(|g| g.game.takeback_offer.is_none())
+            .map(|_| ())
+    })
+    .await
+    .unwrap();
+}
+
+/// Level 1 with `takebacks = 1` grants one takeback (the moves are undone, as on Lichess) and
+/// declines the second with a word in the chat; level 5 (default: none) declines at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn takebacks_are_granted_up_to_the_configured_number() {
+    bounded(async {
+        let bot = "takeback1";
+        let sb = sandbox(bot, &["alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, 1, "takebacks = 1").await;
+        let id = human_game(&sb, bot, None).await;
+        play(&sb, &id, "e2e4", false);
+        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
+        act(&sb, &id, Action::Takeback(true));
+        wait_for(&sb, &id, "takeback granted", |g| g.moves.is_empty()).await;
+        play(&sb, &id, "d2d4", false);
+        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
+        act(&sb, &id, Action::Takeback(true));
+        takeback_answered(&sb, &id).await;
+        let g = sb.game(&id).unwrap();
+        assert_eq!(g.moves.len(), 2, "the second takeback is declined");
+        assert_eq!(g.moves[0], "d2d4");
+        wait_for(&sb, &id, "the chat line", |g| {
+            g.chat.iter().any(|c| c.text.contains("no more takebacks"))
+        })
+        .await;
+        act(&sb, &id, Action::Resign);
+        drain(run).await;
+
+        let bot = "takeback5";
+        let sb = sandbox(bot, &["alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, 5, "").await;
+        let id = human_game(&sb, bot, None).await;
+        play(&sb, &id, "e2e4", false);
+        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
+        act(&sb, &id, Action::Takeback(true));
+        takeback_answered(&sb, &id).await;
+        assert_eq!(sb.game(&id).unwrap().moves.len(), 2, "level 5 grants none");
+        act(&sb, &id, Action::Resign);
+        drain(run).await;
+    })
+    .await;
+}
+
+/// White up a queen (the bot, black, clearly worse) and black up a queen (clearly better),
+/// both at move 40.
+const BOT_WORSE: &str = "6k1/5ppp/8/8/8/8/QR3PPP/6K1 w - - 0 40";
+const BOT_BETTER: &str = "6k1/5ppp/8/8/8/8/qr3PPP/6K1 w - - 0 40";
+
+/// A draw offer is declined when the bot is clearly better (the game goes on with its move)
+/// and accepted when it is clearly worse (the game ends drawn).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn draw_offers_are_answered_from_the_evaluation() {
+    bounded(async {
+        let bot = "draw4";
+        let sb = sandbox(bot, &["alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, 4, "").await;
+
+        let better = human_game(&sb, bot, Some(BOT_BETTER)).await;
+        play(&sb, &better, "h2h3", true);
+        wait_for(&sb, &better, "bot's reply", |g| g.moves.len() == 2).await;
+        let g = sb.game(&better).unwrap();
+        assert!(!g.is_over(), "declined: the game goes on: {g:?}");
+
+        let worse = human_game(&sb, bot, Some(BOT_WORSE)).await;
+        play(&sb, &worse, "h2h3", true);
+        wait_for(&sb, &worse, "draw accepted", |g| g.is_over()).await;
+        let g = sb.game(&worse).unwrap();
+        assert_eq!(g.status, GameStatus::Draw, "{g:?}");
+        assert_eq!(g.moves.len(), 1, "accepted instead of moving");
+
+        act(&sb, &better, Action::Resign);
+        let records = drain(run).await;
+        let drawn = records.iter().find(|r| r.game_id == worse).unwrap();
+        assert_eq!(drawn.result, ladder::results::Outcome::Draw);
+    })
+    .await;
+}
+
+/// Clearly lost (a queen and a rook down): level 8 resigns after a few moves with a word in
+/// the chat; level 1 never resigns (its opponent must learn to mate).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lost_games_are_resigned_at_the_upper_levels_only() {
+    bounded(async {
+        for (level, resigns) in [(8, true), (1, false)] {
+            let bot = format!("resign{level}");
+            let sb = sandbox(&bot, &["alice"]).await;
+            let dir = tempfile::tempdir().unwrap();
+            let run = start_daemon(&sb, dir.path(), &bot, level, "").await;
+            let id = human_game(&sb, &bot, Some(BOT_WORSE)).await;
+            // White walks its rook up the b-file: never a repeated position (the search would
+            // take a repetition as a draw), never in reach of black's king.
+            for (i, uci) in ["b2b3", "b3b4", "b4b5", "b5b6", "b6b7"].iter().enumerate() {
+                let g = sb.game(&id).unwrap();
+                if g.is_over() {
+                    break;
+                }
+                play(&sb, &id, uci, false);
+                let plies = 2 * i + 2;
+                wait_for(&sb, &id, "bot's reply or resignation", |g| {
+                    g.is_over() || g.moves.len() >= plies
+                })
+                .await;
+            }
+            let g = sb.game(&id).unwrap();
+            if resigns {
+                assert_eq!(g.status, GameStatus::Resign, "{g:?}");
+                assert_eq!(g.winner, Some(Color::White));
+                assert!(g.moves.len() <= 7, "resigned within a few moves: {g:?}");
+                assert!(
+                    g.chat.iter().any(|c| c.text.contains("I resign")),
+                    "{:?}",
+                    g.chat
+                );
+            } else {
+                assert!(!g.is_over(), "level 1 plays on: {g:?}");
+                assert_eq!(g.moves.len(), 10);
+                act(&sb, &id, Action::Resign);
+            }
+            drain(run).await;
         }
     })
     .await;

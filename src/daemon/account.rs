@@ -625,6 +625,8 @@ impl Actor {
             greeting: account.greeting.clone(),
             goodbye: account.goodbye.clone(),
             abort_after: settings.abort_after,
+            think: account.think,
+            conduct: account.conduct,
             run_state: self.ctx.run_state.clone(),
             latency: self.ctx.latency.clone(),
         };

@@ -1,6 +1,7 @@
 //! What an account says in a game's player chat: the `greeting` and `goodbye` templates of
 //! accounts.toml with `{me}` and `{opponent}` filled in, cut to what Lichess accepts, and
-//! [`STOP_CHAT`] before a game the shutdown cannot wait for is resigned. Config validation
+//! [`STOP_CHAT`] before a game the shutdown cannot wait for is resigned, and the conduct
+//! lines ([`RESIGN_CHAT`], [`TAKEBACKS_USED_CHAT`]). Config validation
 //! asks [`longest_line`] whether a template can fit.
 
 use crate::lichess::MAX_CHAT_CHARS;
@@ -11,6 +12,12 @@ pub const LONGEST_USERNAME: usize = 30;
 /// What we say, in place of the goodbye, before resigning a game when the shutdown grace
 /// period has run out.
 pub const STOP_CHAT: &str = "I have to stop now \u{2014} sorry!";
+
+/// Said before resigning a lost game.
+pub const RESIGN_CHAT: &str = "I resign \u{2014} well played, {opponent}!";
+
+/// Said when a takeback is declined because the game's takebacks are used up.
+pub const TAKEBACKS_USED_CHAT: &str = "Sorry, no more takebacks in this game.";
 
 /// `template` with `{me}` and `{opponent}` filled in, cut to [`MAX_CHAT_CHARS`] characters.
 pub fn chat_line(template: &str, me: &str, opponent: &str) -> String {

@@ -2,7 +2,8 @@
 //! by the previous run keeps its seed), follows the game stream (reconnecting and resuming
 //! from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared pool with
 //! the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves, chats, aborts
-//! a game whose opponent never moves, declines offers, ends the game honestly when the
+//! a game whose opponent never moves, answers offers and resigns lost games under the
+//! account's conduct, waits out human think time after a search, ends the game honestly when the
 //! shutdown grace period runs out, and writes the game's record once — with a fault when a
 //! loss on time came from a 429 pause or the game was ended by the shutdown. It runs in its
 //! game's span (`logging::game_span`): its log lines name the game through it.
@@ -13,19 +14,22 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::engine::SearchResult;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
 use crate::player::LevelPlayer;
+use crate::player::think::{PositionFacts, ThinkClock, ThinkSettings, Thinker, wait_after_search};
 use crate::results::{AfterRestart, GameRecord, fault};
 
-use super::chat::{STOP_CHAT, chat_line};
+use super::chat::{RESIGN_CHAT, STOP_CHAT, TAKEBACKS_USED_CHAT, chat_line};
+use super::conduct::Conduct;
 use super::open_games::OpenGame;
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
-use crate::player::clock::{think_time, urgency_ms};
+use crate::player::clock::{ClockInput, think_time, urgency_ms};
 
 /// Everything a game actor is given when it starts.
 pub struct GameContext {
@@ -36,6 +40,10 @@ pub struct GameContext {
     pub greeting: Option<String>,
     pub goodbye: Option<String>,
     pub abort_after: Duration,
+    /// How long to take over a move (the search's result waits in this task, not the pool).
+    pub think: ThinkSettings,
+    /// Takebacks, draw offers, resignation.
+    pub conduct: Conduct,
     pub run_state: watch::Receiver<RunState>,
     /// Benchmarks: our own latency per move (state received → search submitted, plus search
     /// done → move request sent), search time excluded.
@@ -57,8 +65,23 @@ struct Pending {
     ply: usize,
     rx: oneshot::Receiver<SearchDone>,
     cancel: Arc<AtomicBool>,
-    /// When the search result arrived (for the latency measurement).
+    /// From the state's arrival to the submission (for the latency measurement).
     state_to_submit: Duration,
+    /// When the state this search answers arrived (the opponent's move: our clock runs).
+    state_at: Instant,
+    /// Our clock then, and the position's facts, for the think-time model.
+    clock: ClockInput,
+    facts: PositionFacts,
+}
+
+/// A search result held back while the bot "thinks" like a person (human think time); the
+/// move is played when the wait is over, unless the game moved on meanwhile.
+struct Thinking {
+    ply: usize,
+    result: SearchResult,
+    until: tokio::time::Instant,
+    /// Our own latency so far (for the latency measurement; the wait is not latency).
+    latency: Duration,
 }
 
 impl Drop for Pending {
@@ -83,8 +106,9 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
         "game started"
     );
     let mut player = Some(Box::new(LevelPlayer::new(params.clone(), ctx.setup.seed)));
-    let mut tracker = Tracker::new(ctx.setup.clone());
+    let mut tracker = Tracker::with_conduct(ctx.setup.clone(), ctx.conduct);
     let mut pending: Option<Pending> = None;
+    let mut thinking: Option<Thinking> = None;
     let mut backoff = Backoff::new(reconnect_policy());
     let mut greeted = false;
     let mut greet_due = false;
@@ -177,20 +201,31 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                                 searched_ms = done.searched.as_millis() as u64, "search done"
                             );
                             player = Some(done.player);
-                            match tracker.on_search_done(p.ply, done.result.best_move) {
-                                Some(Action::Move { ply, uci }) => {
-                                    if let Some(tx) = &ctx.latency {
-                                        tx.send(p.state_to_submit + got_at.elapsed()).ok();
-                                    }
-                                    if !post_move(&ctx, &mut tracker, ply, &uci).await {
-                                        reconnect = true;
-                                    }
+                            let wait = think_wait(&ctx, &tracker, &p, &done.result);
+                            let latency = p.state_to_submit + got_at.elapsed();
+                            if wait.is_zero() {
+                                if !play_result(&ctx, &mut tracker, p.ply, &done.result, latency).await {
+                                    reconnect = true;
                                 }
-                                _ => tracing::debug!(ply = p.ply, "search result dropped: the game moved on"),
+                            } else {
+                                tracing::debug!(ply = p.ply, wait_ms = wait.as_millis() as u64, "thinking");
+                                thinking = Some(Thinking {
+                                    ply: p.ply,
+                                    result: done.result,
+                                    until: tokio::time::Instant::now() + wait,
+                                    latency,
+                                });
                             }
                         }
                         // Cancelled or pool gone: allow a new search on the next state.
                         Err(_) => tracker.on_move_failed(p.ply),
+                    }
+                    Vec::new()
+                }
+                _ = tokio::time::sleep_until(thinking.as_ref().map_or_else(tokio::time::Instant::now, |t| t.until)), if thinking.is_some() => {
+                    let t = thinking.take().expect("guarded");
+                    if !play_result(&ctx, &mut tracker, t.ply, &t.result, t.latency).await {
+                        reconnect = true;
                     }
                     Vec::new()
                 }
@@ -208,6 +243,7 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                     }
                     // No move after this: the game ends now, and the stream will say how.
                     drop(pending.take());
+                    thinking = None;
                     ended_by_shutdown = Some(end_now(&ctx, &tracker).await);
                     Vec::new()
                 }
@@ -227,6 +263,9 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                 match action {
                     Action::Search { .. } if ended_by_shutdown.is_some() => {}
                     Action::Search { ply, game, clock } => {
+                        // A result still held back belongs to a position that is gone.
+                        thinking = None;
+                        let facts = PositionFacts::of(&game);
                         let limit = think_time(clock);
                         let cancel = Arc::new(AtomicBool::new(false));
                         let job = SearchJob {
@@ -255,21 +294,27 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                             rx,
                             cancel,
                             state_to_submit: state_at.elapsed(),
+                            state_at,
+                            clock,
+                            facts,
                         });
                     }
-                    Action::Move { .. } => {}
-                    Action::DeclineDraw => {
-                        tracing::info!("declining a draw offer");
-                        if let Err(e) = ctx.client.draw(&id, false).await {
-                            tracing::warn!("decline draw: {e}");
+                    Action::AnswerDraw(accept) => {
+                        tracing::info!(accept, "answering a draw offer");
+                        if let Err(e) = ctx.client.draw(&id, accept).await {
+                            tracing::warn!("draw offer: {e}");
                         }
                     }
-                    Action::DeclineTakeback => {
-                        tracing::info!("declining a takeback");
-                        if let Err(e) = ctx.client.takeback(&id, false).await {
-                            tracing::warn!("decline takeback: {e}");
+                    Action::AnswerTakeback(accept) => {
+                        tracing::info!(accept, "answering a takeback");
+                        if !accept && ctx.conduct.takebacks > 0 {
+                            say(&ctx, &tracker, TAKEBACKS_USED_CHAT).await;
+                        }
+                        if let Err(e) = ctx.client.takeback(&id, accept).await {
+                            tracing::warn!("takeback: {e}");
                         }
                     }
+                    Action::Resign | Action::Move { .. } => {}
                     Action::Finished(record) => {
                         // Dropping a pending search cancels it: no move after the end.
                         drop(pending.take());
@@ -413,6 +458,94 @@ fn explain_fault(
                 client.config().rate_limit.pause
             ),
         ));
+    }
+}
+
+/// How long to hold the search's result back (human think time), counted from the
+/// opponent's move; zero with `think_time = "fast"`.
+fn think_wait(
+    ctx: &GameContext,
+    tracker: &Tracker,
+    p: &Pending,
+    result: &SearchResult,
+) -> Duration {
+    let thinker = Thinker {
+        level: ctx.setup.params.level,
+        seed: ctx.setup.seed,
+        max_think: ctx.think.max_think,
+    };
+    let clock = ThinkClock {
+        remaining_ms: p.clock.remaining_ms,
+        increment_ms: p.clock.increment_ms,
+        initial_ms: tracker.full().and_then(|f| f.clock).map(|c| c.initial),
+        overhead_ms: p.clock.overhead_ms,
+    };
+    let facts = p.facts.with_move(result.best_move.as_ref());
+    wait_after_search(
+        ctx.think.mode,
+        &thinker,
+        &clock,
+        &facts,
+        p.state_at.elapsed(),
+    )
+}
+
+/// Plays a search's result for `ply` under the account's conduct (resign, answer a standing
+/// draw offer, post the move), unless the game moved on; `false` asks for a reconnect.
+async fn play_result(
+    ctx: &GameContext,
+    tracker: &mut Tracker,
+    ply: usize,
+    result: &SearchResult,
+    latency: Duration,
+) -> bool {
+    let actions = tracker.on_search_result(ply, result);
+    if actions.is_empty() {
+        tracing::debug!(ply, "search result dropped: the game moved on");
+    }
+    let id = &ctx.setup.game_id;
+    for action in actions {
+        match action {
+            Action::Move { ply, uci } => {
+                if let Some(tx) = &ctx.latency {
+                    tx.send(latency).ok();
+                }
+                return post_move(ctx, tracker, ply, &uci).await;
+            }
+            Action::Resign => {
+                tracing::info!(ply, score = ?result.score, "resigning a lost game");
+                say(ctx, tracker, RESIGN_CHAT).await;
+                if let Err(e) = ctx.client.resign(id).await {
+                    tracing::warn!("resign: {e}");
+                    tracker.on_move_failed(ply);
+                    return false;
+                }
+            }
+            Action::AnswerDraw(accept) => {
+                tracing::info!(accept, score = ?result.score, "answering a draw offer");
+                if let Err(e) = ctx.client.draw(id, accept).await {
+                    tracing::warn!("draw offer: {e}");
+                    if accept {
+                        tracker.on_move_failed(ply);
+                        return false;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    true
+}
+
+/// Says `template` in the player chat (`{me}`/`{opponent}` filled); failures only logged.
+async fn say(ctx: &GameContext, tracker: &Tracker, template: &str) {
+    let text = chat_line(template, &ctx.setup.username, &tracker.opponent_name());
+    if let Err(e) = ctx
+        .client
+        .chat(&ctx.setup.game_id, ChatRoom::Player, &text)
+        .await
+    {
+        tracing::debug!("chat: {e}");
     }
 }
 

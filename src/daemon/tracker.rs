@@ -5,11 +5,16 @@
 //! The invariants it keeps: at most one search per ply and at most one move posted per ply
 //! (a reconnect that replays `gameFull`, or a duplicate state, never produces a second move);
 //! a search result for a ply that is no longer current, or for a finished game, is dropped;
-//! the record is produced once, when the stream first reports the game over.
+//! the record is produced once, when the stream first reports the game over; a takeback (a
+//! state with fewer moves) forgets what was searched or played for the plies it undid.
+//!
+//! It also applies the account's [`Conduct`]: takebacks granted up to the limit, draw offers
+//! answered from the level's evaluation (an offer standing on our turn is answered when the
+//! search for that turn is done, with its score), a lost game resigned.
 
 use std::time::Duration;
 
-use crate::engine::{Game, GameError};
+use crate::engine::{Game, GameError, Score, SearchResult};
 use crate::levels::LevelParams;
 use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
@@ -17,6 +22,8 @@ use crate::results::{
 };
 
 use crate::player::clock::ClockInput;
+
+use super::conduct::{Conduct, ResignWatch, accept_draw};
 
 /// What the actor knows before the game stream opens.
 #[derive(Clone, Debug)]
@@ -41,12 +48,13 @@ pub enum Action {
         clock: ClockInput,
     },
     /// Post this move for `ply`.
-    Move {
-        ply: usize,
-        uci: String,
-    },
-    DeclineDraw,
-    DeclineTakeback,
+    Move { ply: usize, uci: String },
+    /// Accept (`true`) or decline the opponent's draw offer.
+    AnswerDraw(bool),
+    /// Accept (`true`) or decline the opponent's takeback proposal.
+    AnswerTakeback(bool),
+    /// Resign the game (it is lost).
+    Resign,
     /// The game ended: write this record, say goodbye, stop.
     Finished(Box<GameRecord>),
 }
@@ -76,14 +84,27 @@ pub struct Tracker {
     moved: Option<usize>,
     /// Our remaining clock when we last moved (for the fault note).
     clock_at_last_move: Option<u64>,
-    /// Offers already declined, by ply, so one offer gets one answer.
-    draw_declined_at: Option<usize>,
-    takeback_declined_at: Option<usize>,
+    /// Offers already answered (or to be answered), by ply, so one offer gets one answer.
+    draw_answered_at: Option<usize>,
+    takeback_answered_at: Option<usize>,
+    conduct: Conduct,
+    takebacks_granted: u32,
+    /// A draw offer standing on our turn, answered when the search for it is done.
+    draw_pending: bool,
+    /// Our latest search's evaluation (our point of view).
+    last_score: Option<Score>,
+    resign_watch: ResignWatch,
     finished: bool,
 }
 
 impl Tracker {
+    /// A tracker that declines every offer and never resigns.
     pub fn new(setup: GameSetup) -> Tracker {
+        Tracker::with_conduct(setup, Conduct::reserved())
+    }
+
+    /// A tracker applying the account's conduct.
+    pub fn with_conduct(setup: GameSetup, conduct: Conduct) -> Tracker {
         Tracker {
             setup,
             full: None,
@@ -93,8 +114,13 @@ impl Tracker {
             searching: None,
             moved: None,
             clock_at_last_move: None,
-            draw_declined_at: None,
-            takeback_declined_at: None,
+            draw_answered_at: None,
+            takeback_answered_at: None,
+            conduct,
+            takebacks_granted: 0,
+            draw_pending: false,
+            last_score: None,
+            resign_watch: ResignWatch::default(),
             finished: false,
         }
     }
@@ -194,6 +220,14 @@ impl Tracker {
             }
         })?;
         let ply = game.moves().len();
+        if ply < self.ply() {
+            // A takeback: what was searched, played or answered for the undone plies is void.
+            self.searching = None;
+            self.moved = self.moved.filter(|&m| m < ply);
+            self.draw_answered_at = None;
+            self.takeback_answered_at = None;
+            self.draw_pending = false;
+        }
         self.game = Some(game);
         self.state = Some(state);
         let state = self.state.as_ref().expect("just set");
@@ -206,15 +240,25 @@ impl Tracker {
             return Ok(actions);
         }
         let opponent = self.color.other();
-        if state.draw_offer_of(opponent) && self.draw_declined_at != Some(ply) {
-            self.draw_declined_at = Some(ply);
-            actions.push(Action::DeclineDraw);
+        let draw_offered = state.draw_offer_of(opponent) && self.draw_answered_at != Some(ply);
+        let takeback_asked = state.takeback_of(opponent) && self.takeback_answered_at != Some(ply);
+        if takeback_asked {
+            self.takeback_answered_at = Some(ply);
+            let grant = self.takebacks_granted < self.conduct.takebacks;
+            self.takebacks_granted += u32::from(grant);
+            actions.push(Action::AnswerTakeback(grant));
         }
-        if state.takeback_of(opponent) && self.takeback_declined_at != Some(ply) {
-            self.takeback_declined_at = Some(ply);
-            actions.push(Action::DeclineTakeback);
+        let search = self.maybe_search(Duration::ZERO);
+        if draw_offered {
+            self.draw_answered_at = Some(ply);
+            if self.searching == Some(ply) {
+                // Judged by the search of this very position.
+                self.draw_pending = true;
+            } else {
+                actions.push(Action::AnswerDraw(self.accepts_draw(self.last_score)));
+            }
         }
-        actions.extend(self.maybe_search(Duration::ZERO));
+        actions.extend(search);
         Ok(actions)
     }
 
@@ -253,11 +297,57 @@ impl Tracker {
         })
     }
 
-    /// A search finished. Returns the move to post, unless the game moved on or ended.
-    pub fn on_search_done(&mut self, ply: usize, best: Option<shakmaty::Move>) -> Option<Action> {
-        if self.searching == Some(ply) {
-            self.searching = None;
+    fn accepts_draw(&self, score: Option<Score>) -> bool {
+        let fullmove = self
+            .game
+            .as_ref()
+            .map_or(1, |g| shakmaty::Position::fullmoves(g.position()).get());
+        accept_draw(&self.conduct, self.setup.params.level, fullmove, score)
+    }
+
+    /// A search finished: what to do with it under the account's conduct — resign, answer a
+    /// standing draw offer, post the move — or nothing if the game moved on or ended.
+    pub fn on_search_result(&mut self, ply: usize, result: &SearchResult) -> Vec<Action> {
+        let current = self.searching == Some(ply)
+            && !self.finished
+            && self.ply() == ply
+            && self.moved.is_none_or(|m| m < ply);
+        if !current {
+            return self
+                .on_search_done(ply, result.best_move)
+                .into_iter()
+                .collect();
         }
+        self.last_score = Some(result.score);
+        if self.resign_watch.on_score(&self.conduct, result.score) {
+            self.searching = None;
+            return vec![Action::Resign];
+        }
+        let mut actions = Vec::new();
+        if std::mem::take(&mut self.draw_pending)
+            && self
+                .state
+                .as_ref()
+                .is_some_and(|s| s.draw_offer_of(self.color.other()))
+        {
+            let accept = self.accepts_draw(Some(result.score));
+            actions.push(Action::AnswerDraw(accept));
+            if accept {
+                self.searching = None;
+                return actions;
+            }
+        }
+        actions.extend(self.on_search_done(ply, result.best_move));
+        actions
+    }
+
+    /// A search finished. Returns the move to post, unless the game moved on or ended (or
+    /// the search is not the one running for this ply: a takeback voided it).
+    pub fn on_search_done(&mut self, ply: usize, best: Option<shakmaty::Move>) -> Option<Action> {
+        if self.searching != Some(ply) {
+            return None;
+        }
+        self.searching = None;
         let game = self.game.as_ref()?;
         let current = game.moves().len();
         if self.finished || current != ply || self.moved.is_some_and(|m| m >= ply) {
@@ -516,10 +606,105 @@ mod tests {
         s.bdraw = true;
         s.btakeback = true;
         let a = t.on_game_state(s.clone(), 1).unwrap();
-        assert!(a.iter().any(|x| matches!(x, Action::DeclineDraw)));
-        assert!(a.iter().any(|x| matches!(x, Action::DeclineTakeback)));
+        // The draw offer stands on our turn: answered with the search's result (declined by
+        // the reserved conduct).
+        assert!(t.draw_pending);
+        assert!(a.iter().any(|x| matches!(x, Action::AnswerTakeback(false))));
         assert!(!t.awaiting_opponent_first_move());
         let a = t.on_game_state(s, 2).unwrap();
-        assert!(!a.iter().any(|x| matches!(x, Action::DeclineDraw)));
+        assert!(!a.iter().any(|x| matches!(x, Action::AnswerTakeback(_))));
+        let best = t.game.as_ref().unwrap().legal_moves().first().copied();
+        let a = t.on_search_result(2, &result(best, Score::Cp(-900)));
+        assert!(
+            matches!(
+                a[..],
+                [Action::AnswerDraw(false), Action::Move { ply: 2, .. }]
+            ),
+            "{a:?}"
+        );
+    }
+
+    fn result(best: Option<shakmaty::Move>, score: Score) -> SearchResult {
+        SearchResult {
+            best_move: best,
+            score,
+            depth: 1,
+            nodes: 1,
+            pv: Vec::new(),
+        }
+    }
+
+    fn conduct(takebacks: u32, resign: bool) -> Conduct {
+        Conduct {
+            takebacks,
+            accept_draws: true,
+            resign,
+        }
+    }
+
+    #[test]
+    fn takebacks_are_granted_up_to_the_limit_and_undone_plies_are_played_again() {
+        let mut t = Tracker::with_conduct(setup(), conduct(1, false));
+        t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        let best = t.game.as_ref().unwrap().legal_moves().first().copied();
+        let a = t.on_search_result(2, &result(best, Score::Cp(0)));
+        assert!(matches!(a[..], [Action::Move { ply: 2, .. }]));
+        t.on_move_posted(2);
+        // They move and ask to take it back: granted; the server undoes their move.
+        let mut s = state("e2e4 e7e5 g1f3 b8c6", "started", None);
+        s.btakeback = true;
+        let a = t.on_game_state(s, 1).unwrap();
+        assert!(
+            a.iter().any(|x| matches!(x, Action::AnswerTakeback(true))),
+            "{a:?}"
+        );
+        let a = t
+            .on_game_state(state("e2e4 e7e5 g1f3", "started", None), 2)
+            .unwrap();
+        assert!(a.is_empty(), "{a:?}");
+        // Another move at the same ply, and a second takeback: the limit is reached.
+        let mut s = state("e2e4 e7e5 g1f3 g8f6", "started", None);
+        s.btakeback = true;
+        let a = t.on_game_state(s, 3).unwrap();
+        assert!(
+            a.iter().any(|x| matches!(x, Action::AnswerTakeback(false))),
+            "{a:?}"
+        );
+        assert_eq!(search_ply(&a), Some(4));
+        // Our own move undone (two plies back, their turn): searched again when it is ours.
+        let mut t = Tracker::with_conduct(setup(), conduct(2, false));
+        t.on_game_full(full("e2e4 e7e5", true), 0).unwrap();
+        t.on_search_result(2, &result(best, Score::Cp(0)));
+        t.on_move_posted(2);
+        t.on_game_state(state("e2e4 e7e5 g1f3 b8c6", "started", None), 1)
+            .unwrap();
+        let a = t
+            .on_game_state(state("e2e4 e7e5", "started", None), 2)
+            .unwrap();
+        assert_eq!(search_ply(&a), Some(2), "{a:?}");
+    }
+
+    #[test]
+    fn a_lost_game_is_resigned_only_when_the_conduct_allows() {
+        for resign in [true, false] {
+            let mut t = Tracker::with_conduct(setup(), conduct(0, resign));
+            let mut moves = vec!["e2e4", "e7e5"];
+            let more = ["g1f3", "b8c6", "f1c4", "g8f6", "b1c3", "f8c5"];
+            let mut resigned = false;
+            for pair in 0..3 {
+                let a = t
+                    .on_game_full(full(&moves.join(" "), true), pair as i64)
+                    .unwrap();
+                let ply = search_ply(&a).unwrap();
+                let best = t.game.as_ref().unwrap().legal_moves().first().copied();
+                let a = t.on_search_result(ply, &result(best, Score::Cp(-900)));
+                resigned |= a.iter().any(|x| matches!(x, Action::Resign));
+                if a.iter().any(|x| matches!(x, Action::Move { .. })) {
+                    t.on_move_posted(ply);
+                }
+                moves.extend(&more[2 * pair..2 * pair + 2]);
+            }
+            assert_eq!(resigned, resign);
+        }
     }
 }

@@ -2,13 +2,15 @@
 //! move — the engine with the level's hash, the level's parameters, the game's seed — and the
 //! time policy ([`clock`]), so the daemon, the arena, the sandbox's simulated challengers and
 //! `ladder uci` with `Level` all play the very same moves: a move measured offline is the move
-//! the daemon would play on Lichess.
+//! the daemon would play on Lichess. How long a person would take over the move (the wait
+//! after the search, not the search itself) is [`think`].
 //!
 //! Determinism: a game replays bit for bit from (coefficients, level, seed) when its moves are
 //! chosen in order by one player (the table carries knowledge from move to move, and
 //! [`LevelPlayer::new`] starts it empty).
 
 pub mod clock;
+pub mod think;
 
 use crate::engine::{Engine, Game, Limits, SearchObserver, SearchParams, SearchResult};
 use crate::levels::LevelParams;
