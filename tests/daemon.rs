@@ -755,9 +755,11 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
             (ladder::levels::Coefficients::builtin().version, 1.0)
         );
         assert_eq!((new.coefficients_version, new.level), (2, 2.0));
-        // Twice the shipped level 2's nodes: n0 doubled.
+        // The new file's level 2 (n0 doubled), not the shipped one's.
         let shipped = ladder::levels::LevelParams::new(&Coefficients::builtin(), 2.0);
-        assert_eq!(new.engine.nodes, (2 * shipped.nodes).max(1));
+        let reloaded = ladder::levels::LevelParams::new(&next, 2.0);
+        assert_ne!(reloaded.nodes, shipped.nodes);
+        assert_eq!(new.engine.nodes, reloaded.nodes);
         assert!(
             logs().contains("reload: "),
             "the broken file was not reported"
