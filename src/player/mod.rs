@@ -3,16 +3,18 @@
 //! time policy ([`clock`]), so the daemon, the arena, the sandbox's simulated challengers and
 //! `ladder uci` with `Level` all play the very same moves: a move measured offline is the move
 //! the daemon would play on Lichess. How long a person would take over the move (the wait
-//! after the search, not the search itself) is [`think`].
+//! after the search, not the search itself) is [`think`]. The first moves of a game may come
+//! from the [`book`], chosen by the game's seed.
 //!
 //! Determinism: a game replays bit for bit from (coefficients, level, seed) when its moves are
 //! chosen in order by one player (the table carries knowledge from move to move, and
 //! [`LevelPlayer::new`] starts it empty).
 
+pub mod book;
 pub mod clock;
 pub mod think;
 
-use crate::engine::{Engine, Game, Limits, SearchObserver, SearchParams, SearchResult};
+use crate::engine::{Engine, Game, Limits, Score, SearchObserver, SearchParams, SearchResult};
 use crate::levels::LevelParams;
 
 /// One level playing one game.
@@ -46,9 +48,9 @@ impl LevelPlayer {
         self.params.search_params(game, self.seed)
     }
 
-    /// Chooses the move in `game`'s current position; `observer` may stop the search (time,
-    /// cancel) but depth 1 always completes, so a legal move comes back unless the game is
-    /// over.
+    /// Chooses the move in `game`'s current position: the book's while the game is in it, else
+    /// the search's; `observer` may stop the search (time, cancel) but depth 1 always
+    /// completes, so a legal move comes back unless the game is over.
     pub fn choose(&mut self, game: &Game, observer: &mut dyn SearchObserver) -> SearchResult {
         self.choose_within(game, Limits::default(), observer)
     }
@@ -61,6 +63,16 @@ impl LevelPlayer {
         cap: Limits,
         observer: &mut dyn SearchObserver,
     ) -> SearchResult {
+        if let Some(m) = book::book_move(game, self.params.level, self.seed) {
+            // A book move is one a person of the level knows by heart: no search, an even score.
+            return SearchResult {
+                best_move: Some(m),
+                score: Score::Cp(0),
+                depth: 0,
+                nodes: 0,
+                pv: vec![m],
+            };
+        }
         let mut params = self.search_params(game);
         params.limits.nodes = smaller(params.limits.nodes, cap.nodes);
         params.limits.depth = smaller(params.limits.depth, cap.depth);
