@@ -486,7 +486,7 @@ impl LevelParams {
         SearchParams {
             limits: Limits::nodes(self.nodes_at(r)),
             noise: Noise {
-                scale_cp: self.noise_at(r),
+                scale_cp: self.noise_at(r).max(opening_noise_floor(game)),
                 seed,
             },
             blindness: Blindness {
@@ -495,6 +495,22 @@ impl LevelParams {
             },
         }
     }
+}
+
+/// The least noise (cp) of a game's first moves: enough that the top levels, whose own noise is
+/// a few centipawns, do not replay one opening game after game (levels 9 and 10 met a fixed
+/// opponent with the same first 10 plies in a quarter of their games), small enough to choose
+/// only among moves of about equal value. Full to move 6, gone from move 12 of a game from the
+/// standard start (a game set up from a position has no opening); levels noisier than this
+/// (1–8) are unchanged.
+pub const OPENING_NOISE_CP: f64 = 30.0;
+
+fn opening_noise_floor(game: &Game) -> f64 {
+    if *game.initial_position() != shakmaty::Chess::default() {
+        return 0.0;
+    }
+    let fullmove = (game.moves().len() / 2 + 1) as f64;
+    OPENING_NOISE_CP * ((12.0 - fullmove) / 6.0).clamp(0.0, 1.0)
 }
 
 /// Whether the side not to move has nothing but its king while the side to move has more.
@@ -779,6 +795,30 @@ mod tests {
         let game = Game::new(Some("8/8/8/3k4/8/8/8/R3K3 b - - 0 1"), false).unwrap();
         let defence = LevelParams::new(&c, 1.0).search_params(&game, 5);
         assert!(defence.noise.scale_cp > 0.0);
+    }
+
+    #[test]
+    fn the_top_levels_vary_their_first_moves_and_no_other_moves() {
+        let c = Coefficients::parse(V1_TOML, "v1").unwrap();
+        let top = LevelParams::new(&c, 10.0);
+        let low = LevelParams::new(&c, 1.0);
+        let start = Game::startpos();
+        assert!(top.noise_cp < OPENING_NOISE_CP);
+        assert_eq!(
+            top.search_params(&start, 1).noise.scale_cp,
+            OPENING_NOISE_CP
+        );
+        assert_eq!(low.search_params(&start, 1).noise.scale_cp, low.noise_cp);
+        // Move 12 of a game: the level's own noise again.
+        let mut game = Game::startpos();
+        for uci in ["g1f3", "g8f6", "f3g1", "f6g8"].iter().cycle().take(22) {
+            game.play_uci(uci).unwrap();
+        }
+        assert_eq!(top.search_params(&game, 1).noise.scale_cp, top.noise_cp);
+        // A game set up from a position has no opening.
+        let fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3";
+        let set_up = Game::new(Some(fen), false).unwrap();
+        assert_eq!(top.search_params(&set_up, 1).noise.scale_cp, top.noise_cp);
     }
 
     #[test]
