@@ -2,7 +2,8 @@
 //! 127.0.0.1: SIGHUP reloads the coefficients for new games while a running game keeps its
 //! parameters; SIGTERM drains (no new games, running games may finish) and a second SIGTERM
 //! stops at once; SIGKILL during a game that is then lost on time leaves a record after the
-//! restart. The token reaches the process only through its environment.
+//! restart. The token reaches the process only through its environment. Under systemd
+//! (`Type=notify`) it says READY=1, pings the watchdog and says STOPPING=1.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -72,11 +73,32 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn spawn(dir: &Path, token: &str) -> Daemon {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ladder"))
+    /// `ladder run --config <dir>/accounts.toml` with the token in its environment.
+    fn command(dir: &Path, token: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
+        command
             .args(["run", "--config"])
             .arg(dir.join("accounts.toml"))
-            .env(TOKEN_ENV, token)
+            .env(TOKEN_ENV, token);
+        command
+    }
+
+    fn spawn(dir: &Path, token: &str) -> Daemon {
+        Daemon::start(Daemon::command(dir, token))
+    }
+
+    /// Starts `command` away from any systemd that runs the tests.
+    fn start(mut command: Command) -> Daemon {
+        command
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID");
+        Daemon::start_as_is(command)
+    }
+
+    /// Starts `command` with info logging in the plain style and collects its stderr.
+    fn start_as_is(mut command: Command) -> Daemon {
+        let mut child = command
             .env("RUST_LOG", "info")
             .env("LADDER_LOG_STYLE", "plain")
             .stdin(Stdio::null())
@@ -385,4 +407,128 @@ async fn killed_during_a_game_lost_on_time_meanwhile_the_restart_records_it_once
         Some(ladder::results::AfterRestart::Settled)
     );
     assert_eq!(r.fault_kind(), Some(ladder::results::fault::DAEMON_DOWN));
+}
+
+/// What a process sent to the notification socket the test owns, one datagram per entry.
+struct NotifySocket {
+    path: std::path::PathBuf,
+    messages: Arc<Mutex<Vec<String>>>,
+}
+
+impl NotifySocket {
+    fn bind(dir: &Path) -> NotifySocket {
+        let path = dir.join("notify.sock");
+        let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&messages);
+        // Lives until the test process ends: it only reads.
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                if let Ok(n) = socket.recv(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    sink.lock().unwrap().push(text);
+                }
+            }
+        });
+        NotifySocket { path, messages }
+    }
+
+    /// The datagrams that carry `KEY=value` as one of their lines.
+    fn with(&self, assignment: &str) -> usize {
+        self.messages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.lines().any(|l| l == assignment))
+            .count()
+    }
+
+    fn all(&self) -> Vec<String> {
+        self.messages.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, assignment: &str, count: usize, within: Duration, log: &Daemon) {
+        let start = Instant::now();
+        while self.with(assignment) < count {
+            assert!(
+                start.elapsed() < within,
+                "fewer than {count} {assignment} within {within:?}: {:?}\n{}",
+                self.all(),
+                log.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Under systemd: READY=1 once every account has made its first connection attempt — one of
+/// them with a token Lichess rejects, which must not hold the start back —, WATCHDOG=1 again
+/// and again at half of WATCHDOG_USEC, STATUS= with the status line, STOPPING=1 on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
+    let bot = "notify1";
+    let sb = sandbox(bot).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_setup(dir.path(), sb.base_url(), bot);
+    let bad_env = "LADDER_SIGNALS_TEST_BAD_TOKEN";
+    let mut config = std::fs::read_to_string(dir.path().join("accounts.toml")).unwrap();
+    config.push_str(&format!(
+        "\n[[accounts]]\nusername = \"notify2\"\ntoken_env = \"{bad_env}\"\nlevel = 2\ntarget_rating = 800\n"
+    ));
+    std::fs::write(dir.path().join("accounts.toml"), config).unwrap();
+    let socket = NotifySocket::bind(dir.path());
+
+    let token = sb.token(bot).unwrap();
+    let mut command = Daemon::command(dir.path(), token.expose());
+    command
+        .env(bad_env, "lip_notknowntothesandbox0")
+        .env("NOTIFY_SOCKET", &socket.path)
+        .env("WATCHDOG_USEC", "1000000")
+        .env_remove("WATCHDOG_PID");
+    let mut daemon = Daemon::start_as_is(command);
+
+    socket
+        .wait_for("READY=1", 1, Duration::from_secs(30), &daemon)
+        .await;
+    let log = daemon.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("notify2") && l.contains("rejected")),
+        "READY=1 came before the bad account's first check was over:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("ready: 1 of 2 accounts connected") && l.contains("notify2")),
+        "{log}"
+    );
+    // Pings at half of the 1 s timeout: several within a few seconds, from a live supervisor.
+    let pings = socket.with("WATCHDOG=1");
+    socket
+        .wait_for("WATCHDOG=1", pings + 4, Duration::from_secs(15), &daemon)
+        .await;
+    assert!(
+        socket
+            .all()
+            .iter()
+            .any(|m| m.lines().any(|l| l.starts_with("STATUS=ready: 1 of 2"))),
+        "{:?}",
+        socket.all()
+    );
+    assert_eq!(socket.with("STOPPING=1"), 0, "{:?}", socket.all());
+
+    daemon.signal("TERM");
+    socket
+        .wait_for("STOPPING=1", 1, Duration::from_secs(10), &daemon)
+        .await;
+    let status = daemon.wait_for_exit(Duration::from_secs(30)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+    assert_eq!(socket.with("READY=1"), 1, "{:?}", socket.all());
+    assert!(
+        !daemon.log().contains(token.expose()),
+        "the token was logged"
+    );
 }

@@ -19,6 +19,7 @@
 //! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
+//! - [`notify`]: systemd's readiness, status, stopping and watchdog notifications,
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
@@ -27,6 +28,7 @@ pub mod chat;
 pub mod conduct;
 pub mod game;
 pub mod health;
+pub mod notify;
 pub mod open_games;
 pub mod pgn_log;
 pub mod policy;
