@@ -3,7 +3,9 @@
 //! parameters; SIGTERM drains (no new games, running games may finish) and a second SIGTERM
 //! stops at once; SIGKILL during a game that is then lost on time leaves a record after the
 //! restart. The token reaches the process only through its environment. Under systemd
-//! (`Type=notify`) it says READY=1, pings the watchdog and says STOPPING=1.
+//! (`Type=notify`) it says READY=1, pings the watchdog and says STOPPING=1. And `ladder run
+//! --sandbox`, started as a new user would from any directory, says what is going on and, at
+//! exit, where the games went.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -530,5 +532,114 @@ async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
     assert!(
         !daemon.log().contains(token.expose()),
         "the token was logged"
+    );
+}
+
+/// `ladder run --sandbox` as a new user would start it, in an empty directory: at once it says
+/// where the sandbox is and who plays whom, per-move lines stay at debug level, a progress line
+/// with the score comes early, Ctrl-C says how many games are still running and the grace left,
+/// and the exit summary counts the games and names the results and PGN files, which are in the
+/// directory it was started from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_sandbox_run_from_any_directory_explains_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
+    command.args(["run", "--sandbox"]).current_dir(dir.path());
+    let mut daemon = Daemon::start(command);
+    daemon
+        .wait_for_line(
+            &["sandbox up at http://127.0.0.1:"],
+            Duration::from_secs(30),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &["10 accounts play: ladder-l1 (level 1, target 600 blitz)"],
+            Duration::from_secs(5),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &[
+                "challenger RandomRita (800, random moves)",
+                "every account accepts",
+            ],
+            Duration::from_secs(5),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &["challenger BOT BulletBot", "every account declines"],
+            Duration::from_secs(5),
+        )
+        .await;
+    // The simulated challengers' first challenges come after 20 s; the progress line earlier.
+    daemon
+        .wait_for_line(&["sandbox ", "finished 0: none"], Duration::from_secs(30))
+        .await;
+    daemon
+        .wait_for_line(&["game started"], Duration::from_secs(90))
+        .await;
+    daemon
+        .wait_for_line(&["sandbox ", "playing ladder-l"], Duration::from_secs(60))
+        .await;
+
+    daemon.signal("INT");
+    daemon
+        .wait_for_line(
+            &["shutting down", "still running may finish within 30s"],
+            Duration::from_secs(10),
+        )
+        .await;
+    daemon
+        .wait_for_line(&["draining: ", "of grace left"], Duration::from_secs(20))
+        .await;
+    // Games still running after the grace are ended and recorded: the process exits by itself.
+    let status = daemon.wait_for_exit(Duration::from_secs(90)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+
+    let log = daemon.log();
+    let after = |prefix: &str| -> String {
+        log.lines()
+            .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest.to_string()))
+            .unwrap_or_else(|| panic!("no line with {prefix:?}:\n{log}"))
+    };
+    let games: usize = after("games this run: ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let results = std::path::PathBuf::from(after("results: ").trim());
+    let pgn = std::path::PathBuf::from(after("PGN: ").trim());
+    let here = dir.path().canonicalize().unwrap();
+    assert!(results.is_absolute(), "{}", results.display());
+    assert_eq!(
+        results.canonicalize().unwrap(),
+        here.join("sandbox-results.jsonl")
+    );
+    assert_eq!(
+        pgn.canonicalize().unwrap(),
+        here.join("sandbox-results.pgn")
+    );
+    let lines = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(
+        games >= 1,
+        "the game that was running was not recorded:\n{log}"
+    );
+    assert_eq!(games, lines, "{log}");
+    let pgn_games = std::fs::read_to_string(&pgn)
+        .unwrap()
+        .matches("[Event ")
+        .count();
+    assert_eq!(pgn_games, games);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains(": move ")),
+        "per-move lines at info level:\n{log}"
     );
 }
