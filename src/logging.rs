@@ -9,9 +9,18 @@
 //! - **plain** (a pipe or a file): timestamps, no colours, since nothing else dates the lines.
 //!
 //! `LADDER_LOG_STYLE=journal|terminal|plain` overrides the detection; `RUST_LOG` the filter.
+//!
+//! Long work (`calibrate --fetch`, `ladder arena`) shows its [`Progress`] as a bar with the ETA
+//! in the terminal style only; elsewhere the work logs a plain line per step, which the journal
+//! keeps. Log lines are written around a bar that is showing, so neither tears the other.
 
+use std::borrow::Cow;
 use std::fmt;
-use std::io::IsTerminal;
+use std::io::{self, IsTerminal, Write};
+use std::sync::Mutex;
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
 
 use tracing::{Event, Level, Span, Subscriber};
 use tracing_subscriber::fmt::format::{FormatEvent, FormatFields, Writer};
@@ -97,7 +106,7 @@ fn stderr_dev_ino() -> Option<(u64, u64)> {
 pub fn init(default_filter: &str) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter));
-    let subscriber = subscriber(LogStyle::detect(), filter, std::io::stderr);
+    let subscriber = subscriber(LogStyle::detect(), filter, Stderr);
     // A second init (tests calling into main's paths) keeps the first subscriber.
     if tracing::subscriber::set_global_default(subscriber).is_err() {
         tracing::debug!("a global subscriber was already installed");
@@ -164,6 +173,120 @@ pub fn syslog_priority(level: Level) -> u8 {
         Level::WARN => 4,
         Level::INFO => 6,
         Level::DEBUG | Level::TRACE => 7,
+    }
+}
+
+/// The progress bar showing on the terminal, if any: log lines are written around it.
+static SHOWING: Mutex<Option<ProgressBar>> = Mutex::new(None);
+
+/// stderr for the log: a line written while a progress bar shows is written with the bar
+/// lifted and redrawn below it (a line in the middle of a bar would be torn by its next redraw).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Stderr;
+
+impl Write for Stderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let bar = SHOWING.lock().ok().and_then(|bar| bar.clone());
+        match bar {
+            Some(bar) => bar.suspend(|| io::stderr().write(buf)),
+            None => io::stderr().write(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        io::stderr().flush()
+    }
+}
+
+impl<'w> MakeWriter<'w> for Stderr {
+    type Writer = Stderr;
+    fn make_writer(&'w self) -> Stderr {
+        Stderr
+    }
+}
+
+/// The progress of long work: in the terminal style a bar with the elapsed time, the count and
+/// the ETA; otherwise nothing, and the caller logs its plain line per step ([`Progress::is_bar`]).
+pub struct Progress {
+    bar: Option<ProgressBar>,
+}
+
+impl Progress {
+    /// `total` steps counted in `unit` (`games`, `accounts`), for this process's stderr.
+    pub fn new(total: u64, unit: &str) -> Progress {
+        Progress::for_style(LogStyle::detect(), total, unit)
+    }
+
+    fn for_style(style: LogStyle, total: u64, unit: &str) -> Progress {
+        if style != LogStyle::Terminal || total == 0 {
+            return Progress { bar: None };
+        }
+        let template = format!(
+            "{{elapsed_precise}} [{{bar:30}}] {{pos}}/{{len}} {}, ETA {{eta}}  {{msg}}",
+            unit.replace(['{', '}'], "")
+        );
+        let style = ProgressStyle::with_template(&template)
+            .unwrap_or_else(|_| ProgressStyle::default_bar())
+            .progress_chars("=> ");
+        let bar = ProgressBar::new(total).with_style(style);
+        // Redrawn every second, so the elapsed time and the ETA move between steps.
+        bar.enable_steady_tick(Duration::from_secs(1));
+        if let Ok(mut showing) = SHOWING.lock() {
+            *showing = Some(bar.clone());
+        }
+        Progress { bar: Some(bar) }
+    }
+
+    /// A bar shows the progress: per-step log lines would only repeat it.
+    pub fn is_bar(&self) -> bool {
+        self.bar.is_some()
+    }
+
+    /// The text after the bar (what is being done, the score so far).
+    pub fn set_message(&self, message: impl Into<Cow<'static, str>>) {
+        if let Some(bar) = &self.bar {
+            bar.set_message(message);
+        }
+    }
+
+    /// One step done.
+    pub fn inc(&self) {
+        if let Some(bar) = &self.bar {
+            bar.inc(1);
+        }
+    }
+
+    /// Leaves the bar's last state on the screen; what is written next goes below it.
+    pub fn finish(&self) {
+        if let Some(bar) = &self.bar
+            && !bar.is_finished()
+        {
+            bar.finish();
+            leave(bar);
+        }
+    }
+}
+
+/// After the bar's last drawing: the log writes plainly again, on the next line.
+fn leave(bar: &ProgressBar) {
+    if let Ok(mut showing) = SHOWING.lock() {
+        *showing = None;
+    }
+    if !bar.is_hidden() {
+        // The bar ends without a newline: the next line would follow it on the same row.
+        eprintln!();
+    }
+}
+
+impl Drop for Progress {
+    fn drop(&mut self) {
+        if let Some(bar) = &self.bar
+            && !bar.is_finished()
+        {
+            // Cut short (an error): keep what it showed.
+            bar.abandon();
+            leave(bar);
+        }
     }
 }
 
@@ -269,6 +392,30 @@ mod tests {
             assert!(stamp.len() >= 20 && stamp.ends_with('Z'), "{line}");
             assert!(!line.contains('\u{1b}'), "{line}");
         }
+    }
+
+    #[test]
+    fn a_bar_only_in_the_terminal_style_and_log_lines_go_around_it() {
+        for style in [LogStyle::Journal, LogStyle::Plain] {
+            let progress = Progress::for_style(style, 10, "games");
+            assert!(!progress.is_bar(), "{style:?}");
+            assert!(SHOWING.lock().unwrap().is_none());
+        }
+        assert!(!Progress::for_style(LogStyle::Terminal, 0, "games").is_bar());
+        let progress = Progress::for_style(LogStyle::Terminal, 3, "games");
+        assert!(progress.is_bar());
+        assert!(
+            SHOWING.lock().unwrap().is_some(),
+            "log lines must lift the bar"
+        );
+        progress.inc();
+        progress.set_message("level 1 +1 =0 -0");
+        progress.finish();
+        assert!(SHOWING.lock().unwrap().is_none());
+        drop(progress);
+        let abandoned = Progress::for_style(LogStyle::Terminal, 3, "accounts");
+        drop(abandoned);
+        assert!(SHOWING.lock().unwrap().is_none());
     }
 
     #[test]

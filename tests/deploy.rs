@@ -125,6 +125,33 @@ fn daemon_unit_matches_the_daemon() {
     .daemon
     .shutdown_grace_s;
     assert!(stop_s > grace, "TimeoutStopSec {stop_s}s <= grace {grace}s");
+
+    // Type=notify: the daemon says READY=1 (at the latest READY_LIMIT after its start) and
+    // pings the watchdog from its supervisor; systemd must wait longer than that for the start.
+    for line in ["Type=notify", "NotifyAccess=main"] {
+        assert!(unit.lines().any(|l| l == line), "missing {line}");
+    }
+    let setting = |key: &str| -> u64 {
+        let value = unit
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("missing {key}"));
+        match (value.strip_suffix("min"), value.strip_suffix('s')) {
+            (Some(min), _) => min.parse::<u64>().unwrap() * 60,
+            (None, Some(s)) => s.parse().unwrap(),
+            (None, None) => panic!("{key}{value}: write it in s or min"),
+        }
+    };
+    let ready_limit = ladder::daemon::notify::READY_LIMIT.as_secs();
+    let start_s = setting("TimeoutStartSec=");
+    assert!(
+        start_s > ready_limit,
+        "TimeoutStartSec {start_s}s <= the daemon's readiness limit {ready_limit}s"
+    );
+    assert!(
+        setting("WatchdogSec=") >= 10,
+        "a watchdog that fires on a busy machine"
+    );
 }
 
 // ---- a stand-in for Lichess's account endpoints ----

@@ -2,7 +2,10 @@
 //! 127.0.0.1: SIGHUP reloads the coefficients for new games while a running game keeps its
 //! parameters; SIGTERM drains (no new games, running games may finish) and a second SIGTERM
 //! stops at once; SIGKILL during a game that is then lost on time leaves a record after the
-//! restart. The token reaches the process only through its environment.
+//! restart. The token reaches the process only through its environment. Under systemd
+//! (`Type=notify`) it says READY=1, pings the watchdog and says STOPPING=1. And `ladder run
+//! --sandbox`, started as a new user would from any directory, says what is going on and, at
+//! exit, where the games went.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -72,11 +75,32 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn spawn(dir: &Path, token: &str) -> Daemon {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_ladder"))
+    /// `ladder run --config <dir>/accounts.toml` with the token in its environment.
+    fn command(dir: &Path, token: &str) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
+        command
             .args(["run", "--config"])
             .arg(dir.join("accounts.toml"))
-            .env(TOKEN_ENV, token)
+            .env(TOKEN_ENV, token);
+        command
+    }
+
+    fn spawn(dir: &Path, token: &str) -> Daemon {
+        Daemon::start(Daemon::command(dir, token))
+    }
+
+    /// Starts `command` away from any systemd that runs the tests.
+    fn start(mut command: Command) -> Daemon {
+        command
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID");
+        Daemon::start_as_is(command)
+    }
+
+    /// Starts `command` with info logging in the plain style and collects its stderr.
+    fn start_as_is(mut command: Command) -> Daemon {
+        let mut child = command
             .env("RUST_LOG", "info")
             .env("LADDER_LOG_STYLE", "plain")
             .stdin(Stdio::null())
@@ -385,4 +409,237 @@ async fn killed_during_a_game_lost_on_time_meanwhile_the_restart_records_it_once
         Some(ladder::results::AfterRestart::Settled)
     );
     assert_eq!(r.fault_kind(), Some(ladder::results::fault::DAEMON_DOWN));
+}
+
+/// What a process sent to the notification socket the test owns, one datagram per entry.
+struct NotifySocket {
+    path: std::path::PathBuf,
+    messages: Arc<Mutex<Vec<String>>>,
+}
+
+impl NotifySocket {
+    fn bind(dir: &Path) -> NotifySocket {
+        let path = dir.join("notify.sock");
+        let socket = std::os::unix::net::UnixDatagram::bind(&path).unwrap();
+        socket
+            .set_read_timeout(Some(Duration::from_millis(200)))
+            .unwrap();
+        let messages = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&messages);
+        // Lives until the test process ends: it only reads.
+        std::thread::spawn(move || {
+            let mut buf = vec![0u8; 4096];
+            loop {
+                if let Ok(n) = socket.recv(&mut buf) {
+                    let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                    sink.lock().unwrap().push(text);
+                }
+            }
+        });
+        NotifySocket { path, messages }
+    }
+
+    /// The datagrams that carry `KEY=value` as one of their lines.
+    fn with(&self, assignment: &str) -> usize {
+        self.messages
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|m| m.lines().any(|l| l == assignment))
+            .count()
+    }
+
+    fn all(&self) -> Vec<String> {
+        self.messages.lock().unwrap().clone()
+    }
+
+    async fn wait_for(&self, assignment: &str, count: usize, within: Duration, log: &Daemon) {
+        let start = Instant::now();
+        while self.with(assignment) < count {
+            assert!(
+                start.elapsed() < within,
+                "fewer than {count} {assignment} within {within:?}: {:?}\n{}",
+                self.all(),
+                log.log()
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+}
+
+/// Under systemd: READY=1 once every account has made its first connection attempt — one of
+/// them with a token Lichess rejects, which must not hold the start back —, WATCHDOG=1 again
+/// and again at half of WATCHDOG_USEC, STATUS= with the status line, STOPPING=1 on SIGTERM.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
+    let bot = "notify1";
+    let sb = sandbox(bot).await;
+    let dir = tempfile::tempdir().unwrap();
+    write_setup(dir.path(), sb.base_url(), bot);
+    let bad_env = "LADDER_SIGNALS_TEST_BAD_TOKEN";
+    let mut config = std::fs::read_to_string(dir.path().join("accounts.toml")).unwrap();
+    config.push_str(&format!(
+        "\n[[accounts]]\nusername = \"notify2\"\ntoken_env = \"{bad_env}\"\nlevel = 2\ntarget_rating = 800\n"
+    ));
+    std::fs::write(dir.path().join("accounts.toml"), config).unwrap();
+    let socket = NotifySocket::bind(dir.path());
+
+    let token = sb.token(bot).unwrap();
+    let mut command = Daemon::command(dir.path(), token.expose());
+    command
+        .env(bad_env, "lip_notknowntothesandbox0")
+        .env("NOTIFY_SOCKET", &socket.path)
+        .env("WATCHDOG_USEC", "1000000")
+        .env_remove("WATCHDOG_PID");
+    let mut daemon = Daemon::start_as_is(command);
+
+    socket
+        .wait_for("READY=1", 1, Duration::from_secs(30), &daemon)
+        .await;
+    let log = daemon.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("ERROR") && l.contains("notify2") && l.contains("rejected")),
+        "READY=1 came before the bad account's first check was over:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("ready: 1 of 2 accounts connected") && l.contains("notify2")),
+        "{log}"
+    );
+    // Pings at half of the 1 s timeout: several within a few seconds, from a live supervisor.
+    let pings = socket.with("WATCHDOG=1");
+    socket
+        .wait_for("WATCHDOG=1", pings + 4, Duration::from_secs(15), &daemon)
+        .await;
+    assert!(
+        socket
+            .all()
+            .iter()
+            .any(|m| m.lines().any(|l| l.starts_with("STATUS=ready: 1 of 2"))),
+        "{:?}",
+        socket.all()
+    );
+    assert_eq!(socket.with("STOPPING=1"), 0, "{:?}", socket.all());
+
+    daemon.signal("TERM");
+    socket
+        .wait_for("STOPPING=1", 1, Duration::from_secs(10), &daemon)
+        .await;
+    let status = daemon.wait_for_exit(Duration::from_secs(30)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+    assert_eq!(socket.with("READY=1"), 1, "{:?}", socket.all());
+    assert!(
+        !daemon.log().contains(token.expose()),
+        "the token was logged"
+    );
+}
+
+/// `ladder run --sandbox` as a new user would start it, in an empty directory: at once it says
+/// where the sandbox is and who plays whom, per-move lines stay at debug level, a progress line
+/// with the score comes early, Ctrl-C says how many games are still running and the grace left,
+/// and the exit summary counts the games and names the results and PGN files, which are in the
+/// directory it was started from.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_sandbox_run_from_any_directory_explains_itself() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
+    command.args(["run", "--sandbox"]).current_dir(dir.path());
+    let mut daemon = Daemon::start(command);
+    daemon
+        .wait_for_line(
+            &["sandbox up at http://127.0.0.1:"],
+            Duration::from_secs(30),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &["10 accounts play: ladder-l1 (level 1, target 600 blitz)"],
+            Duration::from_secs(5),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &[
+                "challenger RandomRita (800, random moves)",
+                "every account accepts",
+            ],
+            Duration::from_secs(5),
+        )
+        .await;
+    daemon
+        .wait_for_line(
+            &["challenger BOT BulletBot", "every account declines"],
+            Duration::from_secs(5),
+        )
+        .await;
+    // The simulated challengers' first challenges come after 20 s; the progress line earlier.
+    daemon
+        .wait_for_line(&["sandbox ", "finished 0: none"], Duration::from_secs(30))
+        .await;
+    daemon
+        .wait_for_line(&["game started"], Duration::from_secs(90))
+        .await;
+    daemon
+        .wait_for_line(&["sandbox ", "playing ladder-l"], Duration::from_secs(60))
+        .await;
+
+    daemon.signal("INT");
+    daemon
+        .wait_for_line(
+            &["shutting down", "still running may finish within 30s"],
+            Duration::from_secs(10),
+        )
+        .await;
+    daemon
+        .wait_for_line(&["draining: ", "of grace left"], Duration::from_secs(20))
+        .await;
+    // Games still running after the grace are ended and recorded: the process exits by itself.
+    let status = daemon.wait_for_exit(Duration::from_secs(90)).await;
+    assert!(status.success(), "exit status {status}:\n{}", daemon.log());
+
+    let log = daemon.log();
+    let after = |prefix: &str| -> String {
+        log.lines()
+            .find_map(|l| l.split_once(prefix).map(|(_, rest)| rest.to_string()))
+            .unwrap_or_else(|| panic!("no line with {prefix:?}:\n{log}"))
+    };
+    let games: usize = after("games this run: ")
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let results = std::path::PathBuf::from(after("results: ").trim());
+    let pgn = std::path::PathBuf::from(after("PGN: ").trim());
+    let here = dir.path().canonicalize().unwrap();
+    assert!(results.is_absolute(), "{}", results.display());
+    assert_eq!(
+        results.canonicalize().unwrap(),
+        here.join("sandbox-results.jsonl")
+    );
+    assert_eq!(
+        pgn.canonicalize().unwrap(),
+        here.join("sandbox-results.pgn")
+    );
+    let lines = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .count();
+    assert!(
+        games >= 1,
+        "the game that was running was not recorded:\n{log}"
+    );
+    assert_eq!(games, lines, "{log}");
+    let pgn_games = std::fs::read_to_string(&pgn)
+        .unwrap()
+        .matches("[Event ")
+        .count();
+    assert_eq!(pgn_games, games);
+    assert!(
+        !log.lines()
+            .any(|l| l.contains(" INFO ") && l.contains(": move ")),
+        "per-move lines at info level:\n{log}"
+    );
 }

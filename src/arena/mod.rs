@@ -13,7 +13,6 @@ pub mod schedule;
 pub mod uci_client;
 
 use std::collections::VecDeque;
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +23,7 @@ use shakmaty::Color;
 
 use crate::levels::Coefficients;
 use crate::lichess::{Clock, Perf};
+use crate::logging::Progress;
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, ResultsLog, SCHEMA_VERSION,
     Source,
@@ -472,7 +472,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let started = Instant::now();
     let total = games.len();
     let mut scored = Vec::with_capacity(total);
-    let terminal = std::io::stderr().is_terminal();
+    let bar = Progress::new(total as u64, "games");
     let (judged, interrupted) = runtime.block_on(async {
         let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
         let stop = Arc::new(AtomicBool::new(false));
@@ -546,7 +546,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
                 white_score: played.white_score(),
                 fault: matches!(played.termination, Termination::Fault { .. }),
             });
-            progress(&roster.players, &played, &scored, total, started, terminal);
+            progress(&roster.players, &played, &scored, total, started, &bar);
             let _queued = judge_tx.send(JudgeJob {
                 game: played.game,
                 first: played.opening_plies,
@@ -554,12 +554,10 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
                 black: played.scheduled.black,
             });
         }
-        if terminal {
-            eprintln!();
-        }
+        bar.finish();
         roster.shutdown().await;
         drop(judge_tx);
-        if terminal && args.judge_depth > 0 {
+        if bar.is_bar() && args.judge_depth > 0 {
             eprintln!("judging the last games...");
         }
         let judged = judge_task.await.context("the judge task")?;
@@ -886,18 +884,16 @@ fn color_name(c: Color) -> &'static str {
     if c.is_white() { "white" } else { "black" }
 }
 
-/// After every game: a rewritten status line on a terminal, a log line otherwise.
+/// After every game: the progress bar on a terminal (the first player's score beside it), a
+/// log line otherwise (under systemd, in a pipe or a file).
 fn progress(
     players: &[PlayerSpec],
     played: &PlayedGame,
     scored: &[report::Scored],
     total: usize,
     started: Instant,
-    terminal: bool,
+    bar: &Progress,
 ) {
-    let done = scored.len();
-    let elapsed = started.elapsed().as_secs_f64();
-    let eta = elapsed / done as f64 * (total - done) as f64;
     // The first player's score so far (in a gauntlet: the first level's).
     let (mut w, mut d, mut l) = (0, 0, 0);
     for g in scored.iter().filter(|g| g.white == 0 || g.black == 0) {
@@ -912,23 +908,28 @@ fn progress(
             _ => d += 1,
         }
     }
-    let line = format!(
-        "{done}/{total} games, {} +{w} ={d} -{l}, {:.0} s elapsed, ~{:.0} s left",
-        players[0].name, elapsed, eta
-    );
-    if terminal {
-        eprint!("\r{line}   ");
-    } else {
-        let s = played.scheduled;
-        tracing::info!(
-            "game {} {} - {} {} ({}); {line}",
-            s.index + 1,
-            players[s.white].name,
-            players[s.black].name,
-            played.result_str(),
-            played.termination.describe()
-        );
+    let score = format!("{} +{w} ={d} -{l}", players[0].name);
+    if bar.is_bar() {
+        bar.inc();
+        bar.set_message(score);
+        return;
     }
+    let done = scored.len();
+    let elapsed = started.elapsed().as_secs_f64();
+    let eta = elapsed / done as f64 * (total - done) as f64;
+    let line = format!(
+        "{done}/{total} games, {score}, {:.0} s elapsed, ~{:.0} s left",
+        elapsed, eta
+    );
+    let s = played.scheduled;
+    tracing::info!(
+        "game {} {} - {} {} ({}); {line}",
+        s.index + 1,
+        players[s.white].name,
+        players[s.black].name,
+        played.result_str(),
+        played.termination.describe()
+    );
 }
 
 /// Today's date (UTC) as PGN writes it.

@@ -1,6 +1,7 @@
 //! Filling gaps in the results log from Lichess: the accounts' finished games from the export
 //! API (through the lichess client), turned into [`GameRecord`]s, and the accounts' current
-//! ratings from `GET /api/user/{name}`.
+//! ratings from `GET /api/user/{name}`. [`FetchProgress`] shows the download account by account:
+//! a bar with the ETA on a terminal, a plain line per account under systemd or in a pipe.
 //!
 //! A fetched game has no seed or engine parameters: it is marked with `engine.nodes == 0`
 //! (see [`super::select::is_fetched`]). Its coefficients version is inferred from the log: a
@@ -18,6 +19,7 @@ use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Position};
 
 use crate::lichess::{Client, Color, ExportQuery, GameJson, GameStatus, LichessError, Perf};
+use crate::logging::Progress;
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
 };
@@ -228,6 +230,49 @@ pub async fn fetch_games(
         }
     }
     out
+}
+
+/// The progress of a fetch over the accounts (each account's export is one long download).
+pub struct FetchProgress {
+    bar: Progress,
+    total: usize,
+    done: usize,
+}
+
+impl FetchProgress {
+    /// A fetch of `accounts` accounts (0: nothing to show).
+    pub fn start(accounts: usize) -> FetchProgress {
+        FetchProgress {
+            bar: Progress::new(accounts as u64, "accounts"),
+            total: accounts,
+            done: 0,
+        }
+    }
+
+    /// The account being downloaded now.
+    pub fn fetching(&self, username: &str) {
+        self.bar
+            .set_message(format!("downloading {username}'s games"));
+    }
+
+    /// One account done: `got` is what [`fetch_games`] brought for it.
+    pub fn done(&mut self, username: &str, got: &Fetched) {
+        self.done += 1;
+        self.bar.inc();
+        if self.bar.is_bar() {
+            return;
+        }
+        let what = match (got.per_account.get(username), got.failures.first()) {
+            (Some(n), _) => format!("{n} games downloaded"),
+            (None, Some((_, why))) => format!("not fetched: {why}"),
+            (None, None) => "nothing to fetch".to_string(),
+        };
+        tracing::info!("fetch {}/{}: {username}: {what}", self.done, self.total);
+    }
+
+    pub fn finish(&self) {
+        self.bar.finish();
+    }
 }
 
 /// An account's current rating on a perf: (rating, RD, provisional).

@@ -335,6 +335,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             .collect();
         let timeline = VersionTimeline::new(&records, current.version);
         let mut fetched = fetch::Fetched::default();
+        let mut progress = fetch::FetchProgress::start(if args.fetch { accounts.len() } else { 0 });
         for account in &accounts {
             let token = account.load_token().map_err(|e| anyhow::anyhow!("{e}"))?;
             let client = crate::lichess::Client::new(crate::lichess::ClientConfig::new(
@@ -346,12 +347,14 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
                 level: account.level,
             };
             if args.fetch {
+                progress.fetching(&account.username);
                 let got = runtime.block_on(fetch::fetch_games(
                     &client,
                     std::slice::from_ref(&who),
                     args.perf,
                     &timeline,
                 ));
+                progress.done(&account.username, &got);
                 fetched.records.extend(got.records);
                 fetched.per_account.extend(got.per_account);
                 fetched.failures.extend(got.failures);
@@ -367,6 +370,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
                 }
             }
         }
+        progress.finish();
         if args.fetch {
             for (who, why) in &fetched.failures {
                 tracing::warn!("{who}: fetch failed: {why}");

@@ -442,6 +442,8 @@ impl Actor {
             queued: self.reserved.len(),
             games_today: self.today.today(&self.username, now),
             problem: self.problem.clone(),
+            // Published only once the first connection attempt has an outcome.
+            checked: true,
         };
         self.ctx.status.send_if_modified(|old| {
             let changed = *old != status;

@@ -555,7 +555,7 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
     match ctx.client.make_move(id, uci, false).await {
         Ok(()) => {
             tracker.on_move_posted(ply);
-            tracing::info!(ply, "move {uci}");
+            tracing::debug!(ply, "move {uci}");
             true
         }
         Err(e) => {

@@ -19,6 +19,9 @@
 //! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
+//! - [`notify`]: systemd's readiness, status, stopping and watchdog notifications,
+//! - [`scoreboard`]: this run's games per level, from the results log (progress, exit summary),
+//! - [`sandbox_view`]: what a sandbox run tells the person watching it,
 //! - [`run`]: `ladder run` and `--sandbox`.
 
 pub mod account;
@@ -27,6 +30,7 @@ pub mod chat;
 pub mod conduct;
 pub mod game;
 pub mod health;
+pub mod notify;
 pub mod open_games;
 pub mod pgn_log;
 pub mod policy;
@@ -34,6 +38,8 @@ pub mod pool;
 pub mod reader;
 pub mod results_writer;
 pub mod run;
+pub mod sandbox_view;
+pub mod scoreboard;
 pub mod search_control;
 pub mod shutdown;
 pub mod slots;

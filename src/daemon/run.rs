@@ -1,8 +1,17 @@
 //! `ladder run`: the command-line entry of the daemon, against Lichess or against the
 //! in-process sandbox (`--sandbox`: no account needed, results in their own file).
+//!
+//! A sandbox run is most people's first look at the daemon, so it explains itself: at once
+//! where the sandbox is and who plays whom (sandbox_view.rs), a short progress line with the
+//! score per level early and then every 30 s, and a shorter grace period after Ctrl-C. It works
+//! from any directory: without an accounts.toml there, the ladder's own (built in) is used, and
+//! without the coefficients file it names, the built-in coefficients. Every run ends with a
+//! summary: the games of this run per level with their score, and the absolute paths of the
+//! results and PGN files.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::Context;
 
@@ -12,19 +21,33 @@ use crate::lichess::{ClientConfig, Token};
 use crate::results::Source;
 use crate::sandbox::{Sandbox, SandboxConfig};
 
+use super::pgn_log::pgn_path;
+use super::sandbox_view::{accounts_line, challenger_line, elapsed, progress_line};
+use super::scoreboard::Scoreboard;
 use super::shutdown::listen_for_signals;
 use super::supervisor::{self, ClientFactory, DaemonSpec};
+
+/// The committed ladder, for a sandbox run started where there is no accounts.toml.
+const BUILTIN_ACCOUNTS: &str = include_str!("../../accounts.toml");
+/// Sandbox: the first progress line comes this soon, then one every `SANDBOX_PROGRESS_EVERY`.
+const SANDBOX_FIRST_PROGRESS: Duration = Duration::from_secs(10);
+const SANDBOX_PROGRESS_EVERY: Duration = Duration::from_secs(30);
+/// Sandbox: how long running games may finish after Ctrl-C, at most (the configured
+/// `shutdown_grace_s` is meant for real opponents; nobody waits ten minutes for a demo).
+const SANDBOX_GRACE_S: u64 = 30;
 
 /// `ladder run` options.
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
-    /// The accounts and daemon settings.
-    #[arg(long, default_value = "accounts.toml")]
-    pub config: PathBuf,
+    /// The accounts and daemon settings [default: accounts.toml; with --sandbox and no
+    /// accounts.toml in the current directory, the ladder's own accounts, built in].
+    #[arg(long)]
+    pub config: Option<PathBuf>,
     /// Play against a local Lichess emulator with simulated challengers instead of Lichess.
     #[arg(long)]
     pub sandbox: bool,
-    /// Results file of a sandbox run (never the real results log).
+    /// Results file of a sandbox run (never the real results log), in the current directory
+    /// unless a path is given; its PGN goes beside it.
     #[arg(long, default_value = "sandbox-results.jsonl")]
     pub sandbox_results: PathBuf,
 }
@@ -37,45 +60,96 @@ pub fn token_clients() -> ClientFactory {
     })
 }
 
+/// The configuration and coefficients of this run, and where the configuration came from.
+fn load(args: &RunArgs) -> anyhow::Result<(Config, Coefficients, String)> {
+    let default = Path::new("accounts.toml");
+    let (config, origin) = match &args.config {
+        Some(path) => (Config::load(path)?, path.display().to_string()),
+        None if !args.sandbox || default.exists() => (
+            Config::load(default)?,
+            absolute(default).display().to_string(),
+        ),
+        None => (
+            Config::parse(BUILTIN_ACCOUNTS, default).context("the built-in accounts.toml")?,
+            "the ladder's built-in accounts.toml (no accounts.toml here)".to_string(),
+        ),
+    };
+    let coefficients = if args.sandbox && !config.daemon.coefficients.exists() {
+        tracing::info!(
+            "{} not found: playing with the built-in coefficients (version {})",
+            config.daemon.coefficients.display(),
+            Coefficients::builtin().version
+        );
+        Coefficients::builtin()
+    } else {
+        Coefficients::load(&config.daemon.coefficients)
+            .with_context(|| "the coefficients file named by daemon.coefficients")?
+    };
+    Ok((config, coefficients, origin))
+}
+
+/// `path` as an absolute path (from the current directory), for messages that must say where
+/// a file is whatever directory the reader is in.
+fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
 pub fn run(args: RunArgs) -> anyhow::Result<()> {
-    let config = Config::load(&args.config)?;
-    let coefficients = Coefficients::load(&config.daemon.coefficients)
-        .with_context(|| "the coefficients file named by daemon.coefficients")?;
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let (mut config, coefficients, origin) = load(&args)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
     runtime.block_on(async move {
-        let mut config = config;
         // The sandbox lives as long as this block: it stops when the daemon has exited.
-        let mut _sandbox = None;
+        let mut sandbox = None;
         let (results_path, source, clients) = if args.sandbox {
             let names: Vec<String> = config.accounts.iter().map(|a| a.username.clone()).collect();
-            let sandbox = Sandbox::start(SandboxConfig::demo(&names))
-                .await
-                .context("cannot start the sandbox")?;
-            tracing::info!(url = %sandbox.base_url(), results = %args.sandbox_results.display(), "sandbox started: simulated challengers will play the accounts");
-            config.lichess.base_url = sandbox.base_url().to_string();
+            let sandbox_config = SandboxConfig::demo(&names);
+            let started_sandbox = Arc::new(
+                Sandbox::start(sandbox_config.clone())
+                    .await
+                    .context("cannot start the sandbox")?,
+            );
+            let results_path = absolute(&args.sandbox_results);
+            config.daemon.shutdown_grace_s = config.daemon.shutdown_grace_s.min(SANDBOX_GRACE_S);
+            introduce(
+                &started_sandbox,
+                &sandbox_config,
+                &config,
+                &origin,
+                &results_path,
+            );
+            config.lichess.base_url = started_sandbox.base_url().to_string();
             let tokens: std::collections::HashMap<String, Token> = names
                 .iter()
-                .filter_map(|n| Some((n.to_lowercase(), sandbox.token(n)?)))
+                .filter_map(|n| Some((n.to_lowercase(), started_sandbox.token(n)?)))
                 .collect();
-            _sandbox = Some(sandbox);
+            sandbox = Some(started_sandbox);
             let clients: ClientFactory = Arc::new(move |account, base_url| {
                 let token = tokens
                     .get(&account.username.to_lowercase())
                     .cloned()
-                    .ok_or_else(|| format!("account {}: unknown to the sandbox", account.username))?;
+                    .ok_or_else(|| {
+                        format!("account {}: unknown to the sandbox", account.username)
+                    })?;
                 Ok(ClientConfig::new(base_url, token))
             });
-            (args.sandbox_results.clone(), Source::Sandbox, clients)
+            (results_path, Source::Sandbox, clients)
         } else {
-            (config.daemon.results.clone(), Source::Lichess, token_clients())
+            (
+                absolute(&config.daemon.results),
+                Source::Lichess,
+                token_clients(),
+            )
         };
+        let scoreboard = Scoreboard::new(&results_path, started_at);
         let handle = supervisor::start(DaemonSpec {
             config,
             coefficients,
-            results_path,
+            results_path: results_path.clone(),
             source,
             clients,
             reload_from_disk: !args.sandbox,
@@ -83,12 +157,87 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
         })
         .await?;
         listen_for_signals(handle.control()).context("cannot install signal handlers")?;
+        let progress = sandbox
+            .clone()
+            .map(|sandbox| tokio::spawn(report_progress(sandbox, scoreboard.clone(), started)));
         let summary = handle.join().await?;
+        if let Some(progress) = progress {
+            progress.abort();
+        }
+        let tally = scoreboard
+            .read()
+            .inspect_err(|e| tracing::warn!("cannot read back {}: {e}", results_path.display()))
+            .unwrap_or_default();
         tracing::info!(
             searches = summary.pool.completed,
             peak_parallel_searches = summary.pool.peak_running,
-            "exited"
+            "exited after {}; games this run: {} ({tally})",
+            elapsed(started.elapsed()),
+            tally.games
         );
+        tracing::info!("results: {}", results_path.display());
+        tracing::info!("PGN: {}", pgn_path(&results_path).display());
+        drop(sandbox);
         Ok(())
     })
+}
+
+/// The sandbox's first lines: where it is, who plays whom, what comes next.
+fn introduce(
+    sandbox: &Sandbox,
+    sandbox_config: &SandboxConfig,
+    config: &Config,
+    origin: &str,
+    results: &Path,
+) {
+    tracing::info!(
+        "sandbox up at {}: a local Lichess emulator with simulated challengers; nothing goes to lichess.org",
+        sandbox.base_url()
+    );
+    tracing::info!("{} (from {origin})", accounts_line(config));
+    for challenger in &sandbox_config.challengers {
+        tracing::info!("{}", challenger_line(challenger, config));
+    }
+    let first = sandbox_config
+        .challengers
+        .iter()
+        .filter_map(|c| c.interval)
+        .min();
+    tracing::info!(
+        "{}a progress line every {}; results go to {} and {}; Ctrl-C once lets running games finish (at most {}), twice stops at once",
+        first.map_or(String::new(), |f| format!(
+            "the first challenge comes in about {}; ",
+            elapsed(f)
+        )),
+        elapsed(SANDBOX_PROGRESS_EVERY),
+        results.display(),
+        pgn_path(results).display(),
+        elapsed(Duration::from_secs(config.daemon.shutdown_grace_s)),
+    );
+}
+
+/// The sandbox's progress line, early and then every `SANDBOX_PROGRESS_EVERY`, until aborted.
+async fn report_progress(sandbox: Arc<Sandbox>, scoreboard: Scoreboard, started: Instant) {
+    let mut tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + SANDBOX_FIRST_PROGRESS,
+        SANDBOX_PROGRESS_EVERY,
+    );
+    loop {
+        tick.tick().await;
+        let tally = match tokio::task::spawn_blocking({
+            let scoreboard = scoreboard.clone();
+            move || scoreboard.read()
+        })
+        .await
+        {
+            Ok(Ok(tally)) => tally,
+            Ok(Err(e)) => {
+                tracing::warn!("cannot read the sandbox results: {e}");
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let games = sandbox.games();
+        tracing::info!("{}", progress_line(started.elapsed(), &games, &tally));
+    }
 }

@@ -16,6 +16,8 @@ pub struct AccountStatus {
     pub games_today: u32,
     /// Why the account cannot play now (token rejected, account closed, Lichess unreachable).
     pub problem: Option<AccountProblem>,
+    /// The account has made its first connection attempt, whatever came of it (readiness).
+    pub checked: bool,
 }
 
 /// An account that cannot play: the reason in a few words, and when it is checked again.
@@ -164,6 +166,7 @@ mod tests {
                     queued: 1,
                     games_today: 12,
                     problem: None,
+                    checked: true,
                 },
                 AccountStatus {
                     account: "ladder-l2".into(),
@@ -171,6 +174,7 @@ mod tests {
                     queued: 0,
                     games_today: 7,
                     problem: None,
+                    checked: true,
                 },
                 AccountStatus {
                     account: "ladder-l3".into(),
@@ -178,6 +182,7 @@ mod tests {
                     queued: 0,
                     games_today: 0,
                     problem: None,
+                    checked: true,
                 },
             ],
             search_queue: 1,

@@ -2,7 +2,10 @@
 //! account, and runs the daemon's life: drain on the first stop request, end the games still
 //! running when the grace period is over, stop on the second request (or when ending takes too
 //! long), reload accounts and coefficients on request (new games get the new parameters;
-//! running games keep theirs), the periodic status line.
+//! running games keep theirs), the periodic status line, and while draining a line saying how
+//! many games are still running and how much of the grace period is left. It also speaks to
+//! systemd from its own loop (notify.rs): READY=1 once every account has made its first
+//! connection attempt, STATUS=, STOPPING=1, and the watchdog pings that stop if the loop hangs.
 //!
 //! It starts every account whatever Lichess says about it: an account checks itself and is
 //! retried while it cannot play (health.rs), so one bad account never stops the others and an
@@ -28,11 +31,12 @@ use crate::results::Source;
 
 use super::account::{self, AccountContext, AccountSettings, MakeClient};
 use super::bot_limit::TodayFromResults;
+use super::notify::{Notifier, READY_LIMIT};
 use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
 use super::shutdown::{Control, ENDING_LIMIT, RunState};
 use super::slots::GameSlots;
-use super::status::{AccountStatus, Status, status_line};
+use super::status::{AccountStatus, Status, show_wait, status_line};
 
 /// Builds the client configuration of an account (its token from the environment or a file,
 /// or the sandbox's). Errors are shown to the user: they must never contain the token.
@@ -129,6 +133,7 @@ impl Starter {
             queued: 0,
             games_today: 0,
             problem: None,
+            checked: false,
         });
         let ctx = AccountContext {
             make_client: self.make_client(),
@@ -220,6 +225,8 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         accounts,
         slots,
         state: RunState::Running,
+        notifier: Notifier::from_env(),
+        ready: false,
     };
     let task = tokio::spawn(async move {
         let summary = life.run(control_rx).await;
@@ -251,21 +258,42 @@ struct Life {
     accounts: JoinSet<String>,
     slots: HashMap<String, AccountSlot>,
     state: RunState,
+    notifier: Notifier,
+    /// READY=1 was sent (every account made its first connection attempt, or READY_LIMIT).
+    ready: bool,
+}
+
+/// How often the readiness condition is looked at until it holds.
+const READY_POLL: Duration = Duration::from_millis(100);
+
+/// How often the draining line is repeated: ten times over the grace period, every 5 to 30 s.
+fn drain_report_every(grace: Duration) -> Duration {
+    (grace / 10).clamp(Duration::from_secs(5), Duration::from_secs(30))
+}
+
+/// `1 game`, `3 games`.
+fn games(n: usize) -> String {
+    format!("{n} game{}", if n == 1 { "" } else { "s" })
 }
 
 impl Life {
-    /// The periodic one-line status: games running and queued, searches waiting, games today,
-    /// the accounts that cannot play.
-    fn status_line(&self) -> String {
+    /// The accounts' own statuses, by name.
+    fn account_statuses(&self) -> Vec<AccountStatus> {
         let mut accounts: Vec<AccountStatus> = self
             .slots
             .values()
             .map(|slot| slot.status.borrow().clone())
             .collect();
         accounts.sort_by(|a, b| a.account.cmp(&b.account));
+        accounts
+    }
+
+    /// The periodic one-line status: games running and queued, searches waiting, games today,
+    /// the accounts that cannot play.
+    fn status_line(&self) -> String {
         status_line(
             &Status {
-                accounts,
+                accounts: self.account_statuses(),
                 search_queue: self.starter.pool.stats().queued,
                 draining: matches!(self.state, RunState::Draining | RunState::Ending),
             },
@@ -273,15 +301,102 @@ impl Life {
         )
     }
 
+    fn games_running(&self) -> usize {
+        self.slots
+            .values()
+            .map(|slot| slot.status.borrow().games_running)
+            .sum()
+    }
+
+    /// Readiness: once every account has made its first connection attempt (whatever came of
+    /// it), or at `READY_LIMIT` after the start with a word about the accounts still trying.
+    fn check_ready(&mut self, since_start: Duration) {
+        let accounts = self.account_statuses();
+        let waiting: Vec<&str> = accounts
+            .iter()
+            .filter(|a| !a.checked)
+            .map(|a| a.account.as_str())
+            .collect();
+        if !waiting.is_empty() && since_start < READY_LIMIT {
+            return;
+        }
+        self.ready = true;
+        let troubled: Vec<String> = accounts
+            .iter()
+            .filter_map(|a| Some(format!("{} ({})", a.account, a.problem.as_ref()?.reason)))
+            .collect();
+        let playing = accounts.len() - troubled.len() - waiting.len();
+        let mut line = format!("ready: {playing} of {} accounts connected", accounts.len());
+        if !troubled.is_empty() {
+            line.push_str(&format!("; cannot play yet: {}", troubled.join(", ")));
+        }
+        if waiting.is_empty() {
+            tracing::info!("{line}");
+        } else {
+            line.push_str(&format!(
+                "; still on their first check after {READY_LIMIT:?}: {}",
+                waiting.join(", ")
+            ));
+            tracing::warn!("{line}");
+        }
+        self.notifier.ready(&line);
+    }
+
+    /// The draining line: the games still running and the grace left.
+    fn draining_line(&self, grace_left: Duration) -> String {
+        format!(
+            "draining: {} still running, {} of grace left; no new games (signal again to stop now)",
+            games(self.games_running()),
+            show_wait(grace_left)
+        )
+    }
+
     async fn run(mut self, mut control: mpsc::Receiver<Control>) -> anyhow::Result<Summary> {
         let accounts = self.slots.len();
+        let started = tokio::time::Instant::now();
         let mut grace_end: Option<tokio::time::Instant> = None;
         let mut control_open = true;
         let every = Duration::from_secs(self.config.daemon.status_interval_s);
-        let mut status_tick = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let mut status_tick = tokio::time::interval_at(started + every, every);
+        let mut ready_poll = tokio::time::interval(READY_POLL);
+        // The systemd tick (watchdog pings, status refresh) runs in this loop on purpose: a
+        // supervisor that hangs must stop pinging.
+        let systemd_every = self.notifier.tick_every();
+        // (Never polled without a socket: the period is only a placeholder.)
+        let mut systemd_tick =
+            tokio::time::interval(systemd_every.unwrap_or(Duration::from_secs(86_400)));
+        systemd_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut drain_tick = tokio::time::interval(Duration::from_secs(3600));
+        if self.notifier.enabled() {
+            self.notifier
+                .status("starting: the accounts make their first connection");
+        }
         loop {
             tokio::select! {
-                _ = status_tick.tick() => tracing::info!("{}", self.status_line()),
+                _ = status_tick.tick() => {
+                    let line = self.status_line();
+                    tracing::info!("{line}");
+                    self.notifier.status(&line);
+                }
+                _ = ready_poll.tick(), if !self.ready => self.check_ready(started.elapsed()),
+                _ = systemd_tick.tick(), if systemd_every.is_some() => {
+                    let line = match grace_end {
+                        Some(end) if self.state == RunState::Draining => self.draining_line(
+                            end.saturating_duration_since(tokio::time::Instant::now()),
+                        ),
+                        _ => self.status_line(),
+                    };
+                    self.notifier.tick(&line);
+                }
+                _ = drain_tick.tick(), if grace_end.is_some() && self.state == RunState::Draining => {
+                    let left = grace_end.expect("guarded").saturating_duration_since(tokio::time::Instant::now());
+                    // At the very end of the grace the next line says what happens instead.
+                    if left >= Duration::from_secs(1) {
+                        let line = self.draining_line(left);
+                        tracing::info!("{line}");
+                        self.notifier.status(&line);
+                    }
+                }
                 message = control.recv(), if control_open => match message {
                     Some(Control::Shutdown) | None => {
                         // Every handle dropped: nobody can ask again, so stop.
@@ -291,11 +406,21 @@ impl Life {
                         }
                         if self.state == RunState::Running {
                             let grace = Duration::from_secs(self.config.daemon.shutdown_grace_s);
-                            tracing::info!("shutting down: no new games; running games may finish within {grace:?} (signal again to stop now)");
+                            let running = self.games_running();
+                            tracing::info!(
+                                "shutting down: no new games; {} still running may finish within {} (signal again to stop now)",
+                                games(running),
+                                show_wait(grace)
+                            );
+                            let line = self.draining_line(grace);
+                            self.notifier.stopping(&line);
                             self.set_state(RunState::Draining);
                             grace_end = Some(tokio::time::Instant::now() + grace);
+                            let report = drain_report_every(grace);
+                            drain_tick = tokio::time::interval_at(tokio::time::Instant::now() + report, report);
                         } else {
                             tracing::warn!("stopping now");
+                            self.notifier.stopping("stopping now");
                             self.set_state(RunState::Stopped);
                         }
                     }
@@ -303,6 +428,7 @@ impl Life {
                 },
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Draining => {
                     tracing::warn!("grace period over: ending the games still running (abort or resign) within {ENDING_LIMIT:?}");
+                    self.notifier.status("grace period over: ending the games still running");
                     self.set_state(RunState::Ending);
                     grace_end = Some(tokio::time::Instant::now() + ENDING_LIMIT);
                 }

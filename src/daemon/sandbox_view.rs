@@ -1,0 +1,241 @@
+//! What a sandbox run (`ladder run --sandbox`) tells the person watching it: at once, who plays
+//! whom (the accounts with their levels; each simulated challenger with its strength, time
+//! controls, and which accounts' challenge policies accept it), then a short progress line:
+//! the games being played and the score per level so far.
+
+use std::time::Duration;
+
+use crate::config::Config;
+use crate::lichess::TimeControl;
+use crate::sandbox::{ChallengerConfig, GameSummary, PlayerKind};
+
+use super::policy::{self, ChallengeFacts, Decision, Load};
+use super::scoreboard::Tally;
+
+/// `accounts: ladder-l1 (level 1, target 600 blitz), ladder-l2 (level 2, target 800 blitz)`.
+pub fn accounts_line(config: &Config) -> String {
+    let accounts: Vec<String> = config
+        .accounts
+        .iter()
+        .map(|a| {
+            format!(
+                "{} (level {}, target {} {})",
+                a.username, a.level, a.target_rating, a.target_perf
+            )
+        })
+        .collect();
+    format!(
+        "{} account{} play: {}",
+        accounts.len(),
+        if accounts.len() == 1 { "" } else { "s" },
+        accounts.join(", ")
+    )
+}
+
+/// One simulated challenger: who it is, what it challenges with, and who accepts it, e.g.
+/// `RandomRita (800, random moves) challenges a random account every 20s at 1+0, 3+2 (casual):
+/// every account accepts`.
+pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String {
+    let bot = challenger.title.as_deref() == Some("BOT");
+    let strength = match challenger.player {
+        PlayerKind::Random => "random moves".to_string(),
+        PlayerKind::Engine { level } => format!("the ladder's engine at level {level}"),
+    };
+    let whom = match challenger.targets.as_slice() {
+        [] => "a random account".to_string(),
+        targets => targets.join(" or "),
+    };
+    let when = match challenger.interval {
+        Some(every) => format!("every {}", elapsed(every)),
+        None => "only when asked".to_string(),
+    };
+    let clocks: Vec<String> = challenger
+        .time_controls
+        .iter()
+        .map(
+            |&(limit, increment)| match TimeControl::clock(limit, increment) {
+                TimeControl::Clock { show: Some(s), .. } => s,
+                other => other.to_string(),
+            },
+        )
+        .collect();
+    let standard = ["standard".to_string()];
+    let variants = if challenger.variants.is_empty() {
+        &standard[..]
+    } else {
+        &challenger.variants[..]
+    };
+    let mut what = clocks.join(", ");
+    if variants.iter().any(|v| v != "standard") {
+        what.push_str(&format!(" ({})", variants.join(", ")));
+    }
+    what.push_str(if challenger.rated {
+        ", rated"
+    } else {
+        ", casual"
+    });
+
+    // The account's own policy decides, as it will when the challenge comes (load aside).
+    let mut accepting = Vec::new();
+    let mut refusal = None;
+    for account in &config.accounts {
+        let mut accepts = false;
+        for &(limit, increment) in &challenger.time_controls {
+            for variant in variants {
+                let time_control = TimeControl::clock(limit, increment);
+                let facts = ChallengeFacts {
+                    challenger_id: challenger.name.to_lowercase(),
+                    challenger_is_bot: bot,
+                    variant: variant.clone(),
+                    speed: time_control.speed(),
+                    rated: challenger.rated,
+                    time_control,
+                };
+                match policy::decide(&account.challenge, &facts, Load::default()) {
+                    Decision::Accept => accepts = true,
+                    Decision::Decline(reason) => {
+                        refusal.get_or_insert(reason.as_str());
+                    }
+                }
+            }
+        }
+        if accepts {
+            accepting.push(account.username.as_str());
+        }
+    }
+    let answer = if accepting.len() == config.accounts.len() {
+        "every account accepts".to_string()
+    } else if accepting.is_empty() {
+        format!(
+            "every account declines (challenge policy: {})",
+            refusal.unwrap_or("generic")
+        )
+    } else {
+        format!(
+            "{} accept{}, the others decline (challenge policy: {})",
+            accepting.join(", "),
+            if accepting.len() == 1 { "s" } else { "" },
+            refusal.unwrap_or("generic")
+        )
+    };
+    format!(
+        "challenger {}{} ({}, {strength}) challenges {whom} {when} at {what}: {answer}",
+        if bot { "BOT " } else { "" },
+        challenger.name,
+        challenger.rating,
+    )
+}
+
+/// The short progress line, e.g. `sandbox 1m 10s: playing ladder-l3 vs RandomRita, ClubCarl vs
+/// ladder-l7; finished 3: level 1 (ladder-l1) 1½/2, level 7 (ladder-l7) 0/1`.
+pub fn progress_line(since_start: Duration, games: &[GameSummary], tally: &Tally) -> String {
+    let playing: Vec<String> = games
+        .iter()
+        .filter(|g| !g.is_over())
+        .map(|g| format!("{} vs {}", g.white, g.black))
+        .collect();
+    let playing = if playing.is_empty() {
+        "no game playing".to_string()
+    } else {
+        format!("playing {}", playing.join(", "))
+    };
+    format!(
+        "sandbox {}: {playing}; finished {}: {tally}",
+        elapsed(since_start),
+        tally.games
+    )
+}
+
+/// `40s`, `1m 10s`, `1h 2m`: a time since the start, to the second below an hour.
+pub fn elapsed(d: Duration) -> String {
+    let s = d.as_secs();
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => match s % 60 {
+            0 => format!("{}m", s / 60),
+            r => format!("{}m {r}s", s / 60),
+        },
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn config() -> Config {
+        Config::parse(
+            r#"
+[lichess]
+base_url = "http://127.0.0.1:9"
+
+[challenge]
+min_initial_s = 60
+accept_bots = false
+
+[[accounts]]
+username = "ladder-l1"
+token_env = "X"
+level = 1
+target_rating = 600
+
+[[accounts]]
+username = "ladder-l2"
+token_env = "Y"
+level = 2
+target_rating = 800
+[accounts.challenge]
+min_initial_s = 180
+"#,
+            Path::new("accounts.toml"),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn the_intro_says_who_plays_whom_as_the_policies_decide() {
+        let config = config();
+        assert_eq!(
+            accounts_line(&config),
+            "2 accounts play: ladder-l1 (level 1, target 600 blitz), \
+             ladder-l2 (level 2, target 800 blitz)"
+        );
+        let mut rita = ChallengerConfig::new("RandomRita");
+        rita.rating = 800;
+        rita.time_controls = vec![(60, 0), (180, 2)];
+        rita.interval = Some(Duration::from_secs(20));
+        assert_eq!(
+            challenger_line(&rita, &config),
+            "challenger RandomRita (800, random moves) challenges a random account every 20s \
+             at 1+0, 3+2, casual: every account accepts"
+        );
+        rita.time_controls = vec![(60, 0)];
+        assert!(
+            challenger_line(&rita, &config)
+                .ends_with("ladder-l1 accepts, the others decline (challenge policy: tooFast)"),
+            "{}",
+            challenger_line(&rita, &config)
+        );
+        let mut bot = ChallengerConfig::new("BulletBot");
+        bot.title = Some("BOT".into());
+        bot.player = PlayerKind::Engine { level: 6.0 };
+        bot.interval = Some(Duration::from_secs(45));
+        assert!(
+            challenger_line(&bot, &config).starts_with(
+                "challenger BOT BulletBot (1500, the ladder's engine at level 6) challenges"
+            ) && challenger_line(&bot, &config)
+                .ends_with("every account declines (challenge policy: noBot)"),
+            "{}",
+            challenger_line(&bot, &config)
+        );
+    }
+
+    #[test]
+    fn elapsed_reads_like_a_clock() {
+        assert_eq!(elapsed(Duration::from_millis(40_900)), "40s");
+        assert_eq!(elapsed(Duration::from_secs(70)), "1m 10s");
+        assert_eq!(elapsed(Duration::from_secs(120)), "2m");
+        assert_eq!(elapsed(Duration::from_secs(3720)), "1h 2m");
+    }
+}
