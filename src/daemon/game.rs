@@ -312,6 +312,11 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                         }
                         if let Err(e) = ctx.client.takeback(&id, accept).await {
                             tracing::warn!("takeback: {e}");
+                            if accept {
+                                // The move stands: a fresh gameFull lets us search it again.
+                                tracker.on_takeback_failed();
+                                reconnect = true;
+                            }
                         }
                     }
                     Action::Resign | Action::Move { .. } => {}

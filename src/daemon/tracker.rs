@@ -87,6 +87,9 @@ pub struct Tracker {
     /// Offers already answered (or to be answered), by ply, so one offer gets one answer.
     draw_answered_at: Option<usize>,
     takeback_answered_at: Option<usize>,
+    /// The ply at which we granted a takeback: until the server's next position, nothing
+    /// searched for this ply may be played (it would be a move for a ply that is undone).
+    takeback_granted_at: Option<usize>,
     conduct: Conduct,
     takebacks_granted: u32,
     /// A draw offer standing on our turn, answered when the search for it is done.
@@ -116,6 +119,7 @@ impl Tracker {
             clock_at_last_move: None,
             draw_answered_at: None,
             takeback_answered_at: None,
+            takeback_granted_at: None,
             conduct,
             takebacks_granted: 0,
             draw_pending: false,
@@ -220,6 +224,9 @@ impl Tracker {
             }
         })?;
         let ply = game.moves().len();
+        if self.takeback_granted_at.is_some_and(|p| p != ply) {
+            self.takeback_granted_at = None;
+        }
         if ply < self.ply() {
             // A takeback: what was searched, played or answered for the undone plies is void.
             self.searching = None;
@@ -246,6 +253,13 @@ impl Tracker {
             self.takeback_answered_at = Some(ply);
             let grant = self.takebacks_granted < self.conduct.takebacks;
             self.takebacks_granted += u32::from(grant);
+            if grant {
+                // The search running for this ply is void: once the server takes the move
+                // back, it is a move out of turn (or for a position that is gone).
+                self.takeback_granted_at = Some(ply);
+                self.searching = None;
+                self.draw_pending = false;
+            }
             actions.push(Action::AnswerTakeback(grant));
         }
         let search = self.maybe_search(Duration::ZERO);
@@ -272,6 +286,7 @@ impl Tracker {
         if self.finished
             || !our_turn
             || self.searching == Some(ply)
+            || self.takeback_granted_at == Some(ply)
             || self.moved.is_some_and(|m| m >= ply)
             || game.legal_moves().is_empty()
         {
@@ -303,6 +318,12 @@ impl Tracker {
             .as_ref()
             .map_or(1, |g| shakmaty::Position::fullmoves(g.position()).get());
         accept_draw(&self.conduct, self.setup.params.level, fullmove, score)
+    }
+
+    /// Our answer granting a takeback did not reach the server: the position stands, and we
+    /// may search and play it again.
+    pub fn on_takeback_failed(&mut self) {
+        self.takeback_granted_at = None;
     }
 
     /// A search finished: what to do with it under the account's conduct — resign, answer a
@@ -682,6 +703,46 @@ mod tests {
             .on_game_state(state("e2e4 e7e5", "started", None), 2)
             .unwrap();
         assert_eq!(search_ply(&a), Some(2), "{a:?}");
+    }
+
+    #[test]
+    fn a_granted_takeback_voids_the_search_of_our_turn_until_the_server_undoes_the_move() {
+        let mut t = Tracker::with_conduct(setup(), conduct(1, false));
+        t.on_game_full(full("e2e4 e7e5 g1f3", true), 0).unwrap();
+        let a = t
+            .on_game_state(state("e2e4 e7e5 g1f3 b8c6", "started", None), 1)
+            .unwrap();
+        assert_eq!(search_ply(&a), Some(4));
+        // They ask to take their move back while we search: granted, and the search's move
+        // is not played (the soak saw it refused as "not your turn" once the move was undone).
+        let mut s = state("e2e4 e7e5 g1f3 b8c6", "started", None);
+        s.btakeback = true;
+        let a = t.on_game_state(s.clone(), 2).unwrap();
+        assert!(matches!(a[..], [Action::AnswerTakeback(true)]), "{a:?}");
+        let best = t.game.as_ref().unwrap().legal_moves().first().copied();
+        assert!(
+            t.on_search_result(4, &result(best, Score::Cp(0)))
+                .is_empty()
+        );
+        assert!(t.maybe_search(Duration::ZERO).is_none());
+        // The server undoes their move: nothing to do until they move again.
+        let a = t
+            .on_game_state(state("e2e4 e7e5 g1f3", "started", None), 3)
+            .unwrap();
+        assert!(a.is_empty(), "{a:?}");
+        let a = t
+            .on_game_state(state("e2e4 e7e5 g1f3 g8f6", "started", None), 4)
+            .unwrap();
+        assert_eq!(search_ply(&a), Some(4));
+
+        // Our answer failed: the position stands and is searched again.
+        let mut t = Tracker::with_conduct(setup(), conduct(1, false));
+        t.on_game_full(full("e2e4 e7e5 g1f3 b8c6", true), 0)
+            .unwrap();
+        t.on_game_state(s, 1).unwrap();
+        assert!(t.maybe_search(Duration::ZERO).is_none());
+        t.on_takeback_failed();
+        assert!(t.maybe_search(Duration::ZERO).is_some());
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub async fn challenge_loop(shared: Shared, index: usize, seed: u64) {
     loop {
         tokio::time::sleep(interval).await;
         let mut world = lock(&shared);
+        if world.challengers_paused {
+            continue;
+        }
         let running = world
             .games
             .values()
@@ -248,5 +251,35 @@ async fn choose_move(
             *player = Some(returned);
             uci
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::sandbox::{ChallengerConfig, Sandbox, SandboxConfig};
+    use std::time::Duration;
+
+    #[tokio::test]
+    async fn paused_challengers_send_no_challenge_until_resumed() {
+        let mut config = SandboxConfig::with_bots(&["bot"]);
+        let mut rita = ChallengerConfig::new("rita");
+        rita.interval = Some(Duration::from_millis(20));
+        config.challengers.push(rita);
+        config.seed = Some(3);
+        let sandbox = Sandbox::start(config).await.unwrap();
+        sandbox.pause_challengers(true);
+        // Nothing reaches the world while paused (a challenge already sent may stand).
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        sandbox.with_world(|w| w.challenges.clear());
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        assert!(sandbox.pending_challenges().is_empty());
+        sandbox.pause_challengers(false);
+        sandbox
+            .wait_until("a challenge", Duration::from_secs(5), |w| {
+                (!w.challenges.is_empty()).then_some(())
+            })
+            .await
+            .unwrap();
+        sandbox.stop().await;
     }
 }

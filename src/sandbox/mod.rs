@@ -30,7 +30,10 @@ use tokio::task::JoinHandle;
 
 pub use config::{AccountConfig, ChallengerConfig, PlayerKind, SandboxConfig, sandbox_token};
 pub use export::GameSummary;
-pub use world::{Action, ApiError, ChallengeSpec, RequestStats, World};
+pub use world::{
+    Action, ApiError, ChallengeFate, ChallengeOutcome, ChallengeSpec, RefusedMove, RequestStats,
+    ServedFault, World,
+};
 
 use crate::lichess::types::{ChallengeJson, GameStatus};
 use crate::lichess::{Client, ClientConfig, GameId, Token};
@@ -245,6 +248,22 @@ impl Sandbox {
                 .map(|e| e.game.id.clone())
         })
         .await
+    }
+
+    /// Stops (or resumes) the simulated challengers' new challenges; their running games go
+    /// on. A soak pauses them to let the last games finish.
+    pub fn pause_challengers(&self, paused: bool) {
+        self.lock().challengers_paused = paused;
+    }
+
+    /// Moves refused while their game was running (out of turn, or illegal there).
+    pub fn refused_moves(&self) -> Vec<RefusedMove> {
+        self.lock().refused_moves.clone()
+    }
+
+    /// Every challenge no longer open, with how it closed.
+    pub fn challenge_log(&self) -> Vec<ChallengeOutcome> {
+        self.lock().challenge_log.clone()
     }
 
     // ------------------------------------------------------------ faults

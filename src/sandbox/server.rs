@@ -16,7 +16,7 @@ use axum::routing::{get, post};
 use serde_json::json;
 
 use super::streams::ndjson_response;
-use super::world::{Action, Api, ApiError, ChallengeSpec, World};
+use super::world::{Action, Api, ApiError, ChallengeSpec, ServedFault, World};
 use crate::lichess::types::{ChallengeColor, ChatRoom, DeclineReason, OkBody};
 use crate::lichess::{ChallengeId, GameId, TimeControl};
 
@@ -263,6 +263,13 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                     (fail, delay)
                 }
             };
+            if let Some(status) = fail {
+                world.served_faults.push(ServedFault {
+                    at: now,
+                    account: account.clone(),
+                    status,
+                });
+            }
             let stats = world.requests.entry(account.clone()).or_default();
             stats.total += 1;
             stats.faulted += u64::from(fail.is_some());

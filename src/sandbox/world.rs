@@ -230,6 +230,53 @@ fn send_json<T: serde::Serialize>(slot: &StreamSlot, value: &T) {
 pub struct ChallengeEntry {
     pub json: ChallengeJson,
     pub created: Instant,
+    /// When the challenge first went out on an open, not silenced event stream of its
+    /// destination (`None`: its destination has not been told yet).
+    pub delivered: Option<Instant>,
+}
+
+/// How a challenge left the list of open challenges.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChallengeFate {
+    Accepted,
+    Declined,
+    /// Canceled by its challenger.
+    Canceled,
+    /// Nobody answered within `challenge_timeout`.
+    Expired,
+}
+
+/// A challenge that is no longer open, for a soak to check that every challenge was answered.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ChallengeOutcome {
+    pub id: ChallengeId,
+    pub challenger: String,
+    pub dest: String,
+    pub created: Instant,
+    pub delivered: Option<Instant>,
+    pub ended: Instant,
+    pub fate: ChallengeFate,
+}
+
+/// A move the server refused while the game was running: played out of turn (a second move
+/// for a ply already played) or illegal in the current position. A correct client sends none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RefusedMove {
+    pub at: Instant,
+    pub game_id: GameId,
+    pub player: String,
+    pub uci: String,
+    /// Plies played when the move arrived.
+    pub ply: usize,
+    pub error: String,
+}
+
+/// An HTTP fault the fault layer actually served (not just armed), with when and to whom.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServedFault {
+    pub at: Instant,
+    pub account: String,
+    pub status: u16,
 }
 
 /// A game with its streams and watchers.
@@ -244,6 +291,9 @@ pub struct GameEntry {
     pub chat: Vec<ChatLine>,
     /// A player who left the game, and when the other may claim victory.
     pub gone: Option<(Color, Instant)>,
+    pub started_at: Instant,
+    /// When the game ended (`None` while it runs).
+    pub ended_at: Option<Instant>,
 }
 
 /// Things the sandbox's own tasks react to (simulated challengers answer and play).
@@ -332,6 +382,16 @@ pub struct World {
     pub user_agents: HashMap<String, String>,
     /// When each account's challenge call (accept, decline, create, cancel) arrived.
     pub challenge_calls: Vec<(Instant, String)>,
+    /// Every challenge that is no longer open, in the order they closed.
+    pub challenge_log: Vec<ChallengeOutcome>,
+    /// Moves refused while their game was running (see [`RefusedMove`]).
+    pub refused_moves: Vec<RefusedMove>,
+    /// HTTP faults served so far (429, 5xx), in order.
+    pub served_faults: Vec<ServedFault>,
+    /// When each account opened an event stream, in order.
+    pub event_stream_opens: Vec<(Instant, String)>,
+    /// The simulated challengers send no new challenge while this is set (their games go on).
+    pub challengers_paused: bool,
     rng: StdRng,
     notices: mpsc::UnboundedSender<Notice>,
     finished: watch::Sender<usize>,
@@ -361,6 +421,11 @@ impl World {
             outage: None,
             user_agents: HashMap::new(),
             challenge_calls: Vec::new(),
+            challenge_log: Vec::new(),
+            refused_moves: Vec::new(),
+            served_faults: Vec::new(),
+            event_stream_opens: Vec::new(),
+            challengers_paused: false,
             rng,
             notices,
             finished,
@@ -589,14 +654,15 @@ impl World {
             decline_reason: None,
             decline_reason_key: None,
         };
+        let delivered = self.announce_challenge(&json, &challenger.id, &dest.id);
         self.challenges.insert(
             id.clone(),
             ChallengeEntry {
                 json: json.clone(),
                 created: Instant::now(),
+                delivered: delivered.then(Instant::now),
             },
         );
-        self.announce_challenge(&json, &challenger.id, &dest.id);
         if dest.challenger.is_some() {
             let _ignored = self.notices.send(Notice::ChallengeReceived {
                 challenge_id: id,
@@ -608,12 +674,35 @@ impl World {
         Ok(out)
     }
 
-    fn announce_challenge(&self, json: &ChallengeJson, challenger: &str, dest: &str) {
+    /// Sends the challenge to both event streams; returns whether the destination's stream
+    /// was open and not silenced.
+    fn announce_challenge(&self, json: &ChallengeJson, challenger: &str, dest: &str) -> bool {
+        let mut delivered = false;
         for (who, direction) in [(dest, "in"), (challenger, "out")] {
             if let Some(slot) = self.event_streams.get(who) {
                 send_json(slot, &challenge_event(json, direction));
+                delivered |= who == dest && !slot.control.is_silent();
             }
         }
+        delivered
+    }
+
+    /// Moves a challenge that just closed into [`World::challenge_log`].
+    fn log_challenge(&mut self, entry: &ChallengeEntry, fate: ChallengeFate) {
+        self.challenge_log.push(ChallengeOutcome {
+            id: entry.json.id.clone(),
+            challenger: entry.json.challenger.id.clone(),
+            dest: entry
+                .json
+                .dest_user
+                .as_ref()
+                .map(|u| u.id.clone())
+                .unwrap_or_default(),
+            created: entry.created,
+            delivered: entry.delivered,
+            ended: Instant::now(),
+            fate,
+        });
     }
 
     pub fn accept_challenge(
@@ -627,6 +716,7 @@ impl World {
             return Err(not_found());
         }
         let entry = self.challenges.remove(id).expect("checked above");
+        self.log_challenge(&entry, ChallengeFate::Accepted);
         self.start_game(entry.json)
     }
 
@@ -640,7 +730,9 @@ impl World {
         if entry.json.dest_user.as_ref().map(|u| u.id.as_str()) != Some(account) {
             return Err(not_found());
         }
-        let mut json = self.challenges.remove(id).expect("checked above").json;
+        let entry = self.challenges.remove(id).expect("checked above");
+        self.log_challenge(&entry, ChallengeFate::Declined);
+        let mut json = entry.json;
         json.status = ChallengeStatus::Declined;
         json.decline_reason = Some(reason.message().to_string());
         json.decline_reason_key = Some(reason.key());
@@ -678,7 +770,14 @@ impl World {
         if account.is_some_and(|a| entry.json.challenger.id != a) {
             return Err(not_found());
         }
-        let mut json = self.challenges.remove(id).expect("checked above").json;
+        let entry = self.challenges.remove(id).expect("checked above");
+        let fate = if account.is_some() {
+            ChallengeFate::Canceled
+        } else {
+            ChallengeFate::Expired
+        };
+        self.log_challenge(&entry, fate);
+        let mut json = entry.json;
         json.status = ChallengeStatus::Canceled;
         if let Some(dest) = json.dest_user.as_ref()
             && let Some(slot) = self.event_streams.get(&dest.id)
@@ -744,6 +843,8 @@ impl World {
                 watch,
                 chat: Vec::new(),
                 gone: None,
+                started_at: Instant::now(),
+                ended_at: None,
             },
         );
         for player in [&challenger.id, &dest.id] {
@@ -856,22 +957,28 @@ impl World {
         let (slot, reader) = new_stream();
         // Replacing the slot drops the old sender: the old stream ends.
         self.event_streams.insert(account.to_string(), slot);
+        self.event_stream_opens
+            .push((Instant::now(), account.to_string()));
         self.resend_events(account);
         reader
     }
 
     /// Sends every current challenge and game of an account again (also a fault: duplicates).
-    pub fn resend_events(&self, account: &str) {
+    pub fn resend_events(&mut self, account: &str) {
         let Some(slot) = self.event_streams.get(account) else {
             return;
         };
-        for entry in self.challenges.values() {
+        let now = Instant::now();
+        for entry in self.challenges.values_mut() {
             let json = &entry.json;
             let incoming = json.dest_user.as_ref().is_some_and(|u| u.id == account);
             let outgoing = json.challenger.id == account;
             if incoming || outgoing {
                 let direction = if incoming { "in" } else { "out" };
                 send_json(slot, &challenge_event(json, direction));
+                if incoming && entry.delivered.is_none() && !slot.control.is_silent() {
+                    entry.delivered = Some(now);
+                }
             }
         }
         for (id, entry) in &self.games {
@@ -921,9 +1028,22 @@ impl World {
         let now = Instant::now();
         let now_ms = unix_ms();
         let was_over = entry.game.is_over();
+        let mut refused = None;
         let result = match action.clone() {
             Action::Move { uci, offering_draw } => {
-                entry.game.play(color, &uci, offering_draw, now, now_ms)
+                let ply = entry.game.moves.len();
+                let played = entry.game.play(color, &uci, offering_draw, now, now_ms);
+                if let Err(e @ (ActionError::NotYourTurn | ActionError::IllegalMove(_))) = &played {
+                    refused = Some(RefusedMove {
+                        at: now,
+                        game_id: game_id.clone(),
+                        player: account.to_string(),
+                        uci,
+                        ply,
+                        error: e.to_string(),
+                    });
+                }
+                played
             }
             Action::Resign => entry.game.resign(color, now, now_ms),
             Action::Abort => entry.game.abort(now, now_ms),
@@ -972,6 +1092,7 @@ impl World {
         if changed {
             self.after_change(game_id);
         }
+        self.refused_moves.extend(refused);
         result.map_err(ApiError::from)
     }
 
@@ -1015,6 +1136,7 @@ impl World {
         }
         entry.watch.send_replace(state);
         if entry.game.is_over() {
+            entry.ended_at.get_or_insert_with(Instant::now);
             // The final gameState is queued; dropping the senders ends the streams after it.
             entry.streams.clear();
             let players = [entry.game.white.id.clone(), entry.game.black.id.clone()];
@@ -1093,5 +1215,117 @@ impl World {
             .values()
             .map(|c| c.created + self.config.challenge_timeout);
         games.chain(challenges).min()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::lichess::types::ChallengeColor;
+
+    fn world(challenge_timeout: Duration) -> World {
+        let mut config = SandboxConfig::with_bots(&["bot"]);
+        config.accounts.push(AccountConfig::human("hugo"));
+        config.challenge_timeout = challenge_timeout;
+        config.seed = Some(1);
+        let (notices, _) = mpsc::unbounded_channel();
+        let (finished, _) = watch::channel(0);
+        World::new(config, "http://127.0.0.1:1".into(), notices, finished)
+    }
+
+    fn spec() -> ChallengeSpec {
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::White;
+        spec
+    }
+
+    fn play(w: &mut World, who: &str, game: &GameId, uci: &str) -> Result<(), ApiError> {
+        w.game_action(
+            who,
+            game,
+            Action::Move {
+                uci: uci.into(),
+                offering_draw: false,
+            },
+        )
+    }
+
+    #[test]
+    fn moves_out_of_turn_or_illegal_are_recorded_and_late_ones_are_not() {
+        let mut w = world(Duration::from_secs(20));
+        let id = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        let game = w.accept_challenge("bot", &id).unwrap();
+        play(&mut w, "hugo", &game, "e2e4").unwrap();
+        play(&mut w, "bot", &game, "e7e5").unwrap();
+        // The bot sends its move again: a second move for a ply already played.
+        assert!(play(&mut w, "bot", &game, "e7e5").is_err());
+        play(&mut w, "hugo", &game, "d2d4").unwrap();
+        assert!(play(&mut w, "bot", &game, "e7e5").is_err(), "illegal now");
+        let refused: Vec<(String, usize)> = w
+            .refused_moves
+            .iter()
+            .map(|m| (m.player.clone(), m.ply))
+            .collect();
+        assert_eq!(refused, [("bot".to_string(), 2), ("bot".to_string(), 3)]);
+        assert!(w.refused_moves[0].error.contains("Not your turn"));
+        assert!(w.refused_moves[1].error.contains("Illegal"));
+        // After the game ended a move is refused as "game over", not counted.
+        w.game_action("bot", &game, Action::Resign).unwrap();
+        assert!(play(&mut w, "bot", &game, "g8f6").is_err());
+        assert_eq!(w.refused_moves.len(), 2);
+        let entry = &w.games[&game];
+        assert!(entry.ended_at.is_some_and(|end| end >= entry.started_at));
+    }
+
+    #[test]
+    fn closed_challenges_are_logged_with_their_fate_and_whether_the_bot_was_told() {
+        let mut w = world(Duration::ZERO);
+        // No event stream: the bot is never told; the challenge expires at the next tick.
+        let unseen = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        w.tick();
+        let _stream = w.open_event_stream("bot");
+        assert_eq!(w.event_stream_opens.len(), 1);
+        let seen = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        w.tick();
+        w.config.challenge_timeout = Duration::from_secs(20);
+        let accepted = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        w.accept_challenge("bot", &accepted).unwrap();
+        let declined = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        w.decline_challenge("bot", &declined, DeclineReason::Later)
+            .unwrap();
+        let canceled = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        w.cancel_challenge(Some("hugo"), &canceled).unwrap();
+        // A silenced stream loses the challenge: not delivered until the stream reopens.
+        w.event_streams["bot"]
+            .control
+            .silence(Duration::from_secs(60));
+        let lost = w.create_challenge("hugo", "bot", &spec()).unwrap().id;
+        assert!(w.challenges[&lost].delivered.is_none());
+        let _again = w.open_event_stream("bot");
+        assert!(
+            w.challenges[&lost].delivered.is_some(),
+            "re-sent on reconnect"
+        );
+
+        let log: Vec<(ChallengeId, ChallengeFate, bool)> = w
+            .challenge_log
+            .iter()
+            .map(|c| (c.id.clone(), c.fate, c.delivered.is_some()))
+            .collect();
+        assert_eq!(
+            log,
+            [
+                (unseen, ChallengeFate::Expired, false),
+                (seen, ChallengeFate::Expired, true),
+                (accepted, ChallengeFate::Accepted, true),
+                (declined, ChallengeFate::Declined, true),
+                (canceled, ChallengeFate::Canceled, true),
+            ]
+        );
+        assert!(
+            w.challenge_log
+                .iter()
+                .all(|c| c.dest == "bot" && c.challenger == "hugo")
+        );
     }
 }
