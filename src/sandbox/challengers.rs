@@ -11,6 +11,7 @@ use rand::{Rng, SeedableRng};
 use tokio::sync::mpsc;
 
 use super::config::{ChallengerConfig, PlayerKind};
+use super::engine_challenger::AnchorPlayer;
 use super::server::Shared;
 use super::world::{Action, ChallengeSpec, Notice};
 use crate::engine::{Game, NoStop};
@@ -187,7 +188,11 @@ async fn play_game(
             LevelParams::new(&coefficients, level),
             rng.r#gen(),
         ))),
-        PlayerKind::Random => None,
+        PlayerKind::Random | PlayerKind::Anchor(_) => None,
+    };
+    let mut anchor = match &config.player {
+        PlayerKind::Anchor(a) => Some(AnchorPlayer::new(a, rng.r#gen())),
+        _ => None,
     };
     loop {
         changes.borrow_and_update();
@@ -210,7 +215,7 @@ async fn play_game(
         }
         if v.my_turn {
             tokio::time::sleep(config.think_time).await;
-            if let Some(uci) = choose_move(&v, &mut player, &mut rng).await {
+            if let Some(uci) = choose_move(&v, &mut player, &mut anchor, &mut rng).await {
                 let offering_draw = rng.gen_bool(config.draw_offer_chance.clamp(0.0, 1.0));
                 act(Action::Move { uci, offering_draw });
                 if rng.gen_bool(config.takeback_chance.clamp(0.0, 1.0)) {
@@ -229,9 +234,13 @@ async fn play_game(
 async fn choose_move(
     v: &View,
     player: &mut Option<Box<LevelPlayer>>,
+    anchor: &mut Option<AnchorPlayer>,
     rng: &mut StdRng,
 ) -> Option<String> {
     let game = Game::from_uci_moves(Some(&v.initial_fen), &v.moves, v.chess960).ok()?;
+    if let Some(anchor) = anchor {
+        return anchor.choose(&game).await;
+    }
     match player.take() {
         None => {
             let legal = game.legal_moves();

@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use crate::arena::anchors::Anchor;
 use crate::lichess::Token;
 
 /// An account of the sandbox that a client (the daemon, a test) logs in with.
@@ -66,6 +67,9 @@ pub enum PlayerKind {
     Random,
     /// The ladder's own engine at this level (`ladder::levels`).
     Engine { level: f64 },
+    /// An anchor of the rating scale (`calibration/anchors.toml`), played as the arena plays
+    /// it ([`super::engine_challenger`]).
+    Anchor(Box<Anchor>),
 }
 
 /// A simulated opponent: an account that challenges bots and plays its games in-process.

@@ -12,10 +12,12 @@
 //! - [`export`]: game summaries and `GameJson` export,
 //! - [`server`]: the axum routes and the HTTP fault layer,
 //! - [`streams`]: NDJSON bodies with keep-alives,
-//! - [`challengers`]: the simulated opponents.
+//! - [`challengers`]: the simulated opponents,
+//! - [`engine_challenger`]: challengers that play as an anchor of the rating scale.
 
 pub mod challengers;
 pub mod config;
+pub mod engine_challenger;
 pub mod export;
 pub mod game;
 pub mod server;
