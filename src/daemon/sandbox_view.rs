@@ -37,9 +37,10 @@ pub fn accounts_line(config: &Config) -> String {
 /// every account accepts`.
 pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String {
     let bot = challenger.title.as_deref() == Some("BOT");
-    let strength = match challenger.player {
+    let strength = match &challenger.player {
         PlayerKind::Random => "random moves".to_string(),
         PlayerKind::Engine { level } => format!("the ladder's engine at level {level}"),
+        PlayerKind::Anchor(anchor) => format!("the anchor {}", anchor.name),
     };
     let whom = match challenger.targets.as_slice() {
         [] => "a random account".to_string(),
