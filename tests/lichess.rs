@@ -345,6 +345,40 @@ async fn one_ordinary_request_at_a_time_per_client() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_challenge_call_waiting_for_the_pacer_does_not_hold_up_other_calls() {
+    let sandbox = Sandbox::start(sandbox_config()).await.unwrap();
+    let mut config = fast_config(&sandbox);
+    config.pacer = Some(ladder::lichess::Pacer::new(ladder::lichess::PacingPolicy {
+        interval: Duration::from_secs(3),
+        burst: 1,
+    }));
+    let client = Client::new(config).unwrap();
+    let started = Instant::now();
+    let decline = |id: &'static str| {
+        let client = client.clone();
+        async move {
+            let id = ladder::lichess::ChallengeId::new(id);
+            // Unknown challenges: an error comes back, but each call still takes a turn.
+            let _answer = client.decline_challenge(&id, DeclineReason::Generic).await;
+            started.elapsed()
+        }
+    };
+    let ordinary = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        client.account().await.unwrap();
+        started.elapsed()
+    };
+    let (first, second, other) = tokio::join!(decline("aaaaaaaa"), decline("bbbbbbbb"), ordinary);
+    // The second challenge call waits its turn of the shared pace...
+    assert!(
+        second >= Duration::from_millis(2500),
+        "{second:?} (first {first:?})"
+    );
+    // ...without keeping the account's own calls (moves) waiting behind it.
+    assert!(other < Duration::from_millis(2000), "{other:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_token_and_insecure_urls_get_clear_errors_without_secrets() {
     let sandbox = Sandbox::start(sandbox_config()).await.unwrap();
     let secret = "lip_verySecretToken123";

@@ -602,7 +602,7 @@ impl Client {
         let mut req = Req::new(Method::GET, &["api", "games", "user", username]).ndjson();
         req.query = query.pairs();
         let label = req.label();
-        let _turn = self.inner.gate.lock().await;
+        let _turn = self.turn(&req).await;
         let response = self.send_with_retries(&req, false).await?;
         let mut stream: NdjsonStream<GameJson> = NdjsonStream::new(
             response.bytes_stream(),
@@ -635,7 +635,7 @@ impl Client {
 
     /// An ordinary call whose body is `{"ok": true}` (or anything 2xx).
     async fn ok(&self, req: Req) -> Result<(), LichessError> {
-        let _turn = self.inner.gate.lock().await;
+        let _turn = self.turn(&req).await;
         let response = self.send_with_retries(&req, true).await?;
         // Drain the body so the connection can be reused.
         let _drained = response.bytes().await;
@@ -648,7 +648,7 @@ impl Client {
         req: Req,
     ) -> Result<(T, reqwest::header::HeaderMap), LichessError> {
         let label = req.label();
-        let _turn = self.inner.gate.lock().await;
+        let _turn = self.turn(&req).await;
         let response = self.send_with_retries(&req, true).await?;
         let headers = response.headers().clone();
         let body = response
@@ -670,7 +670,7 @@ impl Client {
     async fn stream<T: DeserializeOwned>(&self, req: Req) -> Result<NdjsonStream<T>, LichessError> {
         let label = req.label();
         let response = {
-            let _turn = self.inner.gate.lock().await;
+            let _turn = self.turn(&req).await;
             self.send_with_retries(&req, false).await?
         };
         Ok(NdjsonStream::new(
@@ -678,6 +678,18 @@ impl Client {
             self.inner.config.stream_idle_timeout,
             label,
         ))
+    }
+
+    /// The account's turn for `req`: a challenge call first waits for the shared pacer, and only
+    /// then takes the account's one-request-at-a-time gate, so a queue of paced calls (declines
+    /// of a burst of challenges) never holds up the moves of the account's running games.
+    async fn turn(&self, req: &Req) -> tokio::sync::MutexGuard<'_, ()> {
+        if req.paced
+            && let Some(pacer) = &self.inner.config.pacer
+        {
+            pacer.turn().await;
+        }
+        self.inner.gate.lock().await
     }
 
     fn url(&self, req: &Req) -> Url {
@@ -696,8 +708,8 @@ impl Client {
     }
 
     /// Sends `req` until it succeeds, waiting out 429 pauses and retrying 5xx and network
-    /// errors with backoff. The caller holds the gate. `whole_timeout` bounds an ordinary
-    /// call's whole response; a stream only bounds the wait for its headers.
+    /// errors with backoff. The caller holds the gate (taken with `turn`). `whole_timeout`
+    /// bounds an ordinary call's whole response; a stream only bounds the wait for its headers.
     async fn send_with_retries(
         &self,
         req: &Req,
@@ -708,13 +720,17 @@ impl Client {
         let mut backoff = Backoff::new(config.backoff);
         let mut failures = 0u32;
         let mut rate_limited = 0u32;
+        let mut attempt = 0u32;
         loop {
             self.wait_for_pause().await;
-            if req.paced
+            // The first attempt's pacer turn was taken before the gate (`turn`).
+            if attempt > 0
+                && req.paced
                 && let Some(pacer) = &config.pacer
             {
                 pacer.turn().await;
             }
+            attempt += 1;
             let mut builder = self
                 .inner
                 .http
