@@ -577,12 +577,33 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
     daemon
         .wait_for_line(&["sandbox ", "finished 0: none"], Duration::from_secs(30))
         .await;
-    daemon
-        .wait_for_line(&["game started"], Duration::from_secs(90))
-        .await;
-    daemon
-        .wait_for_line(&["sandbox ", "playing ladder-l"], Duration::from_secs(60))
-        .await;
+    // A later progress line names a game being played or a score.
+    let start = Instant::now();
+    while !daemon
+        .log()
+        .lines()
+        .any(|l| l.contains("INFO sandbox ") && (l.contains(" vs ") || l.contains(" (ladder-l")))
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no progress line with a game:\n{}",
+            daemon.log()
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Ctrl-C while a game is running (a game lasts many seconds: the bots take their time).
+    let start = Instant::now();
+    loop {
+        let log = daemon.log();
+        if log.matches("game started").count() > log.matches("game over").count() {
+            break;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no game running:\n{log}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
 
     daemon.signal("INT");
     daemon
