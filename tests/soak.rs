@@ -237,12 +237,12 @@ impl Daemon {
             .ok()
     }
 
+    /// SIGTERM (a process that already exited is reaped by the caller's `exited`).
     fn sigterm(&self) {
-        let status = Command::new("kill")
+        let _sent = Command::new("kill")
             .args(["-TERM", &self.pid().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -TERM failed");
+            .stderr(Stdio::null())
+            .status();
     }
 
     fn exited(&mut self) -> Option<std::process::ExitStatus> {
@@ -290,6 +290,7 @@ struct Soak {
     gone: Vec<(GameId, String)>,
     drains_overrun: u32,
     daemon_exit_failures: Vec<String>,
+    began: Instant,
 }
 
 fn challengers(bots: &[String], slots: usize) -> Vec<ChallengerConfig> {
@@ -443,6 +444,7 @@ impl Soak {
             gone: Vec::new(),
             drains_overrun: 0,
             daemon_exit_failures: Vec::new(),
+            began: Instant::now(),
         }
     }
 
@@ -576,7 +578,20 @@ impl Soak {
     /// Moves the process phases on: a drained daemon that exited goes down for `pause`.
     fn step_phase(&mut self, pause: Duration) {
         match self.phase {
-            Phase::Up => {}
+            Phase::Up => {
+                // A daemon that exits by itself is a failure; the soak restarts it and goes on.
+                if let Some(status) = self.daemon.as_mut().and_then(Daemon::exited) {
+                    self.daemon_exit_failures.push(format!(
+                        "exited by itself after {:.1} min: {status} (see daemon.log)",
+                        self.began.elapsed().as_secs_f64() / 60.0
+                    ));
+                    self.daemon = None;
+                    self.open_window(Cause::DaemonDown, None, true);
+                    self.phase = Phase::Down {
+                        until: Instant::now() + Duration::from_secs(5),
+                    };
+                }
+            }
             Phase::Draining { since } => {
                 let exited = self.daemon.as_mut().and_then(Daemon::exited);
                 if let Some(status) = exited {
@@ -737,8 +752,7 @@ impl Soak {
         loop {
             match self.phase {
                 Phase::Down { .. } => self.spawn_daemon(),
-                Phase::Draining { .. } => self.step_phase(Duration::ZERO),
-                Phase::Up => {}
+                Phase::Draining { .. } | Phase::Up => self.step_phase(Duration::ZERO),
             }
             let busy = self.running_games().len() + self.sb.pending_challenges().len();
             if matches!(self.phase, Phase::Up) && busy == 0 {
@@ -755,6 +769,12 @@ impl Soak {
         tokio::time::sleep(Duration::from_secs(3)).await;
         self.sample_rss();
         if let Some(mut daemon) = self.daemon.take() {
+            if let Some(status) = daemon.exited() {
+                self.daemon_exit_failures.push(format!(
+                    "exited by itself before the final SIGTERM: {status}"
+                ));
+                return;
+            }
             daemon.sigterm();
             let start = Instant::now();
             loop {
@@ -775,7 +795,8 @@ impl Soak {
     }
 
     async fn run(&mut self) -> Duration {
-        let began = Instant::now();
+        self.began = Instant::now();
+        let began = self.began;
         let cap = Duration::from_secs_f64(self.s.minutes * 60.0);
         let target = self.s.games;
         let restarts = self.s.restarts;
