@@ -583,14 +583,33 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
         let run = start_daemon(&sb, dir.path(), &bots, &options)
             .await
             .unwrap();
+        // Alice has White and opens out of the book (1.a3), so our first move is searched,
+        // not read from the book; both sides have not moved yet, so she may still abort.
         let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ladder::lichess::ChallengeColor::Black;
+        spec.color = ladder::lichess::ChallengeColor::White;
         let id = sb.challenge("alice", "race1", &spec).unwrap().id.game_id();
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while sb
+                .act(
+                    "alice",
+                    &id,
+                    Action::Move {
+                        uci: "a2a3".to_string(),
+                        offering_draw: false,
+                    },
+                )
+                .is_err()
+            {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("Alice could not open");
         let submitted = format!("game={id}");
         tokio::time::timeout(Duration::from_secs(10), async {
             while !logs()
                 .lines()
-                .any(|l| l.contains("search submitted") && l.contains(&submitted))
+                .any(|l| l.contains("search submitted ply=1") && l.contains(&submitted))
             {
                 tokio::time::sleep(Duration::from_millis(10)).await;
             }
@@ -602,8 +621,9 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
         assert_eq!(games[0].status, GameStatus::Aborted);
         // Long enough for the abandoned search to have reached its budget.
         tokio::time::sleep(Duration::from_millis(1500)).await;
-        assert!(
-            sb.game(&id).unwrap().moves.is_empty(),
+        assert_eq!(
+            sb.game(&id).unwrap().moves.len(),
+            1,
             "a move was posted after the end"
         );
         let lines = game_lines(&id);

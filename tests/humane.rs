@@ -30,6 +30,11 @@ const TEST_TIMEOUT: Duration = Duration::from_secs(120);
 // ---------------------------------------------------------------- harness
 
 async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
+    Sandbox::start(sandbox_config(bot, humans)).await.unwrap()
+}
+
+/// One bot, the given people, and Rita (random moves, challenges only when asked).
+fn sandbox_config(bot: &str, humans: &[&str]) -> SandboxConfig {
     let mut config = SandboxConfig::with_bots(&[bot]);
     config.keepalive_interval = Duration::from_millis(300);
     config.seed = None;
@@ -41,7 +46,7 @@ async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
     rita.think_time = Duration::from_millis(10);
     rita.max_games = 4;
     config.challengers.push(rita);
-    Sandbox::start(config).await.unwrap()
+    config
 }
 
 struct Running {
@@ -272,7 +277,11 @@ async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
 async fn a_human_paced_game_plays_to_the_end_without_losing_on_time() {
     bounded(async {
         let bot = "think1";
-        let sb = sandbox(bot, &[]).await;
+        // Rita plays as level 1, not at random: a random mover can be mated in four moves,
+        // too short a game to see a pace.
+        let mut config = sandbox_config(bot, &[]);
+        config.challengers[0].player = ladder::sandbox::PlayerKind::Engine { level: 1.0 };
+        let sb = Sandbox::start(config).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let keys = "think_time = \"human\"\nmax_think_s = 1";
         let run = start_daemon(&sb, dir.path(), bot, 3, keys).await;

@@ -259,12 +259,14 @@ fn go_nodes_is_exact() {
         let (lines, _) = uci.go(&format!("nodes {nodes}"));
         assert_eq!(final_nodes(&lines), Some(nodes), "{lines:?}");
     }
-    // At a level the level's budget applies, capped by go nodes.
+    // At a level the level's budget applies, capped by go nodes (out of the opening book,
+    // whose moves are not searched).
     uci.set("Level", "4");
     uci.send("ucinewgame");
-    uci.send("position startpos");
+    uci.send("position startpos moves a2a3");
+    let out_of_book = Game::from_uci_moves(None, &["a2a3"], false).unwrap();
     let level_nodes = LevelParams::new(&Coefficients::builtin(), 4.0)
-        .search_params(&Game::startpos(), 1)
+        .search_params(&out_of_book, 1)
         .limits
         .nodes
         .unwrap();
@@ -434,7 +436,7 @@ fn uci_elo_selects_the_level_with_that_rating() {
     let (l1, r1) = coefficients.rated_levels()[3];
     let mid = ((r0 + r1) / 2.0).round();
     uci.set("UCI_Elo", &format!("{mid}"));
-    uci.send("position startpos");
+    uci.send("position startpos moves a2a3");
     let (lines, _) = uci.go("");
     let level = level_of(&lines);
     assert!(
@@ -443,7 +445,7 @@ fn uci_elo_selects_the_level_with_that_rating() {
     );
     let expected = coefficients.level_for_rating(mid).unwrap();
     let nodes = LevelParams::new(&coefficients, expected)
-        .search_params(&Game::startpos(), 1)
+        .search_params(&Game::from_uci_moves(None, &["a2a3"], false).unwrap(), 1)
         .limits
         .nodes;
     assert_eq!(final_nodes(&lines), nodes, "{lines:?}");
