@@ -13,8 +13,9 @@
 //! - double moves: a bot's move the server refused as out of turn or illegal while the game
 //!   ran (`World::refused_moves`);
 //! - unanswered challenges: a challenge to a bot that expired although it went out on the
-//!   account's open event stream and no fault that stops answers was on during its life
-//!   ([`Cause`]; a 429 on any account counts, since all accounts share the challenge pacer);
+//!   account's open event stream, the daemon never sent an answer for it (an answer refused
+//!   by an injected 5xx or 429 counts as sent) and no fault that stops answers was on during
+//!   its life ([`Cause`]; a 429 on any account counts: all accounts share the challenge pacer);
 //! - flags caused by the daemon: a bot lost on time in a game during which no fault that
 //!   holds its moves back was on for its account (the daemon down, Lichess down, its token
 //!   refused, a 429 pause, a spell of 5xx answers or slow responses). Dropped and silent
@@ -32,7 +33,8 @@
 //! `SOAK_SLOTS` (games at once per account, 3), `SOAK_RESTARTS` (6, alternately kill -9 and
 //! SIGTERM), `SOAK_SEED` (1), `SOAK_MINUTES` (wall-time cap: past it the soak stops starting
 //! games and reports what it played, 70), `SOAK_KEEP=1` keeps the work directory (config,
-//! results, the daemon's log). `soak_small` is the same with 40 games and one kill -9.
+//! results, the daemon's log, `faults.log`: every injection with its Unix time); it is kept
+//! anyway when the soak fails. `soak_small` is the same with 40 games and one kill -9.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
@@ -448,8 +450,24 @@ impl Soak {
         }
     }
 
+    /// Counts an injected fault and notes it in `faults.log` (wall-clock time, to match the
+    /// daemon's log).
     fn count(&mut self, kind: &'static str) {
+        self.note(kind, "");
+    }
+
+    fn note(&mut self, kind: &'static str, target: &str) {
         *self.injected.entry(kind).or_default() += 1;
+        let unix_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis());
+        let line = format!("{}.{:03} {kind} {target}\n", unix_ms / 1000, unix_ms % 1000);
+        let mut log = File::options()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("faults.log"))
+            .unwrap();
+        std::io::Write::write_all(&mut log, line.as_bytes()).unwrap();
     }
 
     fn sample_rss(&mut self) {
@@ -627,7 +645,7 @@ impl Soak {
                         Action::ClaimDraw
                     };
                     if self.sb.act(&claim.claimer, &claim.game, action).is_ok() {
-                        self.count("person claims a game of a killed bot");
+                        self.note("person claims a game of a killed bot", claim.game.as_str());
                     }
                 }
                 if now >= until {
@@ -657,14 +675,14 @@ impl Soak {
         match roll {
             0..=11 => {
                 if self.sb.drop_event_stream(&bot) {
-                    self.count("event stream dropped");
+                    self.note("event stream dropped", &bot);
                 }
             }
             12..=23 => {
                 if let Some(game) = self.pick_bot_game()
                     && self.sb.drop_game_streams(&game) > 0
                 {
-                    self.count("game streams dropped");
+                    self.note("game streams dropped", game.as_str());
                 }
             }
             24..=27 => {
@@ -672,36 +690,36 @@ impl Soak {
                 let length = Duration::from_secs(self.rng.gen_range(21..=30));
                 self.sb.silence(&bot, length);
                 self.bounded_window(Cause::SilentStream, &bot, length);
-                self.count("streams silent 21-30 s");
+                self.note("streams silent 21-30 s", &bot);
             }
             28..=39 => {
                 let n = self.rng.gen_range(1..=3);
                 let status = [500, 502, 503][self.rng.gen_range(0..3)];
                 self.sb.fail_next(&bot, n, status);
-                self.count("burst of 1-3 5xx");
+                self.note("burst of 1-3 5xx", &bot);
             }
             40..=44 => {
                 let length = Duration::from_secs(self.rng.gen_range(2..=6));
                 let status = [502, 503][self.rng.gen_range(0..2)];
                 self.sb.fail_for(&bot, length, status);
                 self.bounded_window(Cause::ServerErrors, &bot, length + BACKOFF_CAP);
-                self.count("5xx for 2-6 s");
+                self.note("5xx for 2-6 s", &bot);
             }
             45 => {
                 self.sb.fail_next(&bot, 1, 429);
-                self.count("429 armed");
+                self.note("429 armed", &bot);
             }
             46..=53 => {
                 let delay = Duration::from_millis(self.rng.gen_range(200..=1500));
                 let length = Duration::from_secs(self.rng.gen_range(5..=15));
                 self.sb.delay_responses(&bot, delay, Some(length));
                 self.bounded_window(Cause::SlowResponses, &bot, length + delay);
-                self.count("responses slowed 0.2-1.5 s");
+                self.note("responses slowed 0.2-1.5 s", &bot);
             }
             54..=65 => {
                 let line = BAD_EVENT_LINES[self.rng.gen_range(0..BAD_EVENT_LINES.len())];
                 if self.sb.inject_event_line(&bot, line) {
-                    self.count("malformed event line");
+                    self.note("malformed event line", &bot);
                 }
             }
             66..=77 => {
@@ -709,12 +727,12 @@ impl Soak {
                 if let Some(game) = self.pick_bot_game()
                     && self.sb.inject_game_line(&game, line) > 0
                 {
-                    self.count("malformed game line");
+                    self.note("malformed game line", game.as_str());
                 }
             }
             78..=88 => {
                 self.sb.resend_events(&bot);
-                self.count("duplicate events (challenges, gameStart)");
+                self.note("duplicate events (challenges, gameStart)", &bot);
             }
             _ => {
                 if let Some(game) = self.pick_bot_game() {
@@ -730,7 +748,7 @@ impl Soak {
                     if let Some(line) = line
                         && self.sb.inject_game_line(&game, &line) > 0
                     {
-                        self.count("duplicate gameState");
+                        self.note("duplicate gameState", game.as_str());
                     }
                 }
             }
@@ -806,6 +824,8 @@ impl Soak {
         let mut revoke_at = Some(0.15);
         let mut close_at = Some(0.55);
         let mut outages = vec![0.35, 0.8];
+        // 429s beside the random ones (which are rare: each pauses every challenge call).
+        let mut rate_limits = vec![0.25, 0.65];
         let mut restore_token_at: Option<Instant> = None;
         let mut reopen_account_at: Option<Instant> = None;
         let mut outage_ends_at: Option<Instant> = None;
@@ -852,7 +872,7 @@ impl Soak {
                 revoke_at = None;
                 self.sb.revoke_token(&revoke_bot);
                 self.open_window(Cause::TokenRefused, Some(&revoke_bot), true);
-                self.count("token revoked (restored 40-90 s later)");
+                self.note("token revoked (restored 40-90 s later)", &revoke_bot);
                 restore_token_at = Some(now + Duration::from_secs(self.rng.gen_range(40..=90)));
             }
             if restore_token_at.is_some_and(|t| now >= t) {
@@ -865,7 +885,7 @@ impl Soak {
                 close_at = None;
                 self.sb.close_account(&close_bot);
                 self.open_window(Cause::TokenRefused, Some(&close_bot), true);
-                self.count("account closed (reopened 40-90 s later)");
+                self.note("account closed (reopened 40-90 s later)", &close_bot);
                 reopen_account_at = Some(now + Duration::from_secs(self.rng.gen_range(40..=90)));
             }
             if reopen_account_at.is_some_and(|t| now >= t) {
@@ -885,6 +905,12 @@ impl Soak {
                 outage_ends_at = None;
                 self.sb.set_outage(None);
                 self.close_window(Cause::LichessDown, None);
+            }
+            if rate_limits.first().is_some_and(|&p| progress >= p) {
+                rate_limits.remove(0);
+                let bot = self.pick_bot();
+                self.sb.fail_next(&bot, 1, 429);
+                self.note("429 armed", &bot);
             }
             if now >= next_fault {
                 self.inject_random_fault();
@@ -1112,11 +1138,24 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
         .iter()
         .filter(|c| bots.contains(&c.dest))
         .collect();
+    // Challenges the daemon tried to answer: the request reached the sandbox and was refused
+    // by an injected fault (after its retries the challenge may have expired).
+    let attempted: HashSet<String> = soak.sb.with_world(|w| {
+        w.served_faults
+            .iter()
+            .filter_map(|f| f.path.strip_prefix("/api/challenge/"))
+            .filter_map(|rest| rest.split('/').next())
+            .map(str::to_string)
+            .collect()
+    });
     let mut unanswered = Vec::new();
     let mut expired_excused: BTreeMap<String, usize> = BTreeMap::new();
     for c in to_bots.iter().filter(|c| c.fate == ChallengeFate::Expired) {
         let why = match c.delivered {
             None => Some("never reached an open event stream".to_string()),
+            Some(_) if attempted.contains(c.id.as_str()) => {
+                Some("answered, refused by an injected 5xx/429".to_string())
+            }
             Some(_) => timeline
                 .excuse(&c.dest, c.created, c.ended, true, |_| true)
                 .map(|cause| format!("{cause:?}")),

@@ -268,6 +268,7 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                     at: now,
                     account: account.clone(),
                     status,
+                    path: request.uri().path().to_string(),
                 });
             }
             let stats = world.requests.entry(account.clone()).or_default();

@@ -277,6 +277,8 @@ pub struct ServedFault {
     pub at: Instant,
     pub account: String,
     pub status: u16,
+    /// The request's path (`/api/challenge/{id}/accept`, ...).
+    pub path: String,
 }
 
 /// A game with its streams and watchers.
