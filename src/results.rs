@@ -156,6 +156,11 @@ pub mod fault {
     pub const SHUTDOWN: &str = "shutdown";
     /// Lost on time (or by the opponent's claim) while the daemon was not running.
     pub const DAEMON_DOWN: &str = "daemon_down";
+    /// Lost on time (or by the opponent's claim) after its game actor gave up on it.
+    pub const ABANDONED: &str = "abandoned";
+    /// Ended before the daemon took the game up: its `gameStart` never came (a lost event
+    /// stream, a restart between the accept and the start), so we never moved in it.
+    pub const NOT_PLAYED: &str = "not_played";
 
     /// `kind: detail`.
     pub fn text(kind: &str, detail: &str) -> String {

@@ -325,6 +325,92 @@ async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_rest
     .await;
 }
 
+/// A `gameStart` lost on a live event stream (the soak saw it with a silent stream): the
+/// accepted challenge was remembered, with its seed, before the accept went out; once its start
+/// is overdue the settling finds the game running and the account plays it — in time for the
+/// person waiting, and recorded once with the seed drawn at the accept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
+    bounded(async {
+        let bot = "lost1";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        sb.wait_until("event stream open", Duration::from_secs(10), |w| {
+            w.event_streams.contains_key(bot).then_some(())
+        })
+        .await
+        .unwrap();
+        sb.lose_next_game_start(bot);
+        let id = human_game(&sb, "alice", bot).await;
+        let remembered = open_games(&run.results)
+            .into_iter()
+            .find(|g| g.game_id == id)
+            .expect("the accepted challenge is remembered before the game starts");
+        play(&sb, "alice", &id, "e2e4");
+        // The sandbox aborts a game whose first move does not come in 30 s (noStart).
+        let answered = sb
+            .wait_until("the bot's first move", Duration::from_secs(25), |w| {
+                w.summary(&id).filter(|g| g.moves.len() >= 2)
+            })
+            .await;
+        assert!(
+            answered.is_ok(),
+            "the game was never taken up: {:?}",
+            sb.game(&id)
+        );
+        sb.act("alice", &id, Action::Resign).unwrap();
+        wait_recorded(&run.results, &id).await;
+        let records = drain(run).await;
+        let r = record_of(&records, &id);
+        assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
+        assert_eq!(r.seed, remembered.seed, "the seed drawn at the accept");
+        assert_eq!(r.after_restart, None);
+    })
+    .await;
+}
+
+/// Killed after accepting a challenge and before its `gameStart` arrived (the soak's lost
+/// games): the person aborts the game while the daemon is down. After the restart the game
+/// is recorded once, from the export, with a `not_played` fault (calibration leaves faults out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_restart() {
+    bounded(async {
+        let bot = "lost2";
+        let sb = sandbox(bot, &["Alice"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        sb.wait_until("event stream open", Duration::from_secs(10), |w| {
+            w.event_streams.contains_key(bot).then_some(())
+        })
+        .await
+        .unwrap();
+        sb.lose_next_game_start(bot);
+        let id = human_game(&sb, "alice", bot).await;
+        hard_stop(first).await;
+        let open = open_games(&first_results(dir.path()));
+        let remembered = open
+            .iter()
+            .find(|g| g.game_id == id)
+            .unwrap_or_else(|| panic!("{id} not remembered: {open:?}"));
+        assert!(!remembered.played, "{remembered:?}");
+        let seed = remembered.seed;
+
+        sb.act("alice", &id, Action::Abort).unwrap();
+        wait_over(&sb, &id).await;
+        let second = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        wait_recorded(&second.results, &id).await;
+        let records = drain(second).await;
+        let r = record_of(&records, &id);
+        assert_eq!(r.status, "aborted");
+        assert_eq!(r.seed, seed);
+        assert_eq!(r.after_restart, Some(AfterRestart::Settled));
+        assert_eq!(r.fault_kind(), Some(fault::NOT_PLAYED), "{r:?}");
+        assert!(open_games(&first_results(dir.path())).is_empty());
+    })
+    .await;
+}
+
 fn first_results(dir: &Path) -> PathBuf {
     dir.join("results.jsonl")
 }

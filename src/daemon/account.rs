@@ -15,8 +15,12 @@
 //! one actor. Answers to challenges are sent from their own tasks, since challenge calls wait
 //! for the pacer all accounts share (a minute after a 429) and game starts must not.
 //!
-//! Once the account is connected it also settles the games it left open in a previous run
-//! (open_games.rs). The actor runs in its account's span and starts each game actor in a child
+//! An accepted challenge is remembered as an open game before the accept is sent (its seed
+//! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.
+//! While the account is connected, a settling task (open_games.rs) looks after the open games
+//! no game actor has taken up — left by a previous run, overdue starts, games whose actor gave
+//! up — recording those that ended and handing back those still running, which the actor
+//! starts like a `gameStart`. The actor runs in its account's span and starts each game actor in a child
 //! span, so log lines name the account and the game without repeating them.
 
 use std::collections::HashMap;
@@ -39,7 +43,7 @@ use crate::results::Source;
 use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames};
 use super::game::{self, GameContext, GameExit};
 use super::health::{self, RetrySchedule, Trouble};
-use super::open_games;
+use super::open_games::{self, Adopt, OpenGame};
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
@@ -127,8 +131,11 @@ struct Actor {
     games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, GameId>,
-    /// Settles the games left open by the previous run, with the client of the latest check.
+    /// Settles the open games no game actor has taken up, with the client of the latest check.
     settle: Option<JoinHandle<()>>,
+    /// Running games the settling task found without a game actor.
+    adopt_tx: mpsc::UnboundedSender<Adopt>,
+    adopt_rx: mpsc::UnboundedReceiver<Adopt>,
     /// Games recorded today, for the status line.
     today: DailyTally,
     bot_games: BotGames,
@@ -153,6 +160,7 @@ pub async fn run(ctx: AccountContext) {
     let mut today = DailyTally::new();
     today.seed(&username, ctx.games_today, SystemTime::now());
     let bot_games = ctx.bot_games.clone();
+    let (adopt_tx, adopt_rx) = mpsc::unbounded_channel();
     let mut actor = Actor {
         ctx,
         username,
@@ -165,6 +173,8 @@ pub async fn run(ctx: AccountContext) {
         games: JoinSet::new(),
         tasks: HashMap::new(),
         settle: None,
+        adopt_tx,
+        adopt_rx,
         today,
         bot_games,
     };
@@ -276,10 +286,10 @@ impl Actor {
         Ok(())
     }
 
-    /// Settles the games the previous run left open (open_games.rs), with the client that
-    /// just passed its check. A settling still running with an older client is replaced:
-    /// settling twice is harmless (a game is recorded once), a client whose token was replaced
-    /// is not.
+    /// Starts settling the open games no game actor has taken up (open_games.rs), with the
+    /// client that just passed its check. A settling still running with an older client is
+    /// replaced: settling twice is harmless (a game is recorded once, and has one actor), a
+    /// client whose token was replaced is not.
     fn settle_open_games(&mut self) {
         if let Some(old) = self.settle.take() {
             old.abort();
@@ -288,6 +298,7 @@ impl Actor {
             self.client().clone(),
             self.ctx.results.clone(),
             self.username.clone(),
+            self.adopt_tx.clone(),
             self.ctx.run_state.clone(),
         );
         self.settle = Some(tokio::spawn(settle.instrument(tracing::Span::current())));
@@ -336,6 +347,9 @@ impl Actor {
                 }
                 Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
                     self.on_answered(answered);
+                }
+                Some(adopt) = self.adopt_rx.recv() => {
+                    self.start_game(adopt.game_id, adopt.opponent);
                 }
                 _ = tick.tick() => {
                     self.purge();
@@ -401,17 +415,19 @@ impl Actor {
                     GameExit::Recorded => self.today.record(&self.username, SystemTime::now()),
                     GameExit::Stopped => {}
                     GameExit::Failed(why) => {
-                        tracing::warn!(game = %id, "game abandoned: {why}")
+                        tracing::warn!(game = %id, "game abandoned: {why}; settling it instead");
+                        self.ctx.results.release(id);
                     }
                 }
             }
             Err(e) => {
                 // A panicking game actor must not take the account down.
                 let id = self.tasks.remove(&e.id());
-                if let Some(id) = &id {
-                    self.running.remove(id);
-                }
                 tracing::error!(game = ?id, "game actor failed: {e}");
+                if let Some(id) = id {
+                    self.running.remove(&id);
+                    self.ctx.results.release(id);
+                }
             }
         }
     }
@@ -540,7 +556,12 @@ impl Actor {
                     challenge = %c.id, challenger = %c.challenger.name,
                     variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
                 );
-                // Reserved before the call: the `gameStart` may arrive before its answer.
+                // Remembered and reserved before the call: the `gameStart` may arrive before
+                // its answer, or never.
+                let remembered = self
+                    .setup(c.id.game_id(), rand::random())
+                    .map(|setup| OpenGame::accepted(&setup, game::unix_ms()));
+                let results = self.ctx.results.clone();
                 self.reserved.insert(
                     c.id.game_id(),
                     Reservation {
@@ -551,6 +572,14 @@ impl Actor {
                     },
                 );
                 self.answers.spawn(async move {
+                    if let Some(game) = remembered
+                        && let Err(e) = results.remember_accepted(game).await
+                    {
+                        tracing::error!(
+                            "cannot remember the accepted challenge ({e}); if its gameStart is \
+                             lost, the game goes unrecorded"
+                        );
+                    }
                     let result = client.accept_challenge(&id).await;
                     Answered {
                         challenge: id,
@@ -581,20 +610,43 @@ impl Actor {
     }
 
     fn on_game_start(&mut self, info: GameEventInfo) {
-        let id = info.game_id.clone();
-        if self.running.contains_key(&id) {
-            tracing::debug!(game = %id, "gameStart for a running game ignored");
-            return;
-        }
-        let Some(connected) = &self.connected else {
-            return;
-        };
         let opponent = info
             .opponent
             .as_ref()
             .and_then(|o| o.id.clone())
             .unwrap_or_default()
             .to_lowercase();
+        self.start_game(info.game_id, opponent);
+    }
+
+    /// What a game of this account starts with now: its level under the current
+    /// coefficients, and `seed` (a game remembered before keeps its own: game.rs).
+    fn setup(&self, game_id: GameId, seed: u64) -> Option<GameSetup> {
+        let connected = self.connected.as_ref()?;
+        let settings = self.ctx.settings.borrow();
+        let coefficients = self.ctx.coefficients.borrow();
+        Some(GameSetup {
+            game_id,
+            username: settings.account.username.clone(),
+            user_id: connected.user_id.clone(),
+            params: LevelParams::new(&coefficients, settings.account.level),
+            seed,
+            source: self.ctx.source,
+            move_overhead_ms: settings.move_overhead_ms,
+        })
+    }
+
+    /// Starts the game actor of `id` (from its `gameStart`, or from the settling task), unless
+    /// the game already has one.
+    fn start_game(&mut self, id: GameId, opponent: String) {
+        if self.running.contains_key(&id) {
+            tracing::debug!(game = %id, "gameStart for a running game ignored");
+            return;
+        }
+        let Some(setup) = self.setup(id.clone(), rand::random()) else {
+            return;
+        };
+        let client = self.client().clone();
         let slot = match self.reserved.remove(&id) {
             Some(r) => {
                 if r.bot {
@@ -608,19 +660,9 @@ impl Actor {
             }),
         };
         let settings = Arc::clone(&self.ctx.settings.borrow());
-        let coefficients = Arc::clone(&self.ctx.coefficients.borrow());
         let account = &settings.account;
-        let setup = GameSetup {
-            game_id: id.clone(),
-            username: account.username.clone(),
-            user_id: connected.user_id.clone(),
-            params: LevelParams::new(&coefficients, account.level),
-            seed: rand::random(),
-            source: self.ctx.source,
-            move_overhead_ms: settings.move_overhead_ms,
-        };
         let ctx = GameContext {
-            client: connected.client.clone(),
+            client,
             pool: self.ctx.pool.clone(),
             results: self.ctx.results.clone(),
             setup,
@@ -640,11 +682,12 @@ impl Actor {
             },
         );
         let span = game_span(&tracing::Span::current(), id.as_str());
+        let task_id = id.clone();
         let task = self
             .games
-            .spawn(async move { (id.clone(), game::run(ctx).await) }.instrument(span))
+            .spawn(async move { (task_id.clone(), game::run(ctx).await) }.instrument(span))
             .id();
-        self.tasks.insert(task, info.game_id);
+        self.tasks.insert(task, id);
     }
 }
 

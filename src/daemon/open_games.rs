@@ -1,18 +1,22 @@
 //! The games the daemon has open on Lichess, remembered across restarts so that no game goes
 //! unrecorded: a small JSON state file beside the results log (`<results stem>.open-games.json`)
-//! holds, for each game started and not yet recorded, what its record will need and Lichess
-//! cannot tell — account, level, coefficients version, engine parameters and the game's seed.
+//! holds, for each game started or accepted and not yet recorded, what its record will need and
+//! Lichess cannot tell — account, level, coefficients version, engine parameters and the game's
+//! seed. An accepted challenge is remembered before the accept is sent: its `gameStart` can be
+//! lost (a silent or dropped event stream, a kill) and the game end before anyone sees it.
 //!
 //! The file is rewritten atomically (temp file, fsync, rename, fsync of the directory) when a
 //! game starts and when it is recorded; the results writer thread owns it together with the
 //! results log, so "recorded" and "no longer open" change in that order and a crash between
 //! the two leaves a game that is open and recorded, which the next start cleans up.
 //!
-//! On start, every game left open is settled ([`settle`], one task per account): a game that
-//! Lichess still has running comes back through the event stream (`gameStart`) and is played
-//! on with its original seed (the game actor asks [`OpenGames::open`]); a game that ended
-//! meanwhile is fetched from the game export and recorded once, marked as settled after a
-//! restart, with a fault when it was lost on time while we were down.
+//! While an account is connected, [`settle`] looks after its open games that no game actor has
+//! taken up — those the previous run left, accepted challenges whose `gameStart` is overdue,
+//! games whose actor gave up: a game Lichess still has running is handed to the account actor
+//! to play (its `gameStart` usually comes first; one game, one actor either way), with its
+//! original seed (the game actor asks [`OpenGames::open`]); a game that ended is fetched from
+//! the game export and recorded once, with a fault when our absence decided it; a challenge
+//! that never became a game is forgotten.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::{self, File};
@@ -21,7 +25,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
 use crate::calibration::fetch::{AccountRef, VersionTimeline, to_record};
@@ -33,9 +37,15 @@ use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, sleep_or_stop};
 use super::tracker::GameSetup;
 
-/// How often a game that Lichess still reports running, but that no game actor has taken
-/// up, is looked at again (its `gameStart` may have been lost, or it ends before one comes).
-const RECHECK: Duration = Duration::from_secs(30);
+/// How often the open games no game actor has taken up are looked at.
+const RECHECK: Duration = Duration::from_secs(5);
+/// How long an accepted challenge waits for its `gameStart` before it is looked up: Lichess
+/// sends it within a second of the accept, and aborts a game whose first move does not come
+/// within about half a minute, so a lost start must be found well before that.
+pub const START_OVERDUE: Duration = Duration::from_secs(5);
+/// How long an accepted challenge Lichess does not know as a game is kept: our accept may
+/// still be waiting for the pacer (a minute after a 429).
+const ACCEPT_PENDING: Duration = Duration::from_secs(120);
 
 /// One open game: what its record needs that Lichess does not know.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -48,8 +58,16 @@ pub struct OpenGame {
     pub engine: EngineRecord,
     pub seed: u64,
     pub source: Source,
-    /// When our game actor first started it (Unix ms).
+    /// When our game actor first started it, or the challenge was accepted (Unix ms).
     pub started_at_ms: i64,
+    /// A game actor took it up (in this run or an earlier one); `false` for an accepted
+    /// challenge whose `gameStart` has not come. (Files written before this field: played.)
+    #[serde(default = "played_by_default")]
+    pub played: bool,
+}
+
+fn played_by_default() -> bool {
+    true
 }
 
 impl OpenGame {
@@ -69,6 +87,15 @@ impl OpenGame {
             seed: setup.seed,
             source: setup.source,
             started_at_ms: now_ms,
+            played: true,
+        }
+    }
+
+    /// An accepted challenge, to become the game `setup.game_id`.
+    pub fn accepted(setup: &GameSetup, now_ms: i64) -> OpenGame {
+        OpenGame {
+            played: false,
+            ..OpenGame::of(setup, now_ms)
         }
     }
 }
@@ -79,6 +106,14 @@ pub struct Opened {
     /// The game as first remembered: a game seen before keeps its seed.
     pub game: OpenGame,
     /// The game was open when the daemon last stopped: this is a resume after a restart.
+    pub from_previous_run: bool,
+}
+
+/// An open game no game actor of this run has taken up (see [`settle`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unclaimed {
+    pub game: OpenGame,
+    /// The previous run left it open.
     pub from_previous_run: bool,
 }
 
@@ -93,7 +128,8 @@ pub struct OpenGames {
     games: BTreeMap<GameId, OpenGame>,
     /// Games left open by a previous run.
     previous: HashSet<GameId>,
-    /// Games a game actor of this run has taken up (so [`settle`] leaves them alone).
+    /// Games a game actor of this run has taken up and not given up (so [`settle`] leaves
+    /// them alone).
     claimed: HashSet<GameId>,
 }
 
@@ -174,11 +210,22 @@ impl OpenGames {
         &self.path
     }
 
-    /// A game actor takes up `game`: a game already remembered keeps what it was started with
-    /// (its seed above all); a new one is remembered (on disk before this returns).
+    /// A game actor takes up `game`: a game already remembered keeps what it was started or
+    /// accepted with (its seed above all); a new one is remembered (on disk before this
+    /// returns).
     pub fn open(&mut self, game: OpenGame) -> io::Result<Opened> {
         self.claimed.insert(game.game_id.clone());
-        if let Some(known) = self.games.get(&game.game_id) {
+        if let Some(known) = self.games.get_mut(&game.game_id) {
+            let was_played = known.played;
+            if !was_played {
+                known.played = true;
+                let known = known.clone();
+                self.persist()?;
+                return Ok(Opened {
+                    game: known,
+                    from_previous_run: false,
+                });
+            }
             return Ok(Opened {
                 game: known.clone(),
                 from_previous_run: self.previous.contains(&game.game_id),
@@ -195,6 +242,26 @@ impl OpenGames {
         })
     }
 
+    /// Remembers an accepted challenge (on disk before this returns) without taking it up: a
+    /// game actor does that on its `gameStart`, or [`settle`] if that never comes.
+    pub fn accept(&mut self, game: OpenGame) -> io::Result<()> {
+        if self.games.contains_key(&game.game_id) {
+            return Ok(());
+        }
+        let id = game.game_id.clone();
+        self.games.insert(id.clone(), game);
+        if let Err(e) = self.persist() {
+            self.games.remove(&id);
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    /// The game actor of `game_id` gave up without a record: [`settle`] looks after it again.
+    pub fn release(&mut self, game_id: &str) {
+        self.claimed.remove(game_id);
+    }
+
     /// The game is recorded (or gone): forget it.
     /// (A `&str`: the results log keeps game ids as plain strings.)
     pub fn close(&mut self, game_id: &str) -> io::Result<()> {
@@ -206,12 +273,15 @@ impl OpenGames {
     }
 
     /// The open games of `account` that no game actor of this run has taken up.
-    pub fn unclaimed(&self, account: &str) -> Vec<OpenGame> {
+    pub fn unclaimed(&self, account: &str) -> Vec<Unclaimed> {
         self.games
             .values()
             .filter(|g| g.account.eq_ignore_ascii_case(account))
             .filter(|g| !self.claimed.contains(&g.game_id))
-            .cloned()
+            .map(|g| Unclaimed {
+                game: g.clone(),
+                from_previous_run: self.previous.contains(&g.game_id),
+            })
             .collect()
     }
 
@@ -251,68 +321,101 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// The record of a game that ended while the daemon was down, from Lichess's export and what
-/// we remembered. `None` when the export does not show `game.account` playing it.
-pub fn settled_record(open: &OpenGame, game: &GameJson) -> Option<GameRecord> {
+/// The record of a game that ended with no game actor of ours playing it, from Lichess's
+/// export and what we remembered. `None` when the export does not show `open.account` playing
+/// it.
+pub fn settled_record(open: &Unclaimed, game: &GameJson) -> Option<GameRecord> {
+    let remembered = &open.game;
     let account = AccountRef {
-        username: open.account.clone(),
-        level: open.level,
+        username: remembered.account.clone(),
+        level: remembered.level,
     };
     let mut record = to_record(game, &account, &VersionTimeline::default())?;
-    record.source = open.source;
-    record.level = open.level;
-    record.offset = open.offset;
-    record.coefficients_version = open.coefficients_version;
-    record.engine = open.engine.clone();
-    record.seed = open.seed;
-    record.after_restart = Some(AfterRestart::Settled);
+    record.source = remembered.source;
+    record.level = remembered.level;
+    record.offset = remembered.offset;
+    record.coefficients_version = remembered.coefficients_version;
+    record.engine = remembered.engine.clone();
+    record.seed = remembered.seed;
+    record.after_restart = open.from_previous_run.then_some(AfterRestart::Settled);
+    let result = match record.result {
+        Outcome::Win => "won",
+        Outcome::Loss => "lost",
+        Outcome::Draw => "drawn",
+        Outcome::None => "no result",
+    };
+    if !remembered.played {
+        // We never made a move in it: whatever the result, it says nothing of the level.
+        record.fault = Some(fault::text(
+            fault::NOT_PLAYED,
+            &format!(
+                "{} ({result}) before the daemon took the game up (its gameStart never came)",
+                record.status
+            ),
+        ));
+        return Some(record);
+    }
     // A flag, or the opponent claiming the game after we left, happened because we were
-    // down: no strength in it. A win on time (the opponent flagged) or a mate, resignation
+    // absent: no strength in it. A win on time (the opponent flagged) or a mate, resignation
     // or agreed draw is a result like any other.
     let absent = matches!(game.status, GameStatus::Outoftime | GameStatus::Timeout);
     if absent && record.result != Outcome::Win {
-        record.fault = Some(fault::text(
-            fault::DAEMON_DOWN,
-            &format!(
-                "{} ({}) while the daemon was not running; settled after a restart",
-                record.status,
-                match record.result {
-                    Outcome::Loss => "lost",
-                    _ => "drawn",
-                }
-            ),
-        ));
+        record.fault = Some(if open.from_previous_run {
+            fault::text(
+                fault::DAEMON_DOWN,
+                &format!(
+                    "{} ({result}) while the daemon was not running; settled after a restart",
+                    record.status
+                ),
+            )
+        } else {
+            fault::text(
+                fault::ABANDONED,
+                &format!("{} ({result}) after its game actor gave up", record.status),
+            )
+        });
     }
     Some(record)
 }
 
-/// Settles the games `account` left open in a previous run (see the module comment). Runs
-/// until none of them is left unclaimed, or the daemon stops.
+/// A game Lichess still has running that no game actor of ours plays: the account actor is
+/// asked to start one (as for a `gameStart`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Adopt {
+    pub game_id: GameId,
+    /// The opponent's user id (lowercase; empty for Lichess's AI).
+    pub opponent: String,
+}
+
+/// Looks after the open games of `account` that no game actor has taken up (see the module
+/// comment), every [`RECHECK`], until the daemon stops (the account actor replaces it at each
+/// new connection, so it always uses the latest client).
 pub async fn settle(
     client: Client,
     results: ResultsStub,
     account: String,
+    adopt: mpsc::UnboundedSender<Adopt>,
     mut run_state: watch::Receiver<RunState>,
 ) {
     loop {
-        let open = match results.unclaimed(&account).await {
-            Ok(open) => open,
-            Err(_) => return,
+        let Ok(open) = results.unclaimed(&account).await else {
+            return;
         };
-        if open.is_empty() {
-            return;
-        }
+        let now = unix_ms();
         for game in open {
+            // An accepted challenge of this run whose gameStart may still be on its way.
+            let age_ms = now.saturating_sub(game.game.started_at_ms);
+            if !game.game.played
+                && !game.from_previous_run
+                && age_ms < START_OVERDUE.as_millis() as i64
+            {
+                continue;
+            }
             // Its log lines name the game as a game actor's would.
-            let span = game_span(&tracing::Span::current(), game.game_id.as_str());
-            settle_one(&client, &results, &game).instrument(span).await;
-        }
-        if results
-            .unclaimed(&account)
-            .await
-            .is_ok_and(|g| g.is_empty())
-        {
-            return;
+            let span = game_span(&tracing::Span::current(), game.game.game_id.as_str());
+            settle_one(&client, &results, &adopt, &account, &game)
+                .instrument(span)
+                .await;
         }
         if sleep_or_stop(RECHECK, &mut run_state).await {
             return;
@@ -320,34 +423,68 @@ pub async fn settle(
     }
 }
 
-async fn settle_one(client: &Client, results: &ResultsStub, open: &OpenGame) {
-    let id = &open.game_id;
+async fn settle_one(
+    client: &Client,
+    results: &ResultsStub,
+    adopt: &mpsc::UnboundedSender<Adopt>,
+    account: &str,
+    open: &Unclaimed,
+) {
+    let id = &open.game.game_id;
     let game = match client.export_game(id).await {
         Ok(game) => game,
         Err(LichessError::NotFound { .. }) => {
-            tracing::warn!("a game left open is unknown to Lichess: forgotten without a record");
+            if open.game.played {
+                tracing::warn!("an open game is unknown to Lichess: forgotten without a record");
+            } else {
+                let age_ms = unix_ms().saturating_sub(open.game.started_at_ms);
+                if !open.from_previous_run && age_ms < ACCEPT_PENDING.as_millis() as i64 {
+                    tracing::debug!("an accepted challenge is not a game yet");
+                    return;
+                }
+                tracing::info!("an accepted challenge never became a game: forgotten");
+            }
             results.forget(id.clone()).await.ok();
             return;
         }
         Err(e) => {
-            tracing::warn!("cannot settle a game left open: {e}; trying again later");
+            tracing::warn!("cannot look up an open game: {e}; trying again later");
             return;
         }
     };
     if game.status.is_ongoing() {
-        tracing::info!("a game left open is still running: waiting for its gameStart");
+        let Some(color) = game.color_of(&account.to_lowercase()) else {
+            tracing::warn!(
+                "the export of an open game does not show the account playing: forgotten"
+            );
+            results.forget(id.clone()).await.ok();
+            return;
+        };
+        let opponent = game
+            .players
+            .get(color.other())
+            .user
+            .as_ref()
+            .map(|u| u.id.to_lowercase())
+            .unwrap_or_default();
+        tracing::info!("an open game is running with no game actor of ours: taking it up");
+        adopt
+            .send(Adopt {
+                game_id: id.clone(),
+                opponent,
+            })
+            .ok();
         return;
     }
     let Some(record) = settled_record(open, &game) else {
-        tracing::warn!(
-            "the export of a game left open does not show the account playing: forgotten"
-        );
+        tracing::warn!("the export of an open game does not show the account playing: forgotten");
         results.forget(id.clone()).await.ok();
         return;
     };
     tracing::info!(
         result = ?record.result, status = %record.status,
-        fault = record.fault.as_deref().unwrap_or(""), "game over while the daemon was down: settled"
+        fault = record.fault.as_deref().unwrap_or(""),
+        "game over with no game actor of ours playing it: settled from the export"
     );
     match results.append(record).await {
         Ok(true) => {}
@@ -416,14 +553,21 @@ mod tests {
         .unwrap()
     }
 
+    fn left_by_previous_run(game: OpenGame) -> Unclaimed {
+        Unclaimed {
+            game,
+            from_previous_run: true,
+        }
+    }
+
     #[test]
     fn a_settled_record_keeps_what_we_remembered_and_faults_only_our_absence() {
-        let open = open_game("g1", 7);
+        let open = left_by_previous_run(open_game("g1", 7));
         let r = settled_record(&open, &export("outoftime", Some("white"))).unwrap();
         assert_eq!((r.result, r.status.as_str()), (Outcome::Loss, "outoftime"));
         assert_eq!((r.seed, r.source, r.level), (7, Source::Sandbox, 2.0));
-        assert_eq!(r.engine, open.engine);
-        assert_eq!(r.coefficients_version, open.coefficients_version);
+        assert_eq!(r.engine, open.game.engine);
+        assert_eq!(r.coefficients_version, open.game.coefficients_version);
         assert_eq!(r.moves, "e2e4 e7e5 g1f3");
         assert_eq!(r.after_restart, Some(AfterRestart::Settled));
         assert_eq!(r.fault_kind(), Some(fault::DAEMON_DOWN));
@@ -440,8 +584,86 @@ mod tests {
         assert_eq!((r.result, r.fault.as_deref()), (Outcome::Loss, None));
         // Not our game: nothing to record.
         let mut other = open.clone();
-        other.account = "ladder-l9".into();
+        other.game.account = "ladder-l9".into();
         assert!(settled_record(&other, &export("mate", Some("white"))).is_none());
+    }
+
+    #[test]
+    fn a_game_we_never_moved_in_or_whose_actor_gave_up_is_faulted_for_what_it_was() {
+        // Accepted in this run, its gameStart lost: whatever the result, nothing of the level.
+        let setup_game = open_game("g1", 7);
+        let never = Unclaimed {
+            game: OpenGame {
+                played: false,
+                ..setup_game.clone()
+            },
+            from_previous_run: false,
+        };
+        for (status, winner) in [("noStart", Some("white")), ("outoftime", Some("black"))] {
+            let r = settled_record(&never, &export(status, winner)).unwrap();
+            assert_eq!(r.fault_kind(), Some(fault::NOT_PLAYED), "{status}");
+            assert_eq!(r.after_restart, None, "no restart in between");
+            assert_eq!(r.seed, 7);
+        }
+        // Played in this run until its actor gave up, then lost on time.
+        let abandoned = Unclaimed {
+            game: setup_game,
+            from_previous_run: false,
+        };
+        let r = settled_record(&abandoned, &export("outoftime", Some("white"))).unwrap();
+        assert_eq!(r.fault_kind(), Some(fault::ABANDONED));
+        assert_eq!(r.after_restart, None);
+    }
+
+    #[test]
+    fn an_accepted_challenge_is_remembered_unplayed_and_keeps_its_seed_when_it_starts() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = state_path(&dir.path().join("results.jsonl"));
+        let mut open = OpenGames::load(&path, |_| false).unwrap();
+        let accepted = OpenGame {
+            played: false,
+            ..open_game("g1", 7)
+        };
+        open.accept(accepted.clone()).unwrap();
+        // On disk at once, and not taken up: the settling task looks after it.
+        drop(open);
+        let mut open = OpenGames::load(&path, |_| false).unwrap();
+        let waiting = open.unclaimed("ladder-l2");
+        assert_eq!(waiting.len(), 1);
+        assert!(!waiting[0].game.played);
+        assert!(waiting[0].from_previous_run);
+        // Its gameStart comes after the restart: a fresh start with the seed of the accept,
+        // not a resume.
+        let started = open.open(open_game("g1", 99)).unwrap();
+        assert_eq!(started.game.seed, 7);
+        assert!(started.game.played);
+        assert!(!started.from_previous_run, "it never began");
+        assert!(open.unclaimed("ladder-l2").is_empty());
+        // Its actor gives up: settled again, and the file says it was played.
+        open.release("g1");
+        let released = open.unclaimed("ladder-l2");
+        assert_eq!(released.len(), 1);
+        assert!(released[0].game.played);
+        drop(open);
+        let text = fs::read_to_string(&path).unwrap();
+        assert!(text.contains("\"played\": true"), "{text}");
+    }
+
+    #[test]
+    fn a_file_from_before_the_played_field_counts_its_games_as_played() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = state_path(&dir.path().join("results.jsonl"));
+        let mut old = serde_json::to_value(StateFile {
+            open_games: vec![open_game("g1", 7)],
+        })
+        .unwrap();
+        old["open_games"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("played");
+        fs::write(&path, old.to_string()).unwrap();
+        let open = OpenGames::load(&path, |_| false).unwrap();
+        assert!(open.games().all(|g| g.played));
     }
 
     #[test]

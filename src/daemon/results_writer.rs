@@ -15,14 +15,16 @@ use tokio::sync::{mpsc, oneshot};
 use crate::lichess::GameId;
 use crate::results::{GameRecord, ResultsLog};
 
-use super::open_games::{self, OpenGame, OpenGames, Opened};
+use super::open_games::{self, OpenGame, OpenGames, Opened, Unclaimed};
 use super::pgn_log::{PgnLog, pgn_path};
 
 enum Request {
     Append(Box<GameRecord>, oneshot::Sender<io::Result<bool>>),
     Open(Box<OpenGame>, oneshot::Sender<io::Result<Opened>>),
+    Accept(Box<OpenGame>, oneshot::Sender<io::Result<()>>),
+    Release(GameId),
     Forget(GameId, oneshot::Sender<io::Result<()>>),
-    Unclaimed(String, oneshot::Sender<Vec<OpenGame>>),
+    Unclaimed(String, oneshot::Sender<Vec<Unclaimed>>),
 }
 
 /// A clonable handle for appending records and remembering open games.
@@ -85,6 +87,14 @@ pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)
                         }
                         reply.send(opened).ok();
                     }
+                    Request::Accept(game, reply) => {
+                        let accepted = open.accept(*game);
+                        if let Err(e) = &accepted {
+                            tracing::error!("cannot update the open games file: {e}");
+                        }
+                        reply.send(accepted).ok();
+                    }
+                    Request::Release(id) => open.release(id.as_str()),
                     Request::Forget(id, reply) => {
                         reply.send(open.close(id.as_str())).ok();
                     }
@@ -122,13 +132,25 @@ impl ResultsStub {
             .await?
     }
 
+    /// Remembers an accepted challenge as open (on disk before this returns), to be taken up
+    /// by a game actor on its `gameStart`, or settled if that never comes.
+    pub async fn remember_accepted(&self, game: OpenGame) -> io::Result<()> {
+        self.ask(|reply| Request::Accept(Box::new(game), reply))
+            .await?
+    }
+
+    /// The game actor of `game_id` gave up without recording it: the game is settled instead.
+    pub fn release(&self, game_id: GameId) {
+        self.tx.send(Request::Release(game_id)).ok();
+    }
+
     /// Forgets an open game without a record (Lichess does not know it).
     pub async fn forget(&self, game_id: GameId) -> io::Result<()> {
         self.ask(|reply| Request::Forget(game_id, reply)).await?
     }
 
-    /// The games `account` left open that no game actor has taken up in this run.
-    pub async fn unclaimed(&self, account: &str) -> io::Result<Vec<OpenGame>> {
+    /// The open games of `account` that no game actor has taken up in this run.
+    pub async fn unclaimed(&self, account: &str) -> io::Result<Vec<Unclaimed>> {
         self.ask(|reply| Request::Unclaimed(account.to_string(), reply))
             .await
     }
@@ -198,9 +220,12 @@ mod tests {
         let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();
         let open = stub.unclaimed("Ladder-L3").await.unwrap();
         assert_eq!(
-            open.iter().map(|g| g.game_id.as_str()).collect::<Vec<_>>(),
+            open.iter()
+                .map(|g| g.game.game_id.as_str())
+                .collect::<Vec<_>>(),
             ["b"]
         );
+        assert!(open[0].from_previous_run);
         let resumed = stub.open_game(game("b")).await.unwrap();
         assert!(resumed.from_previous_run);
         drop(stub);

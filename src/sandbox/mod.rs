@@ -395,6 +395,16 @@ impl Sandbox {
         self.lock().challenge_calls.clone()
     }
 
+    /// The account's next `gameStart` event is lost (the game starts; its event stream never
+    /// says so; a stream opened later sends it like Lichess does for running games).
+    pub fn lose_next_game_start(&self, username: &str) {
+        *self
+            .lock()
+            .lost_game_starts
+            .entry(username.to_ascii_lowercase())
+            .or_default() += 1;
+    }
+
     /// Disarms every HTTP fault of the account.
     pub fn clear_faults(&self, username: &str) {
         self.lock().faults.remove(&username.to_ascii_lowercase());

@@ -394,6 +394,9 @@ pub struct World {
     pub event_stream_opens: Vec<(Instant, String)>,
     /// The simulated challengers send no new challenge while this is set (their games go on).
     pub challengers_paused: bool,
+    /// Per account, how many of its next `gameStart` events are lost on the way (the game
+    /// starts; the event stream never tells).
+    pub lost_game_starts: HashMap<String, u32>,
     rng: StdRng,
     notices: mpsc::UnboundedSender<Notice>,
     finished: watch::Sender<usize>,
@@ -428,6 +431,7 @@ impl World {
             served_faults: Vec::new(),
             event_stream_opens: Vec::new(),
             challengers_paused: false,
+            lost_game_starts: HashMap::new(),
             rng,
             notices,
             finished,
@@ -862,7 +866,14 @@ impl World {
     }
 
     /// Sends `gameStart` (or `gameFinish`) of a game to a player's event stream.
-    fn send_game_event(&self, player: &str, game_id: &GameId, start: bool) {
+    fn send_game_event(&mut self, player: &str, game_id: &GameId, start: bool) {
+        if start
+            && let Some(lost) = self.lost_game_starts.get_mut(player)
+            && *lost > 0
+        {
+            *lost -= 1;
+            return;
+        }
         let (Some(slot), Some(info)) = (
             self.event_streams.get(player),
             self.game_event_info(player, game_id),
