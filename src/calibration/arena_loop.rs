@@ -6,7 +6,10 @@
 //! update.rs) proposes the next coefficients version and it is applied; a level that does not
 //! move keeps its games (select.rs carries them over). When nothing moves, the levels with fewer
 //! than `final_games` games get more, until every level has them or the game budget is spent;
-//! more games shrink the intervals, and a level found off target moves again.
+//! more games shrink the intervals, and a level found off target moves again. Then, while a gap
+//! between adjacent levels is more than 20% off the mean gap, the likelier culprit of the worst
+//! such gap plays on (up to `gap_games`): a gap's own interval at 200 games a level (±75) is
+//! wider than the ±20% asked (±43), so it takes more games to tell an uneven step from noise.
 //!
 //! Everything the loop knows lives in its results file and the coefficients file (with its
 //! history/), so after Ctrl-C or a crash the same command continues where it stopped: a batch's
@@ -37,6 +40,8 @@ pub struct LoopSettings {
     pub per_cycle: usize,
     /// Games every level gets at the parameters that no longer move.
     pub final_games: usize,
+    /// Games a level at an uneven gap may get (≥ `final_games`; equal: no gap phase).
+    pub gap_games: usize,
     /// Games the loop may play in all (the results file's arena games count).
     pub budget: usize,
     /// Games per batch (one level against its anchors).
@@ -72,12 +77,14 @@ pub enum Step {
 }
 
 /// Decides the next step. `games` holds each calibrated level's games at its current
-/// parameters, `moves` whether the pass would move a level, `played` the loop's games so far.
+/// parameters, `moves` whether the pass would move a level, `played` the loop's games so far,
+/// `gap_level` the level to look at closer for an uneven gap ([`gap_culprit`]).
 pub fn next_step(
     levels: &[f64],
     games: &BTreeMap<String, usize>,
     moves: bool,
     played: usize,
+    gap_level: Option<f64>,
     cfg: &LoopSettings,
 ) -> Step {
     if played >= cfg.budget {
@@ -110,10 +117,64 @@ pub fn next_step(
             why: "final",
         };
     }
+    if let Some(level) = gap_level.filter(|&l| have(l) < cfg.gap_games) {
+        return Step::Play {
+            level,
+            games: (cfg.gap_games - have(level)).min(cfg.batch).min(left),
+            why: "gap",
+        };
+    }
+    if cfg.gap_games > cfg.final_games {
+        return Step::Done(format!(
+            "every level has {} games at parameters that no longer move, and no uneven gap \
+             has a level that may play more (up to {})",
+            cfg.final_games, cfg.gap_games
+        ));
+    }
     Step::Done(format!(
         "every level has {} games at parameters that no longer move",
         cfg.final_games
     ))
+}
+
+/// The largest relative deviation of a gap from the mean gap that is still even.
+pub const GAP_TOLERANCE: f64 = 0.20;
+
+/// The level to give more games for an uneven gap: of the gaps more than [`GAP_TOLERANCE`]
+/// off the mean gap, worst first, the level of the pair further from its target relative to
+/// its interval, leaving out levels at the floor (more games cannot move them) and those that
+/// already have `cap` games. `None` when the gaps are even or nobody may play.
+pub fn gap_culprit(levels: &[LevelResult], at_floor: &[f64], cap: usize) -> Option<f64> {
+    if levels.len() < 3 {
+        return None;
+    }
+    let gaps: Vec<f64> = levels
+        .windows(2)
+        .map(|w| w[1].rating - w[0].rating)
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    if mean <= 0.0 {
+        return None;
+    }
+    let mut uneven: Vec<(f64, usize)> = gaps
+        .iter()
+        .enumerate()
+        .map(|(i, g)| (((g - mean) / mean).abs(), i))
+        .filter(|&(dev, _)| dev > GAP_TOLERANCE)
+        .collect();
+    uneven.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+    for (_, i) in uneven {
+        let mut pair = [&levels[i], &levels[i + 1]];
+        let z = |l: &LevelResult| (l.rating - l.target).abs() / l.se.max(1.0);
+        pair.sort_by(|a, b| z(b).total_cmp(&z(a)));
+        if let Some(l) = pair
+            .iter()
+            .find(|l| !at_floor.contains(&l.level) && l.games < cap)
+        {
+            return Some(l.level);
+        }
+    }
+    None
 }
 
 /// An anchor as the loop sees it: name, rating, standard error.
@@ -266,7 +327,15 @@ pub fn run(
             .iter()
             .any(|u| cfg.levels.contains(&u.level) && u.status == super::update::Status::Moved);
         let played = records.len();
-        let step = next_step(&cfg.levels, &games, moves, played, cfg);
+        let at_floor: Vec<f64> = cal
+            .proposal
+            .levels
+            .iter()
+            .filter(|u| u.status == super::update::Status::AtFloor)
+            .map(|u| u.level)
+            .collect();
+        let gap_level = gap_culprit(&level_results(cfg, &cal, targets), &at_floor, cfg.gap_games);
+        let step = next_step(&cfg.levels, &games, moves, played, gap_level, cfg);
         match step {
             Step::Play {
                 level,
@@ -484,6 +553,29 @@ fn batch_options(
         .options)
 }
 
+/// Each calibrated level's estimate at the current parameters against its target.
+fn level_results(cfg: &LoopSettings, cal: &Calibration, targets: &Targets) -> Vec<LevelResult> {
+    cfg.levels
+        .iter()
+        .filter_map(|&level| {
+            let e: &Estimate = cal
+                .proposal
+                .levels
+                .iter()
+                .find(|u| u.level == level)?
+                .estimate
+                .as_ref()?;
+            Some(LevelResult {
+                level,
+                target: targets.target(level)?,
+                rating: e.rating,
+                se: e.se,
+                games: e.games,
+            })
+        })
+        .collect()
+}
+
 /// Writes the loop's report (Markdown and SVG) and returns the Markdown.
 fn write_report(
     cfg: &LoopSettings,
@@ -505,44 +597,36 @@ fn write_report(
         cfg.results.display()
     );
     // The shape of the ladder at the current version.
-    let results: Vec<LevelResult> = cfg
-        .levels
-        .iter()
-        .filter_map(|&level| {
-            let e: &Estimate = cal
-                .proposal
-                .levels
-                .iter()
-                .find(|u| u.level == level)?
-                .estimate
-                .as_ref()?;
-            Some(LevelResult {
-                level,
-                target: targets.target(level)?,
-                rating: e.rating,
-                se: e.se,
-                games: e.games,
-            })
-        })
-        .collect();
+    let results = level_results(cfg, cal, targets);
     let _ = writeln!(
         text,
-        "## The ladder at version {current_version}\n\n| level | target | rating | ±95% | miss | gap | games |\n|---:|---:|---:|---:|---:|---:|---:|"
+        "## The ladder at version {current_version}\n\n| level | target | rating | ±95% | miss | gap | gap ±95% | games |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
-    let mut previous: Option<f64> = None;
+    let mut previous: Option<&LevelResult> = None;
     for r in &results {
+        // A gap's interval: the two levels' estimates are independent (different games).
+        let gap = previous.map_or_else(
+            || (String::new(), String::new()),
+            |p| {
+                (
+                    format!("{:.0}", r.rating - p.rating),
+                    format!("{:.0}", 1.96 * r.se.hypot(p.se)),
+                )
+            },
+        );
         let _ = writeln!(
             text,
-            "| {} | {:.0} | {:.0} | {:.0} | {:+.0} | {} | {} |",
+            "| {} | {:.0} | {:.0} | {:.0} | {:+.0} | {} | {} | {} |",
             level_key(r.level),
             r.target,
             r.rating,
             1.96 * r.se,
             r.rating - r.target,
-            previous.map_or_else(|| "".to_string(), |p| format!("{:.0}", r.rating - p)),
+            gap.0,
+            gap.1,
             r.games
         );
-        previous = Some(r.rating);
+        previous = Some(r);
     }
     if results.len() == cfg.levels.len()
         && let Some(s) = shape(&results)
@@ -711,6 +795,7 @@ mod tests {
             levels: vec![1.0, 2.0, 3.0],
             per_cycle: 40,
             final_games: 200,
+            gap_games: 200,
             budget: 1000,
             batch: 12,
             anchors_per_level: 3,
@@ -735,7 +820,7 @@ mod tests {
         // Level 2 has fewest games: it plays, a batch at most, and only what it lacks.
         let g = games(&[(1.0, 30), (2.0, 4), (3.0, 40)]);
         assert_eq!(
-            next_step(&c.levels, &g, true, 100, &c),
+            next_step(&c.levels, &g, true, 100, None, &c),
             Step::Play {
                 level: 2.0,
                 games: 12,
@@ -744,7 +829,7 @@ mod tests {
         );
         let g = games(&[(1.0, 35), (2.0, 40), (3.0, 40)]);
         assert_eq!(
-            next_step(&c.levels, &g, true, 100, &c),
+            next_step(&c.levels, &g, true, 100, None, &c),
             Step::Play {
                 level: 1.0,
                 games: 5,
@@ -754,7 +839,7 @@ mod tests {
         // A level never seen has no games at all.
         let g = games(&[(1.0, 40), (3.0, 40)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 80, &c),
+            next_step(&c.levels, &g, false, 80, None, &c),
             Step::Play { level: 2.0, .. }
         ));
     }
@@ -763,9 +848,9 @@ mod tests {
     fn a_full_cycle_applies_when_a_level_moves_and_else_plays_on_to_the_final_count() {
         let c = cfg();
         let g = games(&[(1.0, 40), (2.0, 52), (3.0, 200)]);
-        assert_eq!(next_step(&c.levels, &g, true, 292, &c), Step::Apply);
+        assert_eq!(next_step(&c.levels, &g, true, 292, None, &c), Step::Apply);
         assert_eq!(
-            next_step(&c.levels, &g, false, 292, &c),
+            next_step(&c.levels, &g, false, 292, None, &c),
             Step::Play {
                 level: 1.0,
                 games: 12,
@@ -774,8 +859,79 @@ mod tests {
         );
         let g = games(&[(1.0, 200), (2.0, 210), (3.0, 200)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 610, &c),
+            next_step(&c.levels, &g, false, 610, None, &c),
             Step::Done(_)
+        ));
+    }
+
+    fn result(level: f64, rating: f64, se: f64, games: usize) -> LevelResult {
+        LevelResult {
+            level,
+            target: 200.0 * level,
+            rating,
+            se,
+            games,
+        }
+    }
+
+    #[test]
+    fn an_uneven_gap_gives_more_games_to_the_level_further_off_target() {
+        // Gaps 150, 250, 200: mean 200; the 150 and the 250 are 25% off it, level 2 (−50
+        // at SE 25, 2σ) is the likelier culprit of both.
+        let ladder = [
+            result(1.0, 200.0, 25.0, 200),
+            result(2.0, 350.0, 25.0, 200),
+            result(3.0, 600.0, 25.0, 200),
+            result(4.0, 800.0, 25.0, 200),
+        ];
+        assert_eq!(gap_culprit(&ladder, &[], 400), Some(2.0));
+        // Level 2 has its cap: the other level of the worst gap plays.
+        let mut capped = ladder.clone();
+        capped[1].games = 400;
+        assert_eq!(gap_culprit(&capped, &[], 400), Some(1.0));
+        // At the floor more games cannot move it either.
+        assert_eq!(gap_culprit(&capped, &[1.0], 400), Some(3.0));
+        // Even gaps (within 20% of the mean): nobody plays on.
+        let even = [
+            result(1.0, 200.0, 25.0, 200),
+            result(2.0, 390.0, 25.0, 200),
+            result(3.0, 600.0, 25.0, 200),
+            result(4.0, 800.0, 25.0, 200),
+        ];
+        assert_eq!(gap_culprit(&even, &[], 400), None);
+    }
+
+    #[test]
+    fn the_gap_phase_comes_after_the_final_games_and_stops_at_its_cap() {
+        let mut c = cfg();
+        c.gap_games = 400;
+        // Final games first, whatever the gaps.
+        let g = games(&[(1.0, 200), (2.0, 150), (3.0, 200)]);
+        assert!(matches!(
+            next_step(&c.levels, &g, false, 550, Some(1.0), &c),
+            Step::Play {
+                level: 2.0,
+                why: "final",
+                ..
+            }
+        ));
+        let g = games(&[(1.0, 200), (2.0, 390), (3.0, 200)]);
+        assert_eq!(
+            next_step(&c.levels, &g, false, 790, Some(2.0), &c),
+            Step::Play {
+                level: 2.0,
+                games: 10,
+                why: "gap"
+            }
+        );
+        // A move found meanwhile is applied first.
+        assert_eq!(
+            next_step(&c.levels, &g, true, 790, Some(2.0), &c),
+            Step::Apply
+        );
+        assert!(matches!(
+            next_step(&c.levels, &g, false, 790, None, &c),
+            Step::Done(why) if why.contains("uneven gap")
         ));
     }
 
@@ -784,11 +940,11 @@ mod tests {
         let c = cfg();
         let g = games(&[(1.0, 0), (2.0, 0), (3.0, 0)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 1000, &c),
+            next_step(&c.levels, &g, false, 1000, None, &c),
             Step::Done(why) if why.contains("budget")
         ));
         assert_eq!(
-            next_step(&c.levels, &g, false, 995, &c),
+            next_step(&c.levels, &g, false, 995, None, &c),
             Step::Play {
                 level: 1.0,
                 games: 5,

@@ -130,6 +130,12 @@ pub struct CalibrateArgs {
     /// level needs before it may move).
     #[arg(long, default_value_t = 200, requires = "arena")]
     pub final_games: usize,
+    /// --arena: once every level has its final games, a gap between adjacent levels more than
+    /// 20% off the mean gap is looked at closer: one of its two levels (the one further from
+    /// its target for its interval, not at the floor) plays on, up to this many games, until
+    /// it moves or the gaps are even (default: --final-games, no such games).
+    #[arg(long, requires = "arena", value_name = "GAMES")]
+    pub gap_games: Option<usize>,
     /// --arena: games the loop may play in all (its results file's games count).
     #[arg(long, default_value_t = 5000, requires = "arena")]
     pub budget: usize,
@@ -603,6 +609,10 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
         levels,
         per_cycle: args.min_games,
         final_games: args.final_games.max(args.min_games),
+        gap_games: args
+            .gap_games
+            .unwrap_or(args.final_games)
+            .max(args.final_games.max(args.min_games)),
         budget: args.budget,
         batch: args.batch,
         anchors_per_level: args.anchors_per_level,
