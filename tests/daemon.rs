@@ -437,6 +437,71 @@ async fn rate_limit_during_a_game_pauses_then_keeps_playing() {
     .await;
 }
 
+/// A challenge canceled while our answer still waits its turn (here behind a slow call of the
+/// same account; after a 429, behind the shared pacer): the answer is dropped, never sent, so
+/// the turn goes to a challenge someone still waits on (the soak saw expired challenges' 404
+/// answers crowd out live ones until hundreds expired).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answer_whose_challenge_was_canceled_meanwhile_is_never_sent() {
+    capture_logs();
+    bounded(async {
+        let bots = ["pace1"];
+        let sb = sandbox(&bots, &["Rita", "Sam"], &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        sb.wait_until("event stream open", Duration::from_secs(5), |w| {
+            w.event_streams.contains_key("pace1").then_some(())
+        })
+        .await
+        .unwrap();
+        let calls = || {
+            sb.challenge_calls()
+                .iter()
+                .filter(|(_, a)| a == "pace1")
+                .count()
+        };
+        // Every answer of the account now takes 3 s: the first holds the account's turn.
+        sb.delay_responses(
+            "pace1",
+            Duration::from_secs(3),
+            Some(Duration::from_secs(5)),
+        );
+        let first = challenge(&sb, "Rita", "pace1", 60, 0);
+        sb.wait_until("the first answer on its way", Duration::from_secs(5), |w| {
+            w.challenge_calls
+                .iter()
+                .any(|(_, a)| a == "pace1")
+                .then_some(())
+        })
+        .await
+        .unwrap();
+        let second = challenge(&sb, "Sam", "pace1", 60, 0);
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while !logs().contains(&format!("challenge={second}")) {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "no decision on {second}"
+            );
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        sb.with_world(|w| w.cancel_challenge(Some("sam"), &second))
+            .unwrap();
+        sb.wait_game_started("pace1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        assert!(sb.game(&first.game_id()).is_some());
+        // Long enough for a queued answer to have gone out after the first.
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        assert_eq!(calls(), 1, "the canceled challenge was answered anyway");
+        assert!(logs().contains("answer dropped"));
+        stop_now(&run).await;
+        run.daemon.join().await.unwrap();
+    })
+    .await;
+}
+
 /// (4) The game stream drops mid-game, several times: every search after a reconnect gets
 /// a real time budget, and the game is played to its end.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -13,7 +13,9 @@
 //! game that has started costs the same whether we like it or not. A `gameStart` for a game
 //! that already has an actor (the stream reopened and Lichess re-sent it) is ignored: one game,
 //! one actor. Answers to challenges are sent from their own tasks, since challenge calls wait
-//! for the pacer all accounts share (a minute after a 429) and game starts must not.
+//! for the pacer all accounts share (a minute after a 429) and game starts must not; an answer
+//! still waiting when its challenge is canceled (it expired meanwhile) is dropped, so turns of
+//! the pacer go to challenges someone still waits on, not to answers Lichess refuses (404).
 //!
 //! An accepted challenge is remembered as an open game before the accept is sent (its seed
 //! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.
@@ -128,6 +130,8 @@ struct Actor {
     running: HashMap<GameId, Running>,
     answered: HashMap<ChallengeId, Instant>,
     answers: JoinSet<Answered>,
+    /// The answers not sent yet, to drop when their challenge is canceled.
+    answering: HashMap<ChallengeId, tokio::task::AbortHandle>,
     games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, GameId>,
@@ -170,6 +174,7 @@ pub async fn run(ctx: AccountContext) {
         running: HashMap::new(),
         answered: HashMap::new(),
         answers: JoinSet::new(),
+        answering: HashMap::new(),
         games: JoinSet::new(),
         tasks: HashMap::new(),
         settle: None,
@@ -433,6 +438,7 @@ impl Actor {
     }
 
     fn on_answered(&mut self, answered: Result<Answered, tokio::task::JoinError>) {
+        // A dropped answer (its challenge was canceled) has nothing to report.
         let Ok(Answered {
             challenge,
             accepted,
@@ -441,6 +447,7 @@ impl Actor {
         else {
             return;
         };
+        self.answering.remove(&challenge);
         if let Err(e) = result {
             let what = if accepted { "accept" } else { "decline" };
             tracing::warn!(challenge = %challenge, "{what} failed: {e}");
@@ -489,6 +496,10 @@ impl Actor {
                 tracing::debug!(game = %game.game_id, "gameFinish");
             }
             Event::ChallengeCanceled { challenge } => {
+                if let Some(answer) = self.answering.remove(&challenge.id) {
+                    answer.abort();
+                    tracing::info!(challenge = %challenge.id, "challenge canceled before our answer went out; answer dropped");
+                }
                 if self.reserved.remove(&challenge.id.game_id()).is_some() {
                     tracing::info!(challenge = %challenge.id, "challenge canceled; slot released");
                 }
@@ -571,7 +582,7 @@ impl Actor {
                         _slot: slot,
                     },
                 );
-                self.answers.spawn(async move {
+                let answer = self.answers.spawn(async move {
                     if let Some(game) = remembered
                         && let Err(e) = results.remember_accepted(game).await
                     {
@@ -587,6 +598,7 @@ impl Actor {
                         result,
                     }
                 });
+                self.answering.insert(c.id.clone(), answer);
             }
             (Decision::Decline(_), _) | (Decision::Accept, None) => {
                 let reason = match decision {
@@ -597,7 +609,7 @@ impl Actor {
                     challenge = %c.id, challenger = %c.challenger.name,
                     variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
                 );
-                self.answers.spawn(async move {
+                let answer = self.answers.spawn(async move {
                     let result = client.decline_challenge(&id, reason).await;
                     Answered {
                         challenge: id,
@@ -605,6 +617,7 @@ impl Actor {
                         result,
                     }
                 });
+                self.answering.insert(c.id.clone(), answer);
             }
         }
     }
