@@ -19,7 +19,7 @@
 //! offset, default 1.5: about 300 Elo too strong), `REHEARSAL_ANCHORS` (anchors per level,
 //! nearest the level's target, default 3), `REHEARSAL_TC` (`180+0`), `REHEARSAL_CYCLE_TIMEOUT_S` (1800), `REHEARSAL_DIR`
 //! (keep the files there instead of a temporary directory), `REHEARSAL_SEED` (1). Targets are
-//! the offline loop's: 400 + 215 (L − 1) on the anchors' scale (calibration/arena/run.sh).
+//! the offline loop's: 450 + 210 (L − 1) on the anchors' scale (calibration/arena/run.sh).
 //!
 //! Every challenger has a slot of its own at its bot (an account's `max_games` is the number of
 //! its challengers) and challenges again a second after its game ends, so no challenge is ever
@@ -41,8 +41,8 @@ use ladder::levels::{Coefficients, level_key};
 use ladder::results::read_results;
 use ladder::sandbox::{ChallengerConfig, Sandbox, SandboxConfig};
 
-const TARGET_FROM: f64 = 400.0;
-const TARGET_STEP: f64 = 215.0;
+const TARGET_FROM: f64 = 450.0;
+const TARGET_STEP: f64 = 210.0;
 /// Anchors rated less certainly than this are not used (the offline loop's --max-anchor-se).
 const MAX_ANCHOR_SE: f64 = 150.0;
 
