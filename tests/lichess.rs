@@ -344,8 +344,11 @@ async fn one_ordinary_request_at_a_time_per_client() {
     );
 }
 
+/// Creating challenges takes turns of the shared pacer (lila limits creations per IP), without
+/// holding up the account's other calls; answers to challenges take no turn (lila limits none,
+/// and a person's challenge expires in 20 s).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_challenge_call_waiting_for_the_pacer_does_not_hold_up_other_calls() {
+async fn challenge_creations_wait_for_the_pacer_answers_and_other_calls_do_not() {
     let sandbox = Sandbox::start(sandbox_config()).await.unwrap();
     let mut config = fast_config(&sandbox);
     config.pacer = Some(ladder::lichess::Pacer::new(ladder::lichess::PacingPolicy {
@@ -354,27 +357,38 @@ async fn a_challenge_call_waiting_for_the_pacer_does_not_hold_up_other_calls() {
     }));
     let client = Client::new(config).unwrap();
     let started = Instant::now();
-    let decline = |id: &'static str| {
+    let create = || {
         let client = client.clone();
         async move {
-            let id = ladder::lichess::ChallengeId::new(id);
-            // Unknown challenges: an error comes back, but each call still takes a turn.
-            let _answer = client.decline_challenge(&id, DeclineReason::Generic).await;
+            // Whether the sandbox creates it or not, each creation takes a turn.
+            let request = ladder::lichess::ChallengeRequest::clock(60, 0);
+            let _created = client.create_challenge("nobody", &request).await;
             started.elapsed()
         }
+    };
+    let answers = async {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        for id in ["aaaaaaaa", "bbbbbbbb", "cccccccc"] {
+            // Unknown challenges: an error comes back (404), at once.
+            let id = ladder::lichess::ChallengeId::new(id);
+            let _answer = client.decline_challenge(&id, DeclineReason::Generic).await;
+        }
+        started.elapsed()
     };
     let ordinary = async {
         tokio::time::sleep(Duration::from_millis(300)).await;
         client.account().await.unwrap();
         started.elapsed()
     };
-    let (first, second, other) = tokio::join!(decline("aaaaaaaa"), decline("bbbbbbbb"), ordinary);
-    // The second challenge call waits its turn of the shared pace...
+    let (first, second, answered, other) = tokio::join!(create(), create(), answers, ordinary);
+    // The second creation waits its turn of the shared pace...
     assert!(
-        second >= Duration::from_millis(2500),
+        second.max(first) >= Duration::from_millis(2500),
         "{second:?} (first {first:?})"
     );
-    // ...without keeping the account's own calls (moves) waiting behind it.
+    // ...while three answers (paced, they would take 6 s more) and the account's own calls
+    // (moves) go on.
+    assert!(answered < Duration::from_millis(2000), "{answered:?}");
     assert!(other < Duration::from_millis(2000), "{other:?}");
 }
 

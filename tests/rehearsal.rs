@@ -23,10 +23,9 @@
 //!
 //! Every challenger has a slot of its own at its bot (an account's `max_games` is the number of
 //! its challengers) and challenges again a second after its game ends, so no challenge is ever
-//! declined: a decline waits for the daemon's shared pacer of challenge calls (one per 1.2 s)
-//! while holding the account's one-request-at-a-time gate, which holds back that account's moves
-//! (a first version of this rehearsal, declining about one challenge a second, saw every move
-//! wait for the pacer and a level lose on time).
+//! declined (a first version of this rehearsal, declining about one challenge a second, saw
+//! declines then held to the shared pacer hold back the account's moves and a level lose on
+//! time; neither holds now, but every declined challenge is a game not played).
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Write};

@@ -13,9 +13,9 @@
 //! game that has started costs the same whether we like it or not. A `gameStart` for a game
 //! that already has an actor (the stream reopened and Lichess re-sent it) is ignored: one game,
 //! one actor. Answers to challenges are sent from their own tasks, since challenge calls wait
-//! for the pacer all accounts share (a minute after a 429) and game starts must not; an answer
-//! still waiting when its challenge is canceled (it expired meanwhile) is dropped, so turns of
-//! the pacer go to challenges someone still waits on, not to answers Lichess refuses (404).
+//! out the 429 pause all accounts share (a minute) and game starts must not; an answer still
+//! waiting when its challenge is canceled (it expired meanwhile) is dropped, so the calls after
+//! a pause go to challenges someone still waits on, not to answers Lichess refuses (404).
 //!
 //! An accepted challenge is remembered as an open game before the accept is sent (its seed
 //! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.

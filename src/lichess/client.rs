@@ -2,8 +2,9 @@
 //! token): one ordinary request in flight at a time, streams beside it; HTTP 429 pauses every
 //! call of that client (and the shared [`Pacer`] of challenge calls); 5xx and network errors
 //! are retried with decorrelated jitter; other 4xx come back as typed errors. Streams get an
-//! idle timeout per read, never a total one. Challenge calls wait for the pacer the clients of
-//! one process share; game calls never do.
+//! idle timeout per read, never a total one. Challenge creations take turns of the pacer the
+//! clients of one process share, answers to challenges only wait out its 429 pause; game calls
+//! never wait for it.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -47,7 +48,7 @@ pub struct ClientConfig {
     /// `ladder/<version>`, or `ladder/<version> user:<name>` for an account's client
     /// ([`user_agent`]), as lichess-bot identifies itself.
     pub user_agent: String,
-    /// How fast challenge calls may go: the daemon makes one [`Pacer`] from this for all its
+    /// How fast challenges may be created: the daemon makes one [`Pacer`] from this for all its
     /// accounts (they share one IP address).
     pub pacing: PacingPolicy,
     /// The shared pacer of challenge calls; `None` leaves them unpaced (one-off tools).
@@ -232,6 +233,27 @@ pub struct TokenOwner {
     pub scopes: Option<Vec<String>>,
 }
 
+/// How a call waits for the shared [`Pacer`].
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pacing {
+    /// Game and account calls: never wait for it.
+    None,
+    /// Answers to challenges: wait out a 429 pause on any account, take no turn.
+    PauseOnly,
+    /// Challenge creations: a turn of the bucket (lila's per-IP creation limit), after any pause.
+    Turn,
+}
+
+impl Pacing {
+    async fn wait(self, pacer: Option<&Pacer>) {
+        match (self, pacer) {
+            (Pacing::Turn, Some(pacer)) => pacer.turn().await,
+            (Pacing::PauseOnly, Some(pacer)) => pacer.pause_over().await,
+            _ => {}
+        }
+    }
+}
+
 /// One request, rebuilt for every attempt.
 struct Req {
     method: Method,
@@ -241,8 +263,8 @@ struct Req {
     /// A plain-text body (`/api/token/test` takes the token itself).
     text: Option<String>,
     accept: &'static str,
-    /// A challenge call: waits for the shared pacer.
-    paced: bool,
+    /// How the call waits for the shared pacer.
+    pacing: Pacing,
     /// Sent without the token (public data about an account whose token is refused).
     anonymous: bool,
 }
@@ -256,13 +278,13 @@ impl Req {
             form: None,
             text: None,
             accept: "application/json",
-            paced: false,
+            pacing: Pacing::None,
             anonymous: false,
         }
     }
 
-    fn paced(mut self) -> Req {
-        self.paced = true;
+    fn pacing(mut self, pacing: Pacing) -> Req {
+        self.pacing = pacing;
         self
     }
 
@@ -530,7 +552,7 @@ impl Client {
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "accept"],
         )
-        .paced())
+        .pacing(Pacing::PauseOnly))
             .await
     }
 
@@ -546,7 +568,7 @@ impl Client {
             &["api", "challenge", challenge_id.as_str(), "decline"],
         )
         .form(form)
-        .paced())
+        .pacing(Pacing::PauseOnly))
             .await
     }
 
@@ -556,7 +578,7 @@ impl Client {
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "cancel"],
         )
-        .paced())
+        .pacing(Pacing::PauseOnly))
             .await
     }
 
@@ -569,7 +591,7 @@ impl Client {
     ) -> Result<ChallengeJson, LichessError> {
         let req = Req::new(Method::POST, &["api", "challenge", username])
             .form(request.form())
-            .paced();
+            .pacing(Pacing::Turn);
         let label = req.label();
         let (value, _): (serde_json::Value, _) = self.json(req).await?;
         // Older Lichess versions wrapped the challenge in `{"challenge": ...}`.
@@ -681,14 +703,10 @@ impl Client {
     }
 
     /// The account's turn for `req`: a challenge call first waits for the shared pacer, and only
-    /// then takes the account's one-request-at-a-time gate, so a queue of paced calls (declines
-    /// of a burst of challenges) never holds up the moves of the account's running games.
+    /// then takes the account's one-request-at-a-time gate, so a queue of paced calls (a 429
+    /// pause) never holds up the moves of the account's running games.
     async fn turn(&self, req: &Req) -> tokio::sync::MutexGuard<'_, ()> {
-        if req.paced
-            && let Some(pacer) = &self.inner.config.pacer
-        {
-            pacer.turn().await;
-        }
+        req.pacing.wait(self.inner.config.pacer.as_ref()).await;
         self.inner.gate.lock().await
     }
 
@@ -723,12 +741,9 @@ impl Client {
         let mut attempt = 0u32;
         loop {
             self.wait_for_pause().await;
-            // The first attempt's pacer turn was taken before the gate (`turn`).
-            if attempt > 0
-                && req.paced
-                && let Some(pacer) = &config.pacer
-            {
-                pacer.turn().await;
+            // The first attempt waited for the pacer before the gate (`turn`).
+            if attempt > 0 {
+                req.pacing.wait(config.pacer.as_ref()).await;
             }
             attempt += 1;
             let mut builder = self

@@ -1,8 +1,12 @@
-//! The pacer of challenge calls: Lichess limits challenge requests per IP address (lila's
-//! `challenge.create.ip`: 500 per 10 minutes), and every account of one process shares the
-//! process's IP. So accepting, declining, creating and cancelling challenges — of all accounts —
-//! go through one [`Pacer`]: a token bucket (a burst, then one call per interval), paused for a
-//! full minute by an HTTP 429 on any account. Moves and other game calls are never paced.
+//! The pacer of challenge calls: Lichess limits the challenges created per IP address (lila's
+//! `challenge.create.ip`: 500 per 10 minutes, in `controllers/Challenge.scala`'s `apiCreate`),
+//! and every account of one process shares the process's IP. So creating challenges — of all
+//! accounts — goes through one [`Pacer`]: a token bucket (a burst, then one call per interval).
+//! An HTTP 429 on any account pauses every challenge call for a full minute, answers included.
+//! Answers (accept, decline, cancel) take no turn of the bucket: lila limits none of them, and
+//! a person's challenge expires 20 s after it is made, so an answer queued behind others' turns
+//! is a game lost (the soak saw 61 challenges expire while their answers waited). Moves and other
+//! game calls are never paced.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -97,6 +101,13 @@ impl Pacer {
     pub async fn turn(&self) {
         while let Some(wait) = self.try_take(Instant::now()) {
             tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// Waits out a 429 pause, without taking a turn of the bucket (answers to challenges).
+    pub async fn pause_over(&self) {
+        while let Some(until) = self.paused_until() {
+            tokio::time::sleep_until(until).await;
         }
     }
 
