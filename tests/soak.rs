@@ -15,7 +15,8 @@
 //! - unanswered challenges: a challenge to a bot that expired although it went out on the
 //!   account's open event stream, the daemon never sent an answer for it (an answer refused
 //!   by an injected 5xx or 429 counts as sent) and no fault that stops answers was on during
-//!   its life ([`Cause`]; a 429 on any account counts: all accounts share the challenge pacer);
+//!   its life ([`Cause`]; a 429 on any account counts: it pauses every account's challenge
+//!   calls);
 //! - flags caused by the daemon: a bot lost on time in a game during which no fault that
 //!   holds its moves back was on for its account (the daemon down, Lichess down, its token
 //!   refused, a 429 pause, a spell of 5xx answers or slow responses). Dropped and silent
