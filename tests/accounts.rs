@@ -198,12 +198,7 @@ async fn stop_now(daemon: DaemonHandle) {
 }
 
 async fn stream_open(sb: &Sandbox, bot: &str, timeout: Duration) {
-    let id = bot.to_ascii_lowercase();
-    sb.wait_until(&format!("{bot}'s event stream"), timeout, |w| {
-        w.event_streams.contains_key(&id).then_some(())
-    })
-    .await
-    .unwrap();
+    sb.wait_event_stream(bot, timeout).await.unwrap();
 }
 
 /// The running game between `player` and `bot`, once the bot has made a move in it (so its

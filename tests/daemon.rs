@@ -325,11 +325,9 @@ async fn silent_event_stream_is_reopened_and_challenges_still_accepted() {
         let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        sb.wait_until("event stream open", Duration::from_secs(5), |w| {
-            w.event_streams.contains_key("silent1").then_some(())
-        })
-        .await
-        .unwrap();
+        sb.wait_event_stream("silent1", Duration::from_secs(5))
+            .await
+            .unwrap();
         sb.silence("silent1", Duration::from_secs(60));
         challenge(&sb, "Rita", "silent1", 60, 0);
         // Without a watchdog the stream stays silent for a minute; with it, the game starts
@@ -451,11 +449,9 @@ async fn an_answer_whose_challenge_was_canceled_meanwhile_is_never_sent() {
         let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
-        sb.wait_until("event stream open", Duration::from_secs(5), |w| {
-            w.event_streams.contains_key("pace1").then_some(())
-        })
-        .await
-        .unwrap();
+        sb.wait_event_stream("pace1", Duration::from_secs(5))
+            .await
+            .unwrap();
         let calls = || {
             sb.challenge_calls()
                 .iter()

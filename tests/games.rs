@@ -336,11 +336,9 @@ async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
         let sb = sandbox(bot, &["Alice"]).await;
         let dir = tempfile::tempdir().unwrap();
         let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
-        sb.wait_until("event stream open", Duration::from_secs(10), |w| {
-            w.event_streams.contains_key(bot).then_some(())
-        })
-        .await
-        .unwrap();
+        sb.wait_event_stream(bot, Duration::from_secs(10))
+            .await
+            .unwrap();
         sb.lose_next_game_start(bot);
         let id = human_game(&sb, "alice", bot).await;
         let remembered = open_games(&run.results)
@@ -380,11 +378,9 @@ async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_re
         let sb = sandbox(bot, &["Alice"]).await;
         let dir = tempfile::tempdir().unwrap();
         let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
-        sb.wait_until("event stream open", Duration::from_secs(10), |w| {
-            w.event_streams.contains_key(bot).then_some(())
-        })
-        .await
-        .unwrap();
+        sb.wait_event_stream(bot, Duration::from_secs(10))
+            .await
+            .unwrap();
         sb.lose_next_game_start(bot);
         let id = human_game(&sb, "alice", bot).await;
         hard_stop(first).await;

@@ -236,6 +236,20 @@ impl Sandbox {
         }
     }
 
+    /// Waits until `username`'s event stream is open (the daemon is listening for its
+    /// challenges).
+    pub async fn wait_event_stream(
+        &self,
+        username: &str,
+        timeout: Duration,
+    ) -> Result<(), WaitTimeout> {
+        let id = username.to_ascii_lowercase();
+        self.wait_until(&format!("{username}'s event stream"), timeout, |w| {
+            w.event_streams.contains_key(&id).then_some(())
+        })
+        .await
+    }
+
     /// Waits for a running game of `username` and returns its id.
     pub async fn wait_game_started(
         &self,
