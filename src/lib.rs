@@ -20,4 +20,5 @@ pub mod perft;
 pub mod player;
 pub mod results;
 pub mod sandbox;
+pub mod tune;
 pub mod uci;

@@ -30,6 +30,9 @@ enum Command {
     Arena(ladder::arena::ArenaArgs),
     /// Estimate each level's rating from the results and propose new coefficients.
     Calibrate(Box<ladder::calibration::CalibrateArgs>),
+    /// Tune the evaluation: make training data from self-play, fit the weights.
+    #[command(subcommand)]
+    Tune(ladder::tune::TuneCommand),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -50,5 +53,6 @@ fn main() -> anyhow::Result<()> {
         Command::Perft(args) => ladder::perft::run(args),
         Command::Arena(args) => ladder::arena::run(args),
         Command::Calibrate(args) => ladder::calibration::run(*args),
+        Command::Tune(command) => ladder::tune::run(command),
     }
 }

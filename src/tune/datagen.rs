@@ -1,0 +1,417 @@
+//! `ladder tune datagen`: training positions from the engine's games against itself.
+//!
+//! Game `i` of a run depends only on the seed, `i` and the settings: it opens with a line of
+//! the levels' book, then a few random plies that lose no material (checked by a short search:
+//! an opening that leaves one side far ahead is drawn again), then the engine plays both sides
+//! at a fixed node budget with a fresh hash. Wins are adjudicated when both sides' searches
+//! agree on a decisive score for a few plies, draws when the score stays near zero late in the
+//! game; the rules' own ends (mate, repetition, 50 moves, insufficient material) end it too.
+//! Every quiet position searched (not in check, best move neither a capture nor a promotion,
+//! no mate score) is kept with the search's score and the game's result.
+//!
+//! A run is cut into shards (`--shard K/N`), contiguous ranges of game indices: shard files in
+//! order concatenate into the data of one run. The output is appended game by game in index
+//! order, so a killed run resumes where its last whole game ends.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use shakmaty::{Color, Move, Position};
+
+use super::sample::{complete_prefix, game_block};
+use crate::engine::see::see_non_negative;
+use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams};
+use crate::player::book::book_move;
+
+/// How one run plays its games.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DatagenSettings {
+    pub seed: u64,
+    /// Nodes per move.
+    pub nodes: u64,
+    /// Random plies after the book line.
+    pub random_plies: u32,
+    pub hash_mb: usize,
+}
+
+impl Default for DatagenSettings {
+    fn default() -> Self {
+        DatagenSettings {
+            seed: 1,
+            nodes: 5_000,
+            random_plies: 6,
+            hash_mb: 8,
+        }
+    }
+}
+
+/// An opening whose short search scores beyond this (centipawns) is drawn again.
+const OPENING_MAX_CP: i32 = 300;
+/// Nodes of the opening's verification search.
+const OPENING_CHECK_NODES: u64 = 2_000;
+/// Tries for a balanced opening before the last one is taken as it is.
+const OPENING_TRIES: u64 = 16;
+/// A win is adjudicated after this many consecutive plies at or beyond [`WIN_CP`].
+const WIN_PLIES: u32 = 4;
+const WIN_CP: i32 = 1_000;
+/// A draw is adjudicated after this many consecutive plies within [`DRAW_CP`], from
+/// [`DRAW_FROM_PLY`] on.
+const DRAW_PLIES: u32 = 10;
+const DRAW_CP: i32 = 10;
+const DRAW_FROM_PLY: usize = 80;
+/// A game still running after this many plies is a draw.
+const MAX_PLIES: usize = 400;
+
+/// One played game: its kept positions with White's-view scores, the result, the plies.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PlayedGame {
+    pub positions: Vec<(String, i32)>,
+    pub result: f64,
+    pub plies: usize,
+}
+
+/// Plays game `index` of a run: the same settings and index give the same game.
+pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
+    let mut engine = Engine::new(settings.hash_mb);
+    let mut game = opening(settings, index, &mut engine);
+    engine.new_game();
+    let params = SearchParams::full_strength(Limits::nodes(settings.nodes));
+    let mut positions = Vec::new();
+    let mut win_run: (i32, u32) = (0, 0);
+    let mut draw_run = 0;
+    let result = loop {
+        if let Some(end) = game.outcome() {
+            break match end.winner() {
+                Some(Color::White) => 1.0,
+                Some(Color::Black) => 0.0,
+                None => 0.5,
+            };
+        }
+        if game.moves().len() >= MAX_PLIES {
+            break 0.5;
+        }
+        let found = engine.search(&game, &params, &mut NoStop);
+        let Some(best) = found.best_move else {
+            break 0.5; // unreachable: outcome() saw legal moves
+        };
+        let white = if game.turn() == Color::White { 1 } else { -1 };
+        let score = match found.score {
+            Score::Cp(cp) => white * cp,
+            Score::Mate(m) => white * m.signum() * 30_000,
+        };
+        if matches!(found.score, Score::Cp(_)) && is_quiet(&game, best) {
+            positions.push((game.fen(), score));
+        }
+        // Adjudication: both sides' searches see the same decisive side for a few plies.
+        let sign = score.signum();
+        if score.abs() >= WIN_CP {
+            win_run = if win_run.0 == sign {
+                (sign, win_run.1 + 1)
+            } else {
+                (sign, 1)
+            };
+            if win_run.1 >= WIN_PLIES {
+                break if sign > 0 { 1.0 } else { 0.0 };
+            }
+        } else {
+            win_run = (0, 0);
+        }
+        if game.moves().len() >= DRAW_FROM_PLY && score.abs() <= DRAW_CP {
+            draw_run += 1;
+            if draw_run >= DRAW_PLIES {
+                break 0.5;
+            }
+        } else {
+            draw_run = 0;
+        }
+        game.play(best);
+    };
+    PlayedGame {
+        positions,
+        result,
+        plies: game.moves().len(),
+    }
+}
+
+/// Whether a position and its best move are quiet enough for Texel's method.
+fn is_quiet(game: &Game, best: Move) -> bool {
+    !game.position().is_check() && !best.is_capture() && !best.is_promotion()
+}
+
+/// The book line and random plies game `index` starts from, balanced by a short search.
+fn opening(settings: &DatagenSettings, index: u64, engine: &mut Engine) -> Game {
+    let mut game = Game::startpos();
+    for attempt in 0..OPENING_TRIES {
+        let mut rng = StdRng::seed_from_u64(
+            settings
+                .seed
+                .wrapping_mul(0x9E37_79B9_7F4A_7C15)
+                .wrapping_add(index.wrapping_mul(OPENING_TRIES) + attempt),
+        );
+        game = Game::startpos();
+        while let Some(m) = book_move(&game, 10.0, rng.r#gen()) {
+            game.play(m);
+        }
+        for _ in 0..settings.random_plies {
+            let moves = game.legal_moves();
+            let safe: Vec<Move> = moves
+                .iter()
+                .copied()
+                .filter(|&m| see_non_negative(game.position().board(), game.turn(), m))
+                .collect();
+            let pool = if safe.is_empty() {
+                moves.to_vec()
+            } else {
+                safe
+            };
+            if pool.is_empty() || game.outcome().is_some() {
+                break;
+            }
+            game.play(pool[rng.gen_range(0..pool.len())]);
+        }
+        if game.outcome().is_some() {
+            continue;
+        }
+        engine.new_game();
+        let check = SearchParams::full_strength(Limits::nodes(OPENING_CHECK_NODES));
+        if let Score::Cp(cp) = engine.search(&game, &check, &mut NoStop).score
+            && cp.abs() <= OPENING_MAX_CP
+        {
+            break;
+        }
+    }
+    game
+}
+
+/// Which contiguous part of a run's games one process plays: shard `index` of `count`, from 1.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: u64,
+    pub count: u64,
+}
+
+impl Shard {
+    pub const WHOLE: Shard = Shard { index: 1, count: 1 };
+
+    /// The game indices of this shard in a run of `games`.
+    pub fn range(self, games: u64) -> std::ops::Range<u64> {
+        let at = |k: u64| ((u128::from(games) * u128::from(k)) / u128::from(self.count)) as u64;
+        at(self.index - 1)..at(self.index)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Shard, String> {
+        let parsed = text
+            .split_once('/')
+            .and_then(|(k, n)| Some((k.trim().parse().ok()?, n.trim().parse().ok()?)));
+        match parsed {
+            Some((index, count)) if count >= 1 && (1..=count).contains(&index) => {
+                Ok(Shard { index, count })
+            }
+            _ => Err(format!(
+                "{text:?} is not K/N with 1 <= K <= N (e.g. 2/4: the second of four shards)"
+            )),
+        }
+    }
+}
+
+/// `ladder tune datagen` options.
+#[derive(Debug, clap::Args)]
+pub struct DatagenArgs {
+    /// Data file to write; an existing one is resumed after its last whole game.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Games in the whole run (all shards together).
+    #[arg(long, default_value_t = 20_000)]
+    pub games: u64,
+    /// Seed of the openings: the same seed and settings give the same games.
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Nodes the engine searches per move.
+    #[arg(long, default_value_t = 5_000)]
+    pub nodes: u64,
+    /// Random plies (that lose no material) after the book line.
+    #[arg(long, default_value_t = 6)]
+    pub random_plies: u32,
+    /// This process's part of the run, K/N: the K-th of N contiguous ranges of games.
+    #[arg(long, default_value = "1/1")]
+    pub shard: Shard,
+    /// Games played at once (one engine each).
+    #[arg(long, default_value_t = 1)]
+    pub threads: usize,
+    /// Hash per engine, MB.
+    #[arg(long, default_value_t = 8)]
+    pub hash_mb: usize,
+}
+
+pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
+    if args.nodes == 0 || args.threads == 0 || args.hash_mb == 0 {
+        bail!("--nodes, --threads and --hash-mb must be at least 1");
+    }
+    let settings = DatagenSettings {
+        seed: args.seed,
+        nodes: args.nodes,
+        random_plies: args.random_plies,
+        hash_mb: args.hash_mb,
+    };
+    let range = args.shard.range(args.games);
+    let summary = generate(&args.out, &settings, range, args.threads)?;
+    tracing::info!(
+        "{}: games {}..{} done ({} new, {} positions new, {:.0} positions/s)",
+        args.out.display(),
+        summary.first_game,
+        summary.end_game,
+        summary.games_played,
+        summary.positions_written,
+        summary.positions_per_second
+    );
+    Ok(())
+}
+
+/// What a [`generate`] call did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GenerateSummary {
+    pub first_game: u64,
+    pub end_game: u64,
+    pub games_played: u64,
+    pub positions_written: u64,
+    pub positions_per_second: f64,
+}
+
+/// Plays the games of `range` not yet in `out` and appends them in order.
+pub fn generate(
+    out: &Path,
+    settings: &DatagenSettings,
+    range: std::ops::Range<u64>,
+    threads: usize,
+) -> anyhow::Result<GenerateSummary> {
+    let start = resume_point(out, range.start)?;
+    let mut file = OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(out)
+        .with_context(|| format!("cannot open {} for appending", out.display()))?;
+    let todo = range.end.saturating_sub(start);
+    if start > range.start {
+        tracing::info!(
+            "{}: resuming at game {start} ({} of {} games already there)",
+            out.display(),
+            start - range.start,
+            range.end - range.start
+        );
+    }
+    let progress = crate::logging::Progress::new(todo, "games");
+    let began = Instant::now();
+    let next = AtomicU64::new(start);
+    let failed = AtomicBool::new(false);
+    let (sender, receiver) = mpsc::channel::<(u64, PlayedGame)>();
+    let mut written = 0u64;
+    let mut games_played = 0u64;
+    std::thread::scope(|scope| -> anyhow::Result<()> {
+        for _ in 0..threads.min(todo.max(1) as usize) {
+            let sender = sender.clone();
+            let (next, failed) = (&next, &failed);
+            scope.spawn(move || {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= range.end || failed.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    if sender.send((index, play_game(settings, index))).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(sender);
+        // Games finish out of order across threads; they are written in index order.
+        let mut pending = BTreeMap::new();
+        let mut write_next = start;
+        for (index, played) in receiver {
+            pending.insert(index, played);
+            while let Some(played) = pending.remove(&write_next) {
+                let block = game_block(write_next, &played.positions, played.result, played.plies);
+                if let Err(e) = file.write_all(block.as_bytes()).and_then(|()| file.flush()) {
+                    failed.store(true, Ordering::Relaxed);
+                    return Err(e).with_context(|| format!("cannot write {}", out.display()));
+                }
+                written += played.positions.len() as u64;
+                games_played += 1;
+                write_next += 1;
+                let rate = written as f64 / began.elapsed().as_secs_f64().max(1e-3);
+                progress.inc();
+                progress.set_message(format!("{written} positions, {rate:.0} positions/s"));
+                if !progress.is_bar() && games_played.is_multiple_of(50) {
+                    tracing::info!(
+                        "game {write_next} of {}: {written} positions, {rate:.0} positions/s",
+                        range.end
+                    );
+                }
+            }
+        }
+        Ok(())
+    })?;
+    file.sync_all()
+        .with_context(|| format!("cannot sync {}", out.display()))?;
+    progress.finish();
+    Ok(GenerateSummary {
+        first_game: range.start,
+        end_game: range.end,
+        games_played,
+        positions_written: written,
+        positions_per_second: written as f64 / began.elapsed().as_secs_f64().max(1e-3),
+    })
+}
+
+/// The first game still to play for a run of `out` starting at `first`; a partial game left
+/// by a kill is cut off the file.
+fn resume_point(out: &Path, first: u64) -> anyhow::Result<u64> {
+    let text = match std::fs::read(out) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(first),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
+    };
+    let (whole, next) = complete_prefix(&text, first)
+        .map_err(|e| anyhow::anyhow!("cannot resume {}: {e}", out.display()))?;
+    if whole < text.len() {
+        tracing::warn!(
+            "{}: dropping a partial game at the end ({} bytes)",
+            out.display(),
+            text.len() - whole
+        );
+        let file = OpenOptions::new()
+            .write(true)
+            .open(out)
+            .with_context(|| format!("cannot open {}", out.display()))?;
+        file.set_len(whole as u64)
+            .with_context(|| format!("cannot truncate {}", out.display()))?;
+    }
+    Ok(next)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_cover_the_run_in_order() {
+        let parts: Vec<_> = (1..=3)
+            .map(|k| Shard { index: k, count: 3 }.range(10))
+            .collect();
+        assert_eq!(parts, vec![0..3, 3..6, 6..10]);
+        assert_eq!(Shard::WHOLE.range(10), 0..10);
+        assert!("0/3".parse::<Shard>().is_err());
+        assert!("4/3".parse::<Shard>().is_err());
+        assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
+    }
+}
