@@ -4,115 +4,67 @@
 //! mobility, pawn structure (doubled, isolated, passed with king distance), rooks on open
 //! files, king safety (attacks on the king zone, pawn shield), the bishop pair, a tempo bonus,
 //! a mop-up term that drives a lone king to the edge, and scaling of pawnless endgames where
-//! the extra material cannot win. The one place noise is added is [`static_eval`].
+//! the extra material cannot win. The one place noise is added is [`static_eval`]. Every
+//! weight comes from a [`Weights`] set (`weights.rs`); the walk over the board
+//! ([`accumulate`]) is shared with the tuner through [`Accumulator`].
 
 use shakmaty::attacks;
 use shakmaty::{Bitboard, Board, Chess, Color, Position, Role, Square};
 
 use super::noise::Noise;
 use super::score::MATE_BOUND;
-
-/// (middlegame, endgame) material values, indexed by `Role as usize - 1`.
-const MATERIAL: [(i32, i32); 6] = [
-    (85, 105),
-    (320, 300),
-    (335, 320),
-    (470, 530),
-    (980, 980),
-    (0, 0),
-];
+use super::weights::{self as w, KING_DANGER_MAX, Weights};
 
 /// Game phase weights (knight, bishop, rook, queen) and the phase of the start position.
 const PHASE_WEIGHT: [i32; 6] = [0, 1, 1, 2, 4, 0];
-const MAX_PHASE: i32 = 24;
-
-/// Mobility: per reachable square beyond a typical count, (mg, eg), for N, B, R, Q.
-const MOBILITY: [(i32, i32, i32); 4] = [(4, 4, 4), (5, 5, 6), (2, 4, 6), (1, 2, 12)];
-
-/// Passed pawn bonus by relative rank (mg, eg).
-const PASSED_MG: [i32; 8] = [0, 5, 8, 12, 25, 45, 70, 0];
-const PASSED_EG: [i32; 8] = [0, 10, 15, 25, 45, 75, 120, 0];
-
-const DOUBLED: (i32, i32) = (-10, -20);
-const ISOLATED: (i32, i32) = (-12, -12);
-const ROOK_OPEN: (i32, i32) = (20, 10);
-const ROOK_SEMI_OPEN: (i32, i32) = (10, 5);
-const BISHOP_PAIR: (i32, i32) = (30, 50);
-const SHIELD_PAWN: i32 = 12;
-const TEMPO: i32 = 12;
-/// King-zone attack weight per attacked square, for N, B, R, Q.
-const KING_ATTACK_WEIGHT: [i32; 4] = [2, 2, 3, 5];
+pub const MAX_PHASE: i32 = 24;
 
 const FILE_A: u64 = 0x0101_0101_0101_0101;
 const FILE_H: u64 = FILE_A << 7;
 
-/// Distance of a file or rank index (0..8) from the two central ones.
-const fn edge_distance(i: i32) -> i32 {
-    if i < 4 { 3 - i } else { i - 4 }
+/// Where the evaluation's terms go: summed with the weights to a score ([`evaluate_with`]),
+/// or recorded as counts per weight for the tuner. One walk over the board serves both, so
+/// the tuner's view of the evaluation cannot drift from the evaluation.
+pub trait Accumulator {
+    fn weights(&self) -> &Weights;
+    /// `count` times the pair at flat index `index`, for `color`'s side.
+    fn add(&mut self, color: Color, index: usize, count: i32);
+    /// A piece of `role` (index `Role as usize - 1`) on `relative_square` (from its own side):
+    /// its material and piece-square pairs.
+    fn piece(&mut self, color: Color, role: usize, relative_square: usize);
 }
 
-/// Piece-square value for a white piece of `role` (index 0..6) on `sq`, (mg, eg). Black uses
-/// the vertically mirrored square.
-const fn pst_entry(role: usize, sq: i32) -> (i32, i32) {
-    let file = sq % 8;
-    let rank = sq / 8;
-    let center = edge_distance(file) + edge_distance(rank); // 0 in the centre, 6 in a corner
-    match role {
-        // Pawns: advance, and hold the centre early.
-        0 => {
-            let mg_rank = [0, 0, 2, 6, 12, 25, 45, 0][rank as usize];
-            let eg_rank = [0, 0, 5, 10, 20, 35, 60, 0][rank as usize];
-            let central = if (file == 3 || file == 4) && (rank == 3 || rank == 4) {
-                15
-            } else {
-                0
-            };
-            (mg_rank + central, eg_rank)
-        }
-        // Knights: strongly central, bad on the rim.
-        1 => (15 - 8 * center, 10 - 6 * center),
-        // Bishops: mildly central.
-        2 => (10 - 4 * center, 8 - 3 * center),
-        // Rooks: the seventh rank, central files in the middlegame.
-        3 => {
-            let seventh = if rank == 6 { 20 } else { 0 };
-            let central = if file == 3 || file == 4 { 5 } else { 0 };
-            (seventh + central, if rank == 6 { 15 } else { 0 })
-        }
-        // Queens: stay modest early, centralise late.
-        4 => (-2 * center, 10 - 4 * center),
-        // King: castled corner in the middlegame, the centre in the endgame.
-        _ => {
-            let mg = match rank {
-                0 => [25, 35, 15, 0, 0, 10, 35, 25][file as usize],
-                1 => [10, 10, -5, -15, -15, -5, 10, 10][file as usize],
-                r => {
-                    let v = -25 - 15 * (r - 2);
-                    if v < -70 { -70 } else { v }
-                }
-            };
-            (mg, 30 - 10 * center)
+/// Sums the terms with the weights: (mg, eg), White minus Black.
+struct Sum<'a> {
+    weights: &'a Weights,
+    mg: i32,
+    eg: i32,
+}
+
+impl Accumulator for Sum<'_> {
+    #[inline]
+    fn weights(&self) -> &Weights {
+        self.weights
+    }
+    #[inline]
+    fn add(&mut self, color: Color, index: usize, count: i32) {
+        let [mg, eg] = self.weights.get(index);
+        let count = if color == Color::White { count } else { -count };
+        self.mg += count * mg;
+        self.eg += count * eg;
+    }
+    #[inline]
+    fn piece(&mut self, color: Color, role: usize, relative_square: usize) {
+        let [mg, eg] = self.weights.piece_square[role][relative_square];
+        if color == Color::White {
+            self.mg += mg;
+            self.eg += eg;
+        } else {
+            self.mg -= mg;
+            self.eg -= eg;
         }
     }
 }
-
-const fn build_pst() -> [[(i32, i32); 64]; 6] {
-    let mut table = [[(0, 0); 64]; 6];
-    let mut role = 0;
-    while role < 6 {
-        let mut sq = 0;
-        while sq < 64 {
-            let (mg, eg) = pst_entry(role, sq as i32);
-            table[role][sq] = (mg + MATERIAL[role].0, eg + MATERIAL[role].1);
-            sq += 1;
-        }
-        role += 1;
-    }
-    table
-}
-
-/// Material plus piece-square values, white's point of view, (mg, eg).
-static PST: [[(i32, i32); 64]; 6] = build_pst();
 
 /// The files holding at least one of `pawns`, as an 8-bit set (bit i = file i).
 fn file_set(pawns: u64) -> u64 {
@@ -160,33 +112,47 @@ fn relative(color: Color, sq: Square) -> usize {
     }
 }
 
+/// Distance of a file or rank index (0..8) from the two central ones.
+const fn edge_distance(i: i32) -> i32 {
+    if i < 4 { 3 - i } else { i - 4 }
+}
+
 fn manhattan_center(sq: Square) -> i32 {
     edge_distance(sq.file() as i32) + edge_distance(sq.rank() as i32)
 }
 
-/// Evaluation of the position for the side to move, in centipawns, without noise.
+/// Evaluation of the position for the side to move, in centipawns, with the shipped weights
+/// and without noise.
 pub fn evaluate(pos: &Chess) -> i32 {
+    evaluate_with(pos, &Weights::shipped())
+}
+
+/// Evaluation of the position for the side to move, in centipawns, with `weights`.
+pub fn evaluate_with(pos: &Chess, weights: &Weights) -> i32 {
     let board = pos.board();
-    let mut mg = 0;
-    let mut eg = 0;
-    let mut phase = 0;
-    for color in Color::ALL {
-        let sign = if color == Color::White { 1 } else { -1 };
-        let (m, e, p) = side_terms(board, color);
-        mg += sign * m;
-        eg += sign * e;
-        phase += p;
-    }
-    let phase = phase.min(MAX_PHASE);
-    let mut score = (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE;
+    let mut sum = Sum {
+        weights,
+        mg: 0,
+        eg: 0,
+    };
+    let phase = accumulate(board, &mut sum);
+    let mut score = taper([sum.mg, sum.eg], phase);
     score += mop_up(board);
-    score = scale_drawish(board, score);
+    if is_drawish(board, score) {
+        score /= 4;
+    }
     let stm = if pos.turn() == Color::White {
         score
     } else {
         -score
     };
-    stm + TEMPO * phase / MAX_PHASE
+    stm + taper(weights.get(w::TEMPO), phase)
+}
+
+/// A (mg, eg) pair blended by the game phase (`MAX_PHASE` = all pieces on the board).
+#[inline]
+pub fn taper([mg, eg]: [i32; 2], phase: i32) -> i32 {
+    (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE
 }
 
 /// The static evaluation the search uses: [`evaluate`] plus this position's noise draw.
@@ -205,8 +171,18 @@ pub fn add_noise(eval: i32, key: u64, noise: &Noise) -> i32 {
     }
 }
 
-/// All terms of one side, from white's point of view sign-free: (mg, eg, phase contribution).
-fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
+/// Walks the board and hands every weighted term of both sides to `acc`; returns the game
+/// phase (0 = bare kings and pawns, [`MAX_PHASE`] = all pieces).
+pub fn accumulate<A: Accumulator>(board: &Board, acc: &mut A) -> i32 {
+    let phase: i32 = Color::ALL
+        .into_iter()
+        .map(|c| side_terms(board, c, acc))
+        .sum();
+    phase.min(MAX_PHASE)
+}
+
+/// All terms of one side; returns its phase contribution.
+fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
     let us = board.by_color(color);
     let them = board.by_color(!color);
     let occupied = board.occupied();
@@ -219,8 +195,6 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
         (attacks::king_attacks(k) | Bitboard::from_square(k)).0
     });
 
-    let mut mg = 0;
-    let mut eg = 0;
     let mut phase = 0;
     let mut attack_weight = 0;
     let mut attackers = 0;
@@ -229,9 +203,7 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
         let pieces = board.by_role(role) & us;
         phase += PHASE_WEIGHT[role_index] * pieces.count() as i32;
         for sq in pieces {
-            let (m, e) = PST[role_index][relative(color, sq)];
-            mg += m;
-            eg += e;
+            acc.piece(color, role_index, relative(color, sq));
             if (1..=4).contains(&role_index) {
                 let reach = match role {
                     Role::Knight => attacks::knight_attacks(sq),
@@ -240,25 +212,19 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
                     _ => attacks::queen_attacks(sq, occupied),
                 }
                 .0;
-                let (wm, we, base) = MOBILITY[role_index - 1];
-                let count = (reach & mobility_area).count_ones() as i32 - base;
-                mg += wm * count;
-                eg += we * count;
+                let count = (reach & mobility_area).count_ones() as usize;
+                acc.add(color, w::MOBILITY[role_index - 1] + count, 1);
                 let on_zone = (reach & king_zone).count_ones() as i32;
                 if on_zone > 0 {
                     attackers += 1;
-                    attack_weight += KING_ATTACK_WEIGHT[role_index - 1] * on_zone;
+                    attack_weight +=
+                        acc.weights().get(w::KING_ATTACK_WEIGHT + role_index - 1)[0] * on_zone;
                 }
                 if role == Role::Rook {
                     let file = FILE_A << (sq as u32 % 8);
                     if file & our_pawns == 0 {
-                        let (om, oe) = if file & their_pawns == 0 {
-                            ROOK_OPEN
-                        } else {
-                            ROOK_SEMI_OPEN
-                        };
-                        mg += om;
-                        eg += oe;
+                        let half_open = usize::from(file & their_pawns != 0);
+                        acc.add(color, w::ROOK_FILE + half_open, 1);
                     }
                 }
             }
@@ -266,12 +232,12 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
     }
 
     if attackers >= 2 {
-        mg += (attack_weight * attack_weight / 2).min(500);
+        let danger = (attack_weight.max(0) as usize).min(KING_DANGER_MAX);
+        acc.add(color, w::KING_DANGER + danger, 1);
     }
 
     if (board.bishops() & us).more_than_one() {
-        mg += BISHOP_PAIR.0;
-        eg += BISHOP_PAIR.1;
+        acc.add(color, w::BISHOP_PAIR, 1);
     }
 
     // Pawn structure, file by file with bit tricks: one pass instead of one per pawn.
@@ -281,17 +247,24 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
     let doubled = pawn_count - files.count_ones() as i32;
     let isolated_files = files & !((files << 1) | (files >> 1)) & 0xff;
     let isolated = (our_pawns & (isolated_files * FILE_A)).count_ones() as i32;
-    mg += DOUBLED.0 * doubled + ISOLATED.0 * isolated;
-    eg += DOUBLED.1 * doubled + ISOLATED.1 * isolated;
+    if doubled != 0 {
+        acc.add(color, w::PAWN_FAULTS, doubled);
+    }
+    if isolated != 0 {
+        acc.add(color, w::PAWN_FAULTS + 1, isolated);
+    }
     for sq in Bitboard(our_pawns & !stoppable(color, their_pawns)) {
         let rank = relative(color, sq) / 8;
-        mg += PASSED_MG[rank];
-        eg += PASSED_EG[rank];
+        acc.add(color, w::PASSED + rank, 1);
         // A passer is worth more when the defending king is far from its path.
         let step = if color == Color::White { 8 } else { -8 };
         if let (Some(stop), Some(ours), Some(theirs)) = (sq.offset(step), our_king, their_king) {
-            let weight = rank as i32 - 1;
-            eg += weight * (4 * theirs.distance(stop) as i32 - 2 * ours.distance(stop) as i32);
+            acc.add(
+                color,
+                w::PASSER_THEIR_KING + rank,
+                theirs.distance(stop) as i32,
+            );
+            acc.add(color, w::PASSER_OUR_KING + rank, ours.distance(stop) as i32);
         }
     }
 
@@ -312,11 +285,13 @@ fn side_terms(board: &Board, color: Color) -> (i32, i32, i32) {
                 }
             };
             let shield = (our_pawns & files & ranks).count_ones().min(3) as i32;
-            mg += SHIELD_PAWN * shield;
+            if shield > 0 {
+                acc.add(color, w::SHIELD_PAWN, shield);
+            }
         }
     }
 
-    (mg, eg, phase)
+    phase
 }
 
 /// Non-pawn material of a side in exchange units (N=B=3, R=5, Q=9), times 100.
@@ -329,7 +304,8 @@ fn piece_material(board: &Board, color: Color) -> i32 {
 
 /// Against a lone king, reward pushing it to the edge and bringing our king close: without
 /// this a won KQK/KRK ending is a flat score and the search cannot find the way to mate.
-fn mop_up(board: &Board) -> i32 {
+/// White's view.
+pub fn mop_up(board: &Board) -> i32 {
     for strong in Color::ALL {
         let weak = !strong;
         if board.by_color(weak).count() == 1
@@ -351,19 +327,19 @@ fn manhattan(a: Square, b: Square) -> i32 {
     (a.file() as i32 - b.file() as i32).abs() + (a.rank() as i32 - b.rank() as i32).abs()
 }
 
-/// Without pawns, a side that is not at least a rook's worth ahead rarely wins: shrink the
-/// score so the search prefers keeping pawns or trading into winnable endings.
-fn scale_drawish(board: &Board, score: i32) -> i32 {
+/// Without pawns, a side that is not at least a rook's worth ahead rarely wins: the score
+/// (White's view) is shrunk to a quarter so the search prefers keeping pawns or trading into
+/// winnable endings.
+pub fn is_drawish(board: &Board, score: i32) -> bool {
     let strong = if score > 0 {
         Color::White
     } else {
         Color::Black
     };
     if (board.pawns() & board.by_color(strong)).any() {
-        return score;
+        return false;
     }
-    let margin = piece_material(board, strong) - piece_material(board, !strong);
-    if margin < 400 { score / 4 } else { score }
+    piece_material(board, strong) - piece_material(board, !strong) < 400
 }
 
 #[cfg(test)]
@@ -384,7 +360,7 @@ mod tests {
     #[test]
     fn start_position_is_balanced_and_symmetric() {
         let start = eval("rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1");
-        assert_eq!(start, TEMPO);
+        assert_eq!(start, Weights::shipped().get(w::TEMPO)[0]);
         // Mirrored position with the other side to move evaluates the same.
         let a = eval("r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3");
         let b = eval("rnbqkb1r/pppp1ppp/5n2/4p3/4P3/2N5/PPPP1PPP/R1BQKBNR b KQkq - 2 3");

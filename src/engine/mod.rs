@@ -17,6 +17,7 @@ pub mod score;
 pub mod search;
 pub mod see;
 pub mod tt;
+pub mod weights;
 
 pub use blindness::Blindness;
 pub use limits::{Limits, NoStop, SearchObserver};
@@ -24,6 +25,7 @@ pub use noise::Noise;
 pub use position::{Game, GameError};
 pub use score::Score;
 pub use search::{Engine, SearchInfo, SearchResult};
+pub use weights::Weights;
 
 /// Everything that decides how one search plays, apart from the position.
 #[derive(Clone, Debug, PartialEq)]

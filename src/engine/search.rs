@@ -21,7 +21,9 @@ use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{Chess, EnPassantMode, Move, MoveList, Position, Role};
 
 use super::blindness::Blindness;
-use super::eval::{add_noise, evaluate};
+use std::sync::Arc;
+
+use super::eval::{add_noise, evaluate_with};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
 use super::noise::Noise;
@@ -31,6 +33,7 @@ use super::score::{
 };
 use super::see::{see_non_negative, see_value};
 use super::tt::{Bound, Tt};
+use super::weights::Weights;
 use super::{Game, SearchObserver, SearchParams};
 
 /// Progress after one completed iteration.
@@ -56,6 +59,7 @@ pub struct SearchResult {
 /// A single-threaded search with its own transposition table.
 pub struct Engine {
     hash_mb: usize,
+    weights: Arc<Weights>,
     tt: Tt,
     heuristics: Heuristics,
 }
@@ -85,8 +89,14 @@ static LMR: LazyLock<[[i32; 64]; 64]> = LazyLock::new(|| {
 
 impl Engine {
     pub fn new(hash_mb: usize) -> Engine {
+        Engine::with_weights(hash_mb, Weights::shipped())
+    }
+
+    /// An engine evaluating with `weights` instead of the shipped ones (the tuner's matches).
+    pub fn with_weights(hash_mb: usize, weights: Arc<Weights>) -> Engine {
         Engine {
             hash_mb,
+            weights,
             tt: Tt::new(hash_mb),
             heuristics: Heuristics::default(),
         }
@@ -171,6 +181,7 @@ impl Engine {
         let mut keys = Vec::with_capacity(game.keys().len() + MAX_PLY + 2);
         keys.extend_from_slice(game.keys());
         let mut searcher = Searcher {
+            weights: &self.weights,
             tt: &mut self.tt,
             heuristics: &mut self.heuristics,
             observer,
@@ -198,6 +209,7 @@ impl Engine {
 
 /// Everything one search needs, bundled so the recursive functions keep short signatures.
 struct Searcher<'a> {
+    weights: &'a Weights,
     tt: &'a mut Tt,
     heuristics: &'a mut Heuristics,
     observer: &'a mut dyn SearchObserver,
@@ -406,7 +418,7 @@ impl Searcher<'_> {
                 0,
                 Some(PackedMove::new(root_moves[0])),
                 best_score,
-                evaluate(pos),
+                evaluate_with(pos, self.weights),
                 depth,
                 bound,
             );
@@ -438,7 +450,7 @@ impl Searcher<'_> {
         if child.pos.legal_moves().is_empty() {
             return if child.in_check { mated_in(1) } else { DRAW };
         }
-        self.noisy(evaluate(&child.pos), child.key)
+        self.noisy(evaluate_with(&child.pos, self.weights), child.key)
     }
 
     /// Whether the node at the end of `self.keys` is drawn by the rules (checkmate excepted).
@@ -492,7 +504,7 @@ impl Searcher<'_> {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
-            return evaluate(pos);
+            return evaluate_with(pos, self.weights);
         }
         // Mate distance pruning: no line from here beats a mate already found nearer the root.
         alpha = alpha.max(mated_in(ply));
@@ -517,7 +529,7 @@ impl Searcher<'_> {
 
         let raw_eval = match hit {
             Some(h) => h.eval,
-            None => evaluate(pos),
+            None => evaluate_with(pos, self.weights),
         };
         let eval = if in_check {
             -INFINITE
@@ -706,7 +718,7 @@ impl Searcher<'_> {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
-            return evaluate(pos);
+            return evaluate_with(pos, self.weights);
         }
         let mut moves;
         let mut scores = [0i32; 256];
@@ -729,7 +741,7 @@ impl Searcher<'_> {
             best_score = -INFINITE;
             stand_pat = -INFINITE;
         } else {
-            stand_pat = self.noisy(evaluate(pos), key);
+            stand_pat = self.noisy(evaluate_with(pos, self.weights), key);
             if stand_pat >= beta {
                 return stand_pat;
             }

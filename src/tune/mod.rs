@@ -11,10 +11,40 @@ pub mod sample;
 pub enum TuneCommand {
     /// Play the engine against itself and write labelled quiet positions (resumable, shardable).
     Datagen(datagen::DatagenArgs),
+    /// Print an evaluation weight set in its text form (the shipped one by default).
+    Weights(WeightsArgs),
+}
+
+/// `ladder tune weights` options.
+#[derive(Debug, clap::Args)]
+pub struct WeightsArgs {
+    /// Print the hand-written, untuned weights instead of the shipped ones.
+    #[arg(long)]
+    pub handwritten: bool,
+}
+
+fn print_weights(args: WeightsArgs) -> anyhow::Result<()> {
+    use std::io::Write as _;
+    let (weights, header) = if args.handwritten {
+        (
+            crate::engine::Weights::handwritten(),
+            "The evaluation's hand-written weights (geometric rules, never tuned).",
+        )
+    } else {
+        (
+            (*crate::engine::Weights::shipped()).clone(),
+            "The evaluation's shipped weights.",
+        )
+    };
+    let text = weights.to_text(header);
+    // A closed pipe (`| head`) ends the output quietly.
+    let _ = std::io::stdout().write_all(text.as_bytes());
+    Ok(())
 }
 
 pub fn run(command: TuneCommand) -> anyhow::Result<()> {
     match command {
         TuneCommand::Datagen(args) => datagen::run(args),
+        TuneCommand::Weights(args) => print_weights(args),
     }
 }
