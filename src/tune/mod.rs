@@ -4,13 +4,18 @@
 //! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method.
 
 pub mod datagen;
+pub mod pso;
 pub mod sample;
+pub mod texel;
+pub mod trace;
 
 /// `ladder tune` subcommands.
 #[derive(Debug, clap::Subcommand)]
 pub enum TuneCommand {
     /// Play the engine against itself and write labelled quiet positions (resumable, shardable).
     Datagen(datagen::DatagenArgs),
+    /// Fit the evaluation's weights to the data by Texel's method (gradient or particle swarm).
+    Texel(Box<texel::TexelArgs>),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -46,5 +51,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
     match command {
         TuneCommand::Datagen(args) => datagen::run(args),
         TuneCommand::Weights(args) => print_weights(args),
+        TuneCommand::Texel(args) => texel::run(*args),
     }
 }
