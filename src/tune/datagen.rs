@@ -68,7 +68,44 @@ const DRAW_PLIES: u32 = 10;
 const DRAW_CP: i32 = 10;
 const DRAW_FROM_PLY: usize = 80;
 /// A game still running after this many plies is a draw.
-const MAX_PLIES: usize = 400;
+pub const MAX_PLIES: usize = 400;
+
+/// Ends a game early on what the searches say: a win when the scores (White's view) stay at
+/// or beyond [`WIN_CP`] on the same side for [`WIN_PLIES`] plies (both sides' searches agree),
+/// a draw when they stay within [`DRAW_CP`] for [`DRAW_PLIES`] plies from [`DRAW_FROM_PLY`] on.
+#[derive(Clone, Debug, Default)]
+pub struct Adjudicator {
+    win_run: (i32, u32),
+    draw_run: u32,
+}
+
+impl Adjudicator {
+    /// Hears the score of the search at `ply`; the result (White's view) once adjudicated.
+    pub fn observe(&mut self, ply: usize, white_score: i32) -> Option<f64> {
+        let sign = white_score.signum();
+        if white_score.abs() >= WIN_CP {
+            self.win_run = if self.win_run.0 == sign {
+                (sign, self.win_run.1 + 1)
+            } else {
+                (sign, 1)
+            };
+            if self.win_run.1 >= WIN_PLIES {
+                return Some(if sign > 0 { 1.0 } else { 0.0 });
+            }
+        } else {
+            self.win_run = (0, 0);
+        }
+        if ply >= DRAW_FROM_PLY && white_score.abs() <= DRAW_CP {
+            self.draw_run += 1;
+            if self.draw_run >= DRAW_PLIES {
+                return Some(0.5);
+            }
+        } else {
+            self.draw_run = 0;
+        }
+        None
+    }
+}
 
 /// One played game: its kept positions with White's-view scores, the result, the plies.
 #[derive(Clone, Debug, PartialEq)]
@@ -85,8 +122,7 @@ pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
     engine.new_game();
     let params = SearchParams::full_strength(Limits::nodes(settings.nodes));
     let mut positions = Vec::new();
-    let mut win_run: (i32, u32) = (0, 0);
-    let mut draw_run = 0;
+    let mut adjudicator = Adjudicator::default();
     let result = loop {
         if let Some(end) = game.outcome() {
             break match end.winner() {
@@ -110,27 +146,8 @@ pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
         if matches!(found.score, Score::Cp(_)) && is_quiet(&game, best) {
             positions.push((game.fen(), score));
         }
-        // Adjudication: both sides' searches see the same decisive side for a few plies.
-        let sign = score.signum();
-        if score.abs() >= WIN_CP {
-            win_run = if win_run.0 == sign {
-                (sign, win_run.1 + 1)
-            } else {
-                (sign, 1)
-            };
-            if win_run.1 >= WIN_PLIES {
-                break if sign > 0 { 1.0 } else { 0.0 };
-            }
-        } else {
-            win_run = (0, 0);
-        }
-        if game.moves().len() >= DRAW_FROM_PLY && score.abs() <= DRAW_CP {
-            draw_run += 1;
-            if draw_run >= DRAW_PLIES {
-                break 0.5;
-            }
-        } else {
-            draw_run = 0;
+        if let Some(result) = adjudicator.observe(game.moves().len(), score) {
+            break result;
         }
         game.play(best);
     };
@@ -147,7 +164,7 @@ fn is_quiet(game: &Game, best: Move) -> bool {
 }
 
 /// The book line and random plies game `index` starts from, balanced by a short search.
-fn opening(settings: &DatagenSettings, index: u64, engine: &mut Engine) -> Game {
+pub fn opening(settings: &DatagenSettings, index: u64, engine: &mut Engine) -> Game {
     let mut game = Game::startpos();
     for attempt in 0..OPENING_TRIES {
         let mut rng = StdRng::seed_from_u64(

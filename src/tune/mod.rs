@@ -4,6 +4,7 @@
 //! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method.
 
 pub mod datagen;
+pub mod matches;
 pub mod pso;
 pub mod sample;
 pub mod texel;
@@ -16,6 +17,8 @@ pub enum TuneCommand {
     Datagen(datagen::DatagenArgs),
     /// Fit the evaluation's weights to the data by Texel's method (gradient or particle swarm).
     Texel(Box<texel::TexelArgs>),
+    /// Two weight sets against each other at fixed nodes (tuned against untuned).
+    Match(matches::MatchArgs),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -52,5 +55,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Datagen(args) => datagen::run(args),
         TuneCommand::Weights(args) => print_weights(args),
         TuneCommand::Texel(args) => texel::run(*args),
+        TuneCommand::Match(args) => matches::run(args),
     }
 }
