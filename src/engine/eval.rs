@@ -97,6 +97,24 @@ fn stoppable(color: Color, their_pawns: u64) -> u64 {
     fill | ((fill << 1) & !FILE_A) | ((fill >> 1) & !FILE_H)
 }
 
+/// `pawns` and every square in front of them, from `color`'s point of view.
+fn forward_fill(color: Color, pawns: u64) -> u64 {
+    let mut fill = pawns;
+    match color {
+        Color::White => {
+            fill |= fill << 8;
+            fill |= fill << 16;
+            fill |= fill << 32;
+        }
+        Color::Black => {
+            fill |= fill >> 8;
+            fill |= fill >> 16;
+            fill |= fill >> 32;
+        }
+    }
+    fill
+}
+
 fn pawn_attacks_of(color: Color, pawns: u64) -> u64 {
     match color {
         Color::White => ((pawns << 7) & !FILE_H) | ((pawns << 9) & !FILE_A),
@@ -195,9 +213,15 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
         (attacks::king_attacks(k) | Bitboard::from_square(k)).0
     });
 
+    let our_pawn_attacks = pawn_attacks_of(color, our_pawns);
+    // Squares enemy pawns attack now or after advancing: no outpost there.
+    let their_pawn_reach = pawn_attacks_of(!color, forward_fill(!color, their_pawns));
+
     let mut phase = 0;
     let mut attack_weight = 0;
     let mut attackers = 0;
+    let mut minor_reach = 0u64;
+    let mut rook_reach = 0u64;
 
     for (role_index, role) in Role::ALL.into_iter().enumerate() {
         let pieces = board.by_role(role) & us;
@@ -212,6 +236,21 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
                     _ => attacks::queen_attacks(sq, occupied),
                 }
                 .0;
+                match role {
+                    Role::Knight | Role::Bishop => {
+                        minor_reach |= reach;
+                        let bit = 1u64 << (sq as u32);
+                        let rank = relative(color, sq) / 8;
+                        if (3..=5).contains(&rank)
+                            && bit & our_pawn_attacks != 0
+                            && bit & their_pawn_reach == 0
+                        {
+                            acc.add(color, w::OUTPOST + usize::from(role == Role::Bishop), 1);
+                        }
+                    }
+                    Role::Rook => rook_reach |= reach,
+                    _ => {}
+                }
                 let count = (reach & mobility_area).count_ones() as usize;
                 acc.add(color, w::MOBILITY[role_index - 1] + count, 1);
                 let on_zone = (reach & king_zone).count_ones() as i32;
@@ -227,6 +266,21 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
                         acc.add(color, w::ROOK_FILE + half_open, 1);
                     }
                 }
+            }
+        }
+    }
+
+    // Threats: enemy pieces our pawns, minor pieces and rooks attack, by the victim.
+    for (victim, role) in Role::ALL.into_iter().enumerate().take(5) {
+        let victims = (board.by_role(role) & them).0;
+        for (term, reach) in [
+            (w::THREAT_BY_PAWN, our_pawn_attacks),
+            (w::THREAT_BY_MINOR, minor_reach),
+            (w::THREAT_BY_ROOK, rook_reach),
+        ] {
+            let count = (victims & reach).count_ones() as i32;
+            if count > 0 {
+                acc.add(color, term + victim, count);
             }
         }
     }
@@ -253,11 +307,33 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
     if isolated != 0 {
         acc.add(color, w::PAWN_FAULTS + 1, isolated);
     }
+    let phalanx = ((our_pawns << 1) & !FILE_A) | ((our_pawns >> 1) & !FILE_H);
+    for sq in Bitboard(our_pawns & (our_pawn_attacks | phalanx)) {
+        acc.add(color, w::CONNECTED_PAWN + relative(color, sq) / 8, 1);
+    }
+    let step = if color == Color::White { 8 } else { -8 };
+    // Backward: no pawn of ours on a neighbouring file level with it or behind it (none can
+    // come to defend it), and an enemy pawn guards the square in front.
+    let defensible = forward_fill(color, our_pawns);
+    let defensible = ((defensible << 1) & !FILE_A) | ((defensible >> 1) & !FILE_H);
+    let lonely = our_pawns & !defensible;
+    let stops = match color {
+        Color::White => lonely << 8,
+        Color::Black => lonely >> 8,
+    };
+    let backward = (stops & their_pawn_attacks).count_ones() as i32;
+    if backward > 0 {
+        acc.add(color, w::BACKWARD_PAWN, backward);
+    }
     for sq in Bitboard(our_pawns & !stoppable(color, their_pawns)) {
         let rank = relative(color, sq) / 8;
         acc.add(color, w::PASSED + rank, 1);
+        if let Some(stop) = sq.offset(step)
+            && board.occupied().contains(stop)
+        {
+            acc.add(color, w::PASSER_BLOCKED + rank, 1);
+        }
         // A passer is worth more when the defending king is far from its path.
-        let step = if color == Color::White { 8 } else { -8 };
         if let (Some(stop), Some(ours), Some(theirs)) = (sq.offset(step), our_king, their_king) {
             acc.add(
                 color,
@@ -265,6 +341,17 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
                 theirs.distance(stop) as i32,
             );
             acc.add(color, w::PASSER_OUR_KING + rank, ours.distance(stop) as i32);
+        }
+    }
+
+    // Open files at the king: its own file and the neighbours without a pawn of ours.
+    if let Some(k) = our_king {
+        let file = k as u32 % 8;
+        let open = (file.saturating_sub(1)..=(file + 1).min(7))
+            .filter(|&f| our_pawns & (FILE_A << f) == 0)
+            .count();
+        if open > 0 {
+            acc.add(color, w::KING_OPEN_FILES + open, 1);
         }
     }
 

@@ -50,7 +50,7 @@ const fn term(name: &'static str, len: usize, index: IndexStyle) -> Term {
 }
 
 /// Every term, in the order of the flat list.
-pub const TERMS: [Term; 21] = [
+pub const TERMS: [Term; 29] = [
     term("material", 6, IndexStyle::Role),
     term("pst_pawn", 64, IndexStyle::Square),
     term("pst_knight", 64, IndexStyle::Square),
@@ -77,6 +77,14 @@ pub const TERMS: [Term; 21] = [
         index: IndexStyle::Slider,
     },
     term("tempo", 1, IndexStyle::None),
+    term("threat_by_pawn", 6, IndexStyle::Role),
+    term("threat_by_minor", 6, IndexStyle::Role),
+    term("threat_by_rook", 6, IndexStyle::Role),
+    term("connected_pawn", 8, IndexStyle::Number),
+    term("backward_pawn", 1, IndexStyle::None),
+    term("passer_blocked", 8, IndexStyle::Number),
+    term("king_open_files", 4, IndexStyle::Number),
+    term("outpost", 2, IndexStyle::Number),
 ];
 
 const fn start_of(term: usize) -> usize {
@@ -116,6 +124,23 @@ pub const KING_DANGER: usize = start_of(18);
 /// reaches (middlegame value; the endgame value is unused).
 pub const KING_ATTACK_WEIGHT: usize = start_of(19);
 pub const TEMPO: usize = start_of(20);
+/// Enemy pieces attacked by our pawns, by the victim's role.
+pub const THREAT_BY_PAWN: usize = start_of(21);
+/// Enemy pieces attacked by our knights or bishops, by the victim's role.
+pub const THREAT_BY_MINOR: usize = start_of(22);
+/// Enemy pieces attacked by our rooks, by the victim's role.
+pub const THREAT_BY_ROOK: usize = start_of(23);
+/// A pawn defended by a pawn or beside one on its rank, by relative rank.
+pub const CONNECTED_PAWN: usize = start_of(24);
+/// A pawn no pawn of ours beside it can defend, whose stop square an enemy pawn attacks.
+pub const BACKWARD_PAWN: usize = start_of(25);
+/// A passed pawn whose stop square is occupied, by relative rank.
+pub const PASSER_BLOCKED: usize = start_of(26);
+/// The king's file and its neighbours without a pawn of ours, by how many (0 to 3).
+pub const KING_OPEN_FILES: usize = start_of(27);
+/// A knight (`+ 0`) or bishop (`+ 1`) on ranks 4–6, defended by a pawn, out of reach of
+/// enemy pawns.
+pub const OUTPOST: usize = start_of(28);
 /// Pairs in the set.
 pub const LEN: usize = start_of(TERMS.len());
 
@@ -354,7 +379,8 @@ mod tests {
         let broken = text.replacen("tempo 12 0", "tempo twelve 0", 1);
         let error = Weights::parse(&broken).unwrap_err();
         assert!(error.contains("twelve"), "{error}");
-        assert!(error.starts_with(&format!("line {}", LEN + 1)), "{error}");
+        let tempo_line = 2 + TEMPO; // after the one header line
+        assert!(error.starts_with(&format!("line {tempo_line}:")), "{error}");
         let missing = text.replacen("bishop_pair 30 50\n", "", 1);
         assert_eq!(
             Weights::parse(&missing),
