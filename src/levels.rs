@@ -72,6 +72,11 @@ pub struct Coefficients {
     /// gain of the next cycle is 1/(cycle + 1) (with a floor). 0 until calibrated.
     #[serde(default)]
     pub calibration_cycle: u32,
+    /// The version of the evaluation weights these coefficients were calibrated with (0, the
+    /// default for older files: the hand-written weights). The levels play with that version,
+    /// so a retuned evaluation moves no level until the ladder is recalibrated with it.
+    #[serde(default)]
+    pub eval_weights: u32,
 }
 
 fn default_levels_per_halving() -> f64 {
@@ -209,6 +214,15 @@ impl Coefficients {
         }
         if self.max_nodes == 0 {
             return invalid("max_nodes", "must be positive");
+        }
+        if crate::engine::Weights::of_version(self.eval_weights).is_none() {
+            return invalid(
+                "eval_weights",
+                &format!(
+                    "no evaluation weights of that version (known: 0 to {})",
+                    crate::engine::weights::SHIPPED_VERSION
+                ),
+            );
         }
         if self.hash.is_empty() {
             return invalid("hash", "needs at least one step");
@@ -384,6 +398,8 @@ pub struct LevelParams {
     /// Chance of judging a root move blind at full material (0: never).
     pub blind_probability: f64,
     pub coefficients_version: u32,
+    /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
+    pub eval_weights: u32,
     blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
@@ -415,6 +431,7 @@ impl LevelParams {
                 .blindness
                 .map_or(0.0, |curve| curve.probability(exponent)),
             coefficients_version: coefficients.version,
+            eval_weights: coefficients.eval_weights,
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,
@@ -546,8 +563,9 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "coefficients version {}: n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
+        "coefficients version {} (evaluation weights version {}): n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
         coefficients.version,
+        coefficients.eval_weights,
         coefficients.n0,
         coefficients.b,
         coefficients.s0,
@@ -678,6 +696,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("c.toml:1: version: invalid type"), "{err}");
+    }
+
+    #[test]
+    fn levels_play_with_the_evaluation_weights_they_were_calibrated_with() {
+        // The shipped coefficients predate the tuned weights: their levels keep version 0.
+        let shipped = Coefficients::builtin();
+        assert_eq!(
+            LevelParams::new(&shipped, 5.0).eval_weights,
+            shipped.eval_weights
+        );
+        let text =
+            Coefficients::DEFAULT_TOML.replacen("[blindness]", "eval_weights = 99\n[blindness]", 1);
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("eval_weights: no evaluation weights"), "{err}");
     }
 
     #[test]

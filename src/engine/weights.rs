@@ -183,6 +183,11 @@ pub struct Weights {
     pub(crate) piece_square: [[Pair; 64]; 6],
 }
 
+/// The version of the shipped weights (`weights.txt`); version 0 is [`Weights::handwritten`].
+pub const SHIPPED_VERSION: u32 = 0;
+
+static HANDWRITTEN: LazyLock<Arc<Weights>> = LazyLock::new(|| Arc::new(Weights::handwritten()));
+
 static SHIPPED: LazyLock<Arc<Weights>> = LazyLock::new(|| {
     Arc::new(
         Weights::parse(include_str!("weights.txt"))
@@ -194,6 +199,18 @@ impl Weights {
     /// The weights the engine ships with.
     pub fn shipped() -> Arc<Weights> {
         SHIPPED.clone()
+    }
+
+    /// The weights of a version: 0 the hand-written ones, [`SHIPPED_VERSION`] the shipped
+    /// ones; `None` for any other.
+    pub fn of_version(version: u32) -> Option<Arc<Weights>> {
+        if version == SHIPPED_VERSION {
+            Some(Weights::shipped())
+        } else if version == 0 {
+            Some(HANDWRITTEN.clone())
+        } else {
+            None
+        }
     }
 
     /// A set from its flat list of pairs; `None` unless it has exactly [`LEN`] pairs.

@@ -14,7 +14,9 @@ pub mod book;
 pub mod clock;
 pub mod think;
 
-use crate::engine::{Engine, Game, Limits, Score, SearchObserver, SearchParams, SearchResult};
+use crate::engine::{
+    Engine, Game, Limits, Score, SearchObserver, SearchParams, SearchResult, Weights,
+};
 use crate::levels::LevelParams;
 
 /// One level playing one game.
@@ -28,7 +30,10 @@ impl LevelPlayer {
     /// A player for a new game: a fresh engine sized by the level, the game's seed.
     pub fn new(params: LevelParams, seed: u64) -> LevelPlayer {
         LevelPlayer {
-            engine: Engine::new(params.hash_mb),
+            engine: Engine::with_weights(
+                params.hash_mb,
+                Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped),
+            ),
             params,
             seed,
         }

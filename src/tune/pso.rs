@@ -136,6 +136,7 @@ pub fn tune(split: &Split, start: &Weights, k: f64, args: &TexelArgs) -> anyhow:
     for iteration in 1..=args.iterations {
         // Every particle's loss, the particles shared out over the threads.
         let losses = evaluate_all(split, start, &scalars, &particles, k, args);
+        tracing::debug!("swarm iteration {iteration}: losses {losses:?}");
         for (particle, loss) in particles.iter_mut().zip(losses) {
             if loss < particle.best_loss {
                 particle.best_loss = loss;
