@@ -84,6 +84,7 @@ fn texel_lowers_the_loss_on_self_play_data() {
         learning_rate: 1.0,
         lambda: 1.0,
         threads: 2,
+        min_positions: 1,
     };
     let (tuned, _) = texel::descend(&split, theta, k, settings, |_| {});
     let after = texel::loss(&split.train, &tuned, k, 1.0, 2);

@@ -184,7 +184,7 @@ pub struct Weights {
 }
 
 /// The version of the shipped weights (`weights.txt`); version 0 is [`Weights::handwritten`].
-pub const SHIPPED_VERSION: u32 = 0;
+pub const SHIPPED_VERSION: u32 = 1;
 
 static HANDWRITTEN: LazyLock<Arc<Weights>> = LazyLock::new(|| Arc::new(Weights::handwritten()));
 
