@@ -546,13 +546,16 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
         // A second and a half on our clock is plenty for a level-1 move ...
         low_clock(&sb);
         play(&sb, "alice", &id, "d2d4");
-        wait_plies(&sb, &id, 4).await;
+        let so_far = wait_plies(&sb, &id, 4).await;
         assert!(!sb.game(&id).unwrap().is_over());
 
-        // ... but not when the account must first wait out a 429 pause.
+        // ... but not when the account must first wait out a 429 pause. (Any legal move: the
+        // level's reply may have given check.)
         low_clock(&sb);
         sb.fail_next(bot, 1, 429);
-        play(&sb, "alice", &id, "g1f3");
+        let position = Game::from_uci_moves(None, &so_far.moves, false).unwrap();
+        let reply = position.to_uci(position.legal_moves()[0]);
+        play(&sb, "alice", &id, &reply);
         let game = wait_over(&sb, &id).await;
         assert_eq!(
             (game.status, game.winner),

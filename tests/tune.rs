@@ -6,7 +6,8 @@ use std::path::Path;
 
 use ladder::engine::Weights;
 use ladder::tune::datagen::{DatagenSettings, Shard, generate};
-use ladder::tune::texel::{self, GradientSettings, LoadOptions};
+use ladder::tune::dataset::{self, LoadOptions};
+use ladder::tune::texel::{self, GradientSettings};
 use ladder::tune::trace::theta_of;
 
 fn settings() -> DatagenSettings {
@@ -64,7 +65,7 @@ fn texel_lowers_the_loss_on_self_play_data() {
     let data = dir.path().join("data.txt");
     generate(&data, &settings(), 0..8, 2).unwrap();
     let start = Weights::handwritten();
-    let split = texel::load(
+    let split = dataset::load(
         &[data],
         &start,
         LoadOptions {

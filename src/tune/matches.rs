@@ -14,7 +14,7 @@ use anyhow::bail;
 use shakmaty::Color;
 
 use super::datagen::{Adjudicator, DatagenSettings, MAX_PLIES, opening};
-use super::texel::start_weights;
+use super::sets::start_weights;
 use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams, Weights};
 
 /// `ladder tune match` options.

@@ -4,9 +4,11 @@
 //! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method.
 
 pub mod datagen;
+pub mod dataset;
 pub mod matches;
 pub mod pso;
 pub mod sample;
+pub mod sets;
 pub mod texel;
 pub mod trace;
 

@@ -12,7 +12,7 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shakmaty::{Color, Position};
 
-use super::texel::{Split, TexelArgs, sigmoid};
+use super::dataset::{Split, sigmoid};
 use crate::engine::Weights;
 use crate::engine::eval::evaluate_with;
 use crate::engine::weights::{LEN, TERMS, name_of};
@@ -90,8 +90,29 @@ struct Particle {
     best_loss: f64,
 }
 
+/// What the swarm moves and how long it flies.
+#[derive(Clone, Debug)]
+pub struct SwarmSettings {
+    /// The terms to move, comma-separated names.
+    pub terms: String,
+    pub iterations: usize,
+    pub swarms: usize,
+    pub particles: usize,
+    /// How far each weight may move from its start.
+    pub range: i32,
+    pub seed: u64,
+    /// The label blend (as in the gradient run).
+    pub lambda: f64,
+    pub threads: usize,
+}
+
 /// Runs the swarms and returns the best weights found (the start if nothing beat it).
-pub fn tune(split: &Split, start: &Weights, k: f64, args: &TexelArgs) -> anyhow::Result<Weights> {
+pub fn tune(
+    split: &Split,
+    start: &Weights,
+    k: f64,
+    args: &SwarmSettings,
+) -> anyhow::Result<Weights> {
     if split.train.positions.is_empty() {
         anyhow::bail!("the swarm needs positions (none were loaded)");
     }
@@ -213,7 +234,7 @@ fn evaluate_all(
     scalars: &[usize],
     particles: &[Particle],
     k: f64,
-    args: &TexelArgs,
+    args: &SwarmSettings,
 ) -> Vec<f64> {
     let threads = args.threads.max(1);
     let mut losses = vec![0.0; particles.len()];
