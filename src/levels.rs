@@ -15,9 +15,7 @@ use shakmaty::Position;
 
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 
-/// Hash per game at most, MB (the coefficients' `hash` steps, the UCI `Hash` option): more would
-/// abort the process allocating it.
-pub const MAX_HASH_MB: usize = 4096;
+pub use crate::engine::tt::MAX_HASH_MB;
 /// Offsets beyond this many levels are a broken calibration, not a correction.
 pub const MAX_OFFSET: f64 = 100.0;
 

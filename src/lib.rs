@@ -22,3 +22,4 @@ pub mod results;
 pub mod sandbox;
 pub mod tune;
 pub mod uci;
+pub mod unix_time;

@@ -466,7 +466,7 @@ pub fn check_record(r: &GameRecord) -> Result<(), String> {
     if !(r.engine.noise_cp.is_finite() && NOISE_RANGE.contains(&r.engine.noise_cp)) {
         return bad("engine.noise_cp", num(r.engine.noise_cp), "0 to 100000");
     }
-    if r.engine.hash_mb > crate::levels::MAX_HASH_MB {
+    if r.engine.hash_mb > crate::engine::tt::MAX_HASH_MB {
         return bad("engine.hash_mb", r.engine.hash_mb, "at most 4096");
     }
     for (key, ms) in [

@@ -3,7 +3,9 @@
 //! insufficient material), by the clock, or by a player's malfunction (crash, hang, illegal
 //! move), which loses that game for the broken side.
 
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
+
+use crate::unix_time::unix_ms;
 
 use shakmaty::{Color, Position};
 
@@ -211,10 +213,4 @@ async fn play_moves(game: &mut Game, seats: &mut [Seat; 2], tc: Option<Clock>) -
             };
         }
     }
-}
-
-fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -45,11 +45,12 @@ use crate::results::Source;
 use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames};
 use super::game::{self, GameContext, GameExit};
 use super::health::{self, RetrySchedule, Trouble};
-use super::open_games::{self, Adopt, OpenGame};
+use super::open_games::OpenGame;
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
+use super::settle::{self, Adopt};
 use super::shutdown::{RunState, sleep_or_stop};
 use super::slots::{GameSlots, Slot};
 use super::status::{AccountProblem, AccountStatus, DailyTally, show_wait};
@@ -299,7 +300,7 @@ impl Actor {
         if let Some(old) = self.settle.take() {
             old.abort();
         }
-        let settle = open_games::settle(
+        let settle = settle::settle(
             self.client().clone(),
             self.ctx.results.clone(),
             self.username.clone(),
@@ -571,7 +572,7 @@ impl Actor {
                 // its answer, or never.
                 let remembered = self
                     .setup(c.id.game_id(), rand::random())
-                    .map(|setup| OpenGame::accepted(&setup, game::unix_ms()));
+                    .map(|setup| OpenGame::accepted(&setup, crate::unix_time::unix_ms()));
                 let results = self.ctx.results.clone();
                 self.reserved.insert(
                     c.id.game_id(),

@@ -30,6 +30,7 @@ use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::player::clock::{ClockInput, think_time, urgency_ms};
+use crate::unix_time::unix_ms;
 
 /// Everything a game actor is given when it starts.
 pub struct GameContext {
@@ -591,10 +592,4 @@ pub(crate) fn reconnect_policy() -> BackoffPolicy {
         cap: Duration::from_secs(10),
         max_attempts: u32::MAX,
     }
-}
-
-pub(crate) fn unix_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
 }

@@ -12,11 +12,10 @@
 //! - [`policy`]: accept or decline a challenge,
 //! - [`pool`]: the shared search threads (most urgent game first),
 //! - [`search_control`]: the pool's observer (move deadline, cancel flag),
-//! - [`clock`]: time management,
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
 //! - [`results_writer`]: the thread that owns the results log, the PGN log and the open games file,
 //! - [`pgn_log`]: the PGN of every game beside the results,
-//! - [`open_games`]: the games open on Lichess, remembered across restarts and settled,
+//! - [`open_games`] and [`settle`]: the games open on Lichess, remembered across restarts and settled,
 //! - [`shutdown`]: run states, OS signals, and how actors wait with an eye on shutdown,
 //! - [`status`]: the periodic status line,
 //! - [`notify`]: systemd's readiness, status, stopping and watchdog notifications,
@@ -41,6 +40,7 @@ pub mod run;
 pub mod sandbox_view;
 pub mod scoreboard;
 pub mod search_control;
+pub mod settle;
 pub mod shutdown;
 pub mod slots;
 pub mod status;

@@ -50,6 +50,9 @@ struct Cluster {
 const _: () = assert!(std::mem::size_of::<Entry>() == 10);
 const _: () = assert!(std::mem::size_of::<Cluster>() == 32);
 
+/// Hash per game at most, MB (the coefficients' `hash` steps, the UCI `Hash` option): more would
+/// abort the process allocating it.
+pub const MAX_HASH_MB: usize = 4096;
 /// Size of one entry in bytes (exposed for tests and documentation).
 pub const ENTRY_BYTES: usize = std::mem::size_of::<Entry>();
 /// Size of one cluster in bytes.

@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -55,12 +55,7 @@ fn not_found() -> ApiError {
     ApiError::NotFound("Not found.".to_string())
 }
 
-/// Wall-clock Unix milliseconds.
-pub fn unix_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
-}
+pub use crate::unix_time::unix_ms;
 
 /// A sandbox account.
 #[derive(Clone, Debug)]
