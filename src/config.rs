@@ -12,10 +12,12 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::daemon::chat::{LONGEST_USERNAME, longest_line};
-use crate::daemon::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
+use crate::player::chat::{LONGEST_USERNAME, longest_line};
+use crate::player::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::player::think::{DEFAULT_MAX_THINK, ThinkMode, ThinkSettings};
+use crate::toml_file::line_of;
+pub use crate::toml_file::{TomlError, from_toml};
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
@@ -304,78 +306,6 @@ impl Config {
             .iter()
             .find(|a| a.username.eq_ignore_ascii_case(username))
     }
-}
-
-/// A TOML syntax, type or missing-field error: its line (0 when toml gives no position), the
-/// key it is about (`accounts[2].level`) and toml's message (without the source excerpt, which
-/// could hold a secret pasted into the file).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TomlError {
-    pub line: usize,
-    pub key: Option<String>,
-    pub message: String,
-}
-
-impl TomlError {
-    /// "key: message", or the message alone when no key applies (a syntax error).
-    pub fn keyed_message(&self) -> String {
-        match &self.key {
-            Some(key) => format!("{key}: {}", self.message),
-            None => self.message.clone(),
-        }
-    }
-}
-
-/// Deserializes `text`, naming the key of a type or missing-field error (through
-/// `serde_path_to_error`) as well as toml's line. The one TOML front door of accounts.toml and
-/// coefficients.toml.
-pub fn from_toml<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, TomlError> {
-    serde_path_to_error::deserialize(toml::Deserializer::new(text)).map_err(|e| {
-        // Spanned<T> is read through private map keys; they are no part of the user's key.
-        let mut key: Vec<String> = Vec::new();
-        for segment in e.path().iter() {
-            match segment {
-                serde_path_to_error::Segment::Seq { index } => match key.last_mut() {
-                    Some(last) => last.push_str(&format!("[{index}]")),
-                    None => key.push(format!("[{index}]")),
-                },
-                serde_path_to_error::Segment::Map { key: k }
-                | serde_path_to_error::Segment::Enum { variant: k } => {
-                    if !k.starts_with("$__") {
-                        key.push(k.clone());
-                    }
-                }
-                serde_path_to_error::Segment::Unknown => {}
-            }
-        }
-        let inner = e.into_inner();
-        let mut message = inner.message().trim().to_string();
-        // "missing field `level`" is about accounts[2].level, not accounts[2].
-        if let Some(field) = message
-            .strip_prefix("missing field `")
-            .and_then(|m| m.strip_suffix('`'))
-        {
-            key.push(field.to_string());
-            message = "missing".to_string();
-        }
-        // An unknown key's message already names it and the keys allowed there.
-        if message.starts_with("unknown field") {
-            key.clear();
-        }
-        TomlError {
-            line: inner.span().map_or(0, |s| line_of(text, s.start)),
-            key: (!key.is_empty()).then(|| key.join(".")),
-            message,
-        }
-    })
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
 }
 
 // ---- The file as written: every key optional where a default exists, spans kept. ----

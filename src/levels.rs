@@ -164,7 +164,7 @@ impl Coefficients {
     /// and the key.
     pub fn parse(text: &str, origin: &str) -> Result<Coefficients, CoefficientsError> {
         let coefficients: Coefficients =
-            crate::config::from_toml(text).map_err(|e| CoefficientsError::Parse {
+            crate::toml_file::from_toml(text).map_err(|e| CoefficientsError::Parse {
                 path: origin.to_string(),
                 line: e.line,
                 message: e.keyed_message(),

@@ -12,7 +12,6 @@ use std::time::Duration;
 
 use ladder::calibration::select::{Filter, Versions, select};
 use ladder::config::Config;
-use ladder::daemon::chat::STOP_CHAT;
 use ladder::daemon::open_games::{OpenGame, state_path};
 use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonHandle, DaemonSpec, start};
@@ -22,6 +21,7 @@ use ladder::lichess::{
     BackoffPolicy, ChallengeColor, ClientConfig, Color, GameId, GameStatus, Token,
 };
 use ladder::player::LevelPlayer;
+use ladder::player::chat::STOP_CHAT;
 use ladder::results::{AfterRestart, GameRecord, Outcome, Source, fault, read_results};
 use ladder::sandbox::{
     AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,

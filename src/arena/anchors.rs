@@ -21,6 +21,7 @@ use toml::Spanned;
 use super::player::{MoveLimits, MoverStyle, PlayerKind, PlayerSpec};
 use super::report::{JointFit, Scored};
 use super::uci_client::EngineCommand;
+use crate::toml_file::line_of;
 
 /// The file that ships with the crate.
 pub const BUILTIN_TOML: &str = include_str!("../../calibration/anchors.toml");
@@ -329,14 +330,6 @@ fn toml_num(x: f64) -> String {
     } else {
         format!("{x}")
     }
-}
-
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
 }
 
 // ---- The file as written, spans kept for the errors. ----

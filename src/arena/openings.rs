@@ -12,6 +12,7 @@ use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
 use crate::engine::{Game, GameError};
+use crate::toml_file::line_of;
 
 /// A starting point: an initial position plus moves already played from it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -230,15 +231,6 @@ impl Read for Counting<'_> {
         self.consumed.set(self.consumed.get() + n);
         Ok(n)
     }
-}
-
-/// 1-based line of a byte offset.
-fn line_of(text: &str, offset: usize) -> usize {
-    text.as_bytes()[..offset.min(text.len())]
-        .iter()
-        .filter(|&&b| b == b'\n')
-        .count()
-        + 1
 }
 
 /// One PGN game as an opening's parts.

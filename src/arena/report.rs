@@ -396,8 +396,8 @@ pub fn anchor_performance(
     i: usize,
     known: &[Option<f64>],
     games: &[Scored],
-) -> Option<crate::calibration::estimate::Estimate> {
-    use crate::calibration::estimate::{Observation, Prior, estimate};
+) -> Option<crate::rating::Estimate> {
+    use crate::rating::{Observation, Prior, estimate};
     if known.get(i).copied().flatten().is_some() {
         return None;
     }

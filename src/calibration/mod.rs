@@ -3,7 +3,8 @@
 
 pub mod apply;
 pub mod arena_loop;
-pub mod estimate;
+/// The rating estimator lives below the arena and calibration, which both use it.
+pub use crate::rating as estimate;
 pub mod fetch;
 pub mod fit;
 pub mod likeness;

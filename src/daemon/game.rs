@@ -21,15 +21,15 @@ use crate::player::LevelPlayer;
 use crate::player::think::{PositionFacts, ThinkClock, ThinkSettings, Thinker, wait_after_search};
 use crate::results::{AfterRestart, GameRecord, fault};
 
-use super::chat::{RESIGN_CHAT, STOP_CHAT, TAKEBACKS_USED_CHAT, chat_line};
-use super::conduct::Conduct;
 use super::open_games::OpenGame;
 use super::pool::{PoolHandle, SearchDone, SearchJob};
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
+use crate::player::chat::{RESIGN_CHAT, STOP_CHAT, TAKEBACKS_USED_CHAT, chat_line};
 use crate::player::clock::{ClockInput, think_time, urgency_ms};
+use crate::player::conduct::Conduct;
 use crate::unix_time::unix_ms;
 
 /// Everything a game actor is given when it starts.

@@ -5,9 +5,8 @@
 //! - [`health`]: whether an account can play, and how soon to check again when it cannot,
 //! - [`slots`]: the global cap on games (`daemon.max_games`),
 //! - [`bot_limit`]: Lichess's daily limit on games between bots,
-//! - [`game`]: one actor per game (game stream, searches, moves, chat, the record),
-//! - [`chat`]: the greeting and goodbye lines,
-//! - [`conduct`]: takebacks, draw offers and resignation, per account,
+//! - [`game`]: one actor per game (game stream, searches, moves, chat, the record; what a level
+//!   says and how it conducts itself are the player's: `player::chat`, `player::conduct`),
 //! - [`tracker`]: the game actor's decisions as a pure state machine,
 //! - [`policy`]: accept or decline a challenge,
 //! - [`pool`]: the shared search threads (most urgent game first),
@@ -25,8 +24,6 @@
 
 pub mod account;
 pub mod bot_limit;
-pub mod chat;
-pub mod conduct;
 pub mod game;
 pub mod health;
 pub mod notify;

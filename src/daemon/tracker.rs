@@ -23,7 +23,7 @@ use crate::results::{
 
 use crate::player::clock::ClockInput;
 
-use super::conduct::{Conduct, ResignWatch, accept_draw};
+use crate::player::conduct::{Conduct, ResignWatch, accept_draw};
 
 /// What the actor knows before the game stream opens.
 #[derive(Clone, Debug)]

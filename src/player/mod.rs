@@ -4,14 +4,18 @@
 //! `ladder uci` with `Level` all play the very same moves: a move measured offline is the move
 //! the daemon would play on Lichess. How long a person would take over the move (the wait
 //! after the search, not the search itself) is [`think`]. The first moves of a game may come
-//! from the [`book`], chosen by the game's seed.
+//! from the [`book`], chosen by the game's seed. How the level behaves around its moves —
+//! takebacks, draw offers, resigning ([`conduct`]) and what it says ([`chat`]) — is the
+//! player's too; the daemon carries it out on Lichess.
 //!
 //! Determinism: a game replays bit for bit from (coefficients, level, seed) when its moves are
 //! chosen in order by one player (the table carries knowledge from move to move, and
 //! [`LevelPlayer::new`] starts it empty).
 
 pub mod book;
+pub mod chat;
 pub mod clock;
+pub mod conduct;
 pub mod think;
 
 use crate::engine::{
