@@ -16,6 +16,7 @@ fn settings() -> DatagenSettings {
         nodes: 400,
         random_plies: 4,
         hash_mb: 1,
+        weights: Weights::shipped(),
     }
 }
 

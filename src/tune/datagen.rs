@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::time::Instant;
@@ -28,7 +29,7 @@ use shakmaty::{Color, Move, Position};
 
 use super::sample::{complete_prefix, game_block};
 use crate::engine::see::see_non_negative;
-use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams};
+use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams, Weights};
 use crate::player::book::book_move;
 
 /// How one run plays its games.
@@ -40,6 +41,8 @@ pub struct DatagenSettings {
     /// Random plies after the book line.
     pub random_plies: u32,
     pub hash_mb: usize,
+    /// The evaluation weights both sides play with.
+    pub weights: Arc<Weights>,
 }
 
 impl Default for DatagenSettings {
@@ -49,6 +52,7 @@ impl Default for DatagenSettings {
             nodes: 5_000,
             random_plies: 6,
             hash_mb: 8,
+            weights: Weights::shipped(),
         }
     }
 }
@@ -117,32 +121,21 @@ pub struct PlayedGame {
 
 /// Plays game `index` of a run: the same settings and index give the same game.
 pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
-    let mut engine = Engine::new(settings.hash_mb);
+    let mut engine = Engine::with_weights(settings.hash_mb, settings.weights.clone());
     let mut game = opening(settings, index, &mut engine);
     engine.new_game();
     let params = SearchParams::full_strength(Limits::nodes(settings.nodes));
     let mut positions = Vec::new();
     let mut adjudicator = Adjudicator::default();
     let result = loop {
-        if let Some(end) = game.outcome() {
-            break match end.winner() {
-                Some(Color::White) => 1.0,
-                Some(Color::Black) => 0.0,
-                None => 0.5,
-            };
-        }
-        if game.moves().len() >= MAX_PLIES {
-            break 0.5;
+        if let Some(result) = result_by_rules(&game) {
+            break result;
         }
         let found = engine.search(&game, &params, &mut NoStop);
         let Some(best) = found.best_move else {
             break 0.5; // unreachable: outcome() saw legal moves
         };
-        let white = if game.turn() == Color::White { 1 } else { -1 };
-        let score = match found.score {
-            Score::Cp(cp) => white * cp,
-            Score::Mate(m) => white * m.signum() * 30_000,
-        };
+        let score = white_view(&game, found.score);
         if matches!(found.score, Score::Cp(_)) && is_quiet(&game, best) {
             positions.push((game.fen(), score));
         }
@@ -155,6 +148,27 @@ pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
         positions,
         result,
         plies: game.moves().len(),
+    }
+}
+
+/// The result (White's view) when the rules end the game or it has gone on too long.
+pub fn result_by_rules(game: &Game) -> Option<f64> {
+    if let Some(end) = game.outcome() {
+        return Some(match end.winner() {
+            Some(Color::White) => 1.0,
+            Some(Color::Black) => 0.0,
+            None => 0.5,
+        });
+    }
+    (game.moves().len() >= MAX_PLIES).then_some(0.5)
+}
+
+/// A search score from White's point of view, mates as ±30,000.
+pub fn white_view(game: &Game, score: Score) -> i32 {
+    let white = if game.turn() == Color::White { 1 } else { -1 };
+    match score {
+        Score::Cp(cp) => white * cp,
+        Score::Mate(m) => white * m.signum() * 30_000,
     }
 }
 
@@ -269,6 +283,10 @@ pub struct DatagenArgs {
     /// Hash per engine, MB.
     #[arg(long, default_value_t = 8)]
     pub hash_mb: usize,
+    /// The evaluation weights both sides play with: `shipped`, `handwritten` or a weights file
+    /// (the seed-1 data of version 1 was made with `handwritten`).
+    #[arg(long, default_value = "shipped")]
+    pub weights: String,
 }
 
 pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
@@ -280,6 +298,7 @@ pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
         nodes: args.nodes,
         random_plies: args.random_plies,
         hash_mb: args.hash_mb,
+        weights: Arc::new(super::sets::start_weights(&args.weights)?),
     };
     let range = args.shard.range(args.games);
     let summary = generate(&args.out, &settings, range, args.threads)?;

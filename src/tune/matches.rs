@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use anyhow::bail;
 use shakmaty::Color;
 
-use super::datagen::{Adjudicator, DatagenSettings, MAX_PLIES, opening};
+use super::datagen::{Adjudicator, DatagenSettings, opening, result_by_rules, white_view};
 use super::sets::start_weights;
-use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams, Weights};
+use crate::engine::{Engine, Game, Limits, NoStop, SearchParams, Weights};
 
 /// `ladder tune match` options.
 #[derive(Debug, clap::Args)]
@@ -79,15 +79,8 @@ pub fn play(start: &Game, engines: [&mut Engine; 2], nodes: u64) -> f64 {
     let params = SearchParams::full_strength(Limits::nodes(nodes));
     let mut adjudicator = Adjudicator::default();
     loop {
-        if let Some(end) = game.outcome() {
-            return match end.winner() {
-                Some(Color::White) => 1.0,
-                Some(Color::Black) => 0.0,
-                None => 0.5,
-            };
-        }
-        if game.moves().len() >= MAX_PLIES {
-            return 0.5;
+        if let Some(result) = result_by_rules(&game) {
+            return result;
         }
         let engine = if game.turn() == Color::White {
             &mut *white
@@ -98,11 +91,7 @@ pub fn play(start: &Game, engines: [&mut Engine; 2], nodes: u64) -> f64 {
         let Some(best) = found.best_move else {
             return 0.5;
         };
-        let sign = if game.turn() == Color::White { 1 } else { -1 };
-        let score = match found.score {
-            Score::Cp(cp) => sign * cp,
-            Score::Mate(m) => sign * m.signum() * 30_000,
-        };
+        let score = white_view(&game, found.score);
         if let Some(result) = adjudicator.observe(game.moves().len(), score) {
             return result;
         }
