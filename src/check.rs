@@ -219,10 +219,12 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
         Ok(config) => config,
         Err(e) => {
             let fix = match e {
-                crate::config::ConfigError::Read { .. } => format!(
-                    "give the right path with --config, or create {} (see docs/operating.md)",
-                    config_path.display()
-                ),
+                crate::config::ConfigError::File(crate::toml_file::FileError::Read { .. }) => {
+                    format!(
+                        "give the right path with --config, or create {} (see docs/operating.md)",
+                        config_path.display()
+                    )
+                }
                 _ => "correct that line of the file (accounts.toml in the repository is a \
                       commented example)"
                     .to_string(),

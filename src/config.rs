@@ -16,8 +16,7 @@ use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
 use crate::player::chat::{LONGEST_USERNAME, longest_line};
 use crate::player::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::player::think::{DEFAULT_MAX_THINK, ThinkMode, ThinkSettings};
-use crate::toml_file::line_of;
-pub use crate::toml_file::{TomlError, from_toml};
+use crate::toml_file::FileError;
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
@@ -69,26 +68,9 @@ fn limit_reason(key: &str) -> &'static str {
 /// A configuration problem.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    /// Syntax errors and unknown or mistyped keys.
-    #[error("{path}:{line}: {message}")]
-    Parse {
-        path: String,
-        line: usize,
-        message: String,
-    },
-    /// A key with a value that parses but makes no sense.
-    #[error("{path}:{line}: {key}: {problem}")]
-    Invalid {
-        path: String,
-        line: usize,
-        key: String,
-        problem: String,
-    },
+    /// The file cannot be read, or a key is unknown, mistyped or makes no sense.
+    #[error(transparent)]
+    File(#[from] FileError),
     /// A token that cannot be loaded. Never carries the token itself.
     #[error("account {account}: {problem}")]
     Token { account: String, problem: String },
@@ -275,10 +257,7 @@ impl Account {
 impl Config {
     /// Reads and validates `path`.
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::toml_file::read_text(path)?;
         Config::parse(&text, path)
     }
 
@@ -288,11 +267,7 @@ impl Config {
             || path.display().to_string(),
             |f| f.to_string_lossy().into(),
         );
-        let raw: RawConfig = from_toml(text).map_err(|e| ConfigError::Parse {
-            path: origin.clone(),
-            line: e.line,
-            message: e.keyed_message(),
-        })?;
+        let raw: RawConfig = crate::toml_file::parse_toml(text, &origin)?;
         let base_dir = path.parent().unwrap_or(Path::new(""));
         Validator {
             text,
@@ -394,12 +369,7 @@ impl Validator<'_> {
         key: &str,
         problem: &str,
     ) -> Result<T, ConfigError> {
-        Err(ConfigError::Invalid {
-            path: self.origin.to_string(),
-            line: line_of(self.text, span.start),
-            key: key.to_string(),
-            problem: problem.to_string(),
-        })
+        Err(FileError::invalid(self.origin, self.text, span.start, key, problem).into())
     }
 
     /// An integer in `bounds` with its default. The upper bounds keep every accepted value

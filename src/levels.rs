@@ -119,29 +119,7 @@ pub struct HashStep {
 }
 
 /// A problem with a coefficients file.
-#[derive(Debug, thiserror::Error)]
-pub enum CoefficientsError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    /// Syntax, type and missing-field errors (the message names the key when there is one).
-    #[error("{path}:{line}: {message}")]
-    Parse {
-        path: String,
-        line: usize,
-        message: String,
-    },
-    /// A value that parses but makes no sense.
-    #[error("{path}:{line}: {key}: {problem}")]
-    Invalid {
-        path: String,
-        line: usize,
-        key: String,
-        problem: String,
-    },
-}
+pub type CoefficientsError = crate::toml_file::FileError;
 
 impl Coefficients {
     /// The file that ships with the crate: the starting point of calibration.
@@ -153,22 +131,14 @@ impl Coefficients {
     }
 
     pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| CoefficientsError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::toml_file::read_text(path)?;
         Coefficients::parse(&text, &path.display().to_string())
     }
 
     /// Parses and validates; `origin` names the file in error messages, which give the line
     /// and the key.
     pub fn parse(text: &str, origin: &str) -> Result<Coefficients, CoefficientsError> {
-        let coefficients: Coefficients =
-            crate::toml_file::from_toml(text).map_err(|e| CoefficientsError::Parse {
-                path: origin.to_string(),
-                line: e.line,
-                message: e.keyed_message(),
-            })?;
+        let coefficients: Coefficients = crate::toml_file::parse_toml(text, origin)?;
         coefficients.validate(origin).map_err(|mut e| {
             if let CoefficientsError::Invalid { line, key, .. } = &mut e {
                 *line = line_of_key(text, key);

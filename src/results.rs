@@ -188,6 +188,19 @@ pub struct ResultsLog {
     seen: HashSet<String>,
 }
 
+/// Opens `path` for reading and appending, creating it and its folder when missing: the
+/// append-only logs (results, PGN) read what is there before they add to it.
+pub fn open_appending(path: &Path) -> io::Result<File> {
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir)?;
+    }
+    OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+}
+
 impl ResultsLog {
     /// Opens (creating) `path` for appending. The ids already in the file are loaded so a
     /// restarted process never writes a game twice (lines skipped by the reader still count
@@ -195,14 +208,7 @@ impl ResultsLog {
     /// file and line. A torn last line is closed with a newline so the next record starts on a
     /// line of its own.
     pub fn open(path: &Path) -> io::Result<ResultsLog> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
+        let mut file = open_appending(path)?;
         let mut seen = HashSet::new();
         scan_lines(&mut file, path, |line| match line {
             Line::Record(record) => {

@@ -1,6 +1,75 @@
-//! Reading TOML files with errors a person can act on: the line and the key of every syntax,
-//! type or missing-field error (accounts.toml, coefficients.toml, the anchors), and the line of a
-//! byte offset for the other readers' own errors.
+//! Reading the files a person writes (accounts.toml, coefficients.toml, the anchors, openings)
+//! with errors a person can act on: one error type that names the file, the line and the key,
+//! TOML parsing that names the key of every syntax, type or missing-field error, and the line of
+//! a byte offset for the other readers' own errors.
+
+use std::path::Path;
+
+/// A problem with a file a person writes; always names the file, and the line where one applies.
+#[derive(Debug, thiserror::Error)]
+pub enum FileError {
+    #[error("cannot read {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    /// Syntax errors, unknown or mistyped keys (the message names the key when there is one).
+    #[error("{path}:{line}: {message}")]
+    Parse {
+        path: String,
+        line: usize,
+        message: String,
+    },
+    /// A value that parses but makes no sense.
+    #[error("{path}:{line}: {key}: {problem}")]
+    Invalid {
+        path: String,
+        line: usize,
+        key: String,
+        problem: String,
+    },
+    /// A file that parses but holds nothing usable.
+    #[error("{path}: {problem}")]
+    Empty { path: String, problem: String },
+}
+
+impl FileError {
+    /// The error of a value at byte `offset` of `text`, a file named `origin`.
+    pub fn invalid(
+        origin: &str,
+        text: &str,
+        offset: usize,
+        key: &str,
+        problem: impl Into<String>,
+    ) -> FileError {
+        FileError::Invalid {
+            path: origin.to_string(),
+            line: line_of(text, offset),
+            key: key.to_string(),
+            problem: problem.into(),
+        }
+    }
+}
+
+/// The whole text of `path`, or the error that names it.
+pub fn read_text(path: &Path) -> Result<String, FileError> {
+    std::fs::read_to_string(path).map_err(|source| FileError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// Deserializes `text` of the file named `origin`, as [`from_toml`] with the file's name.
+pub fn parse_toml<T: serde::de::DeserializeOwned>(
+    text: &str,
+    origin: &str,
+) -> Result<T, FileError> {
+    from_toml(text).map_err(|e| FileError::Parse {
+        path: origin.to_string(),
+        line: e.line,
+        message: e.keyed_message(),
+    })
+}
 
 /// A TOML syntax, type or missing-field error: its line (0 when toml gives no position), the
 /// key it is about (`accounts[2].level`) and toml's message (without the source excerpt, which

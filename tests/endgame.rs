@@ -11,6 +11,7 @@ use ladder::engine::position::GameEnd;
 use ladder::engine::{Game, NoStop};
 use ladder::levels::{Coefficients, LevelParams};
 use ladder::player::LevelPlayer;
+use ladder::seed::SplitMix;
 use shakmaty::fen::Fen;
 use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, FromSetup, Role, Square};
 
@@ -21,19 +22,11 @@ const STOCKFISH: &str = "/usr/games/stockfish";
 const DEFENDER_NODES: u64 = 200_000;
 
 /// A small, fixed pseudo-random generator (splitmix64) so the positions never change.
-struct Rng(u64);
+struct Rng(SplitMix);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
     fn square(&mut self) -> Square {
-        Square::new((self.next() % 64) as u32)
+        Square::new((self.0.next_u64() % 64) as u32)
     }
 }
 
@@ -212,7 +205,7 @@ fn conversions(
     seed: u64,
 ) -> Option<u32> {
     let mut defender = Stockfish::start()?;
-    let mut rng = Rng(seed);
+    let mut rng = Rng(SplitMix::new(seed));
     let mut won = 0;
     let mut total_moves = 0;
     for i in 0..count {
@@ -223,7 +216,7 @@ fn conversions(
         };
         let game = random_position(&mut rng, piece, strong);
         let fen = game.fen();
-        match play_out(coefficients, level, game, rng.next(), &mut defender) {
+        match play_out(coefficients, level, game, rng.0.next_u64(), &mut defender) {
             Ending::Mated { moves } => {
                 won += 1;
                 total_moves += moves;

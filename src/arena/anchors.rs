@@ -21,7 +21,6 @@ use toml::Spanned;
 use super::player::{MoveLimits, MoverStyle, PlayerKind, PlayerSpec};
 use super::report::{JointFit, Scored};
 use super::uci_client::EngineCommand;
-use crate::toml_file::line_of;
 
 /// The file that ships with the crate.
 pub const BUILTIN_TOML: &str = include_str!("../../calibration/anchors.toml");
@@ -97,27 +96,7 @@ pub enum AnchorKind {
 }
 
 /// A problem with an anchors file; always names the file and the line.
-#[derive(Debug, thiserror::Error)]
-pub enum AnchorsError {
-    #[error("cannot read {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}: {message}")]
-    Parse {
-        path: String,
-        line: usize,
-        message: String,
-    },
-    #[error("{path}:{line}: {key}: {problem}")]
-    Invalid {
-        path: String,
-        line: usize,
-        key: String,
-        problem: String,
-    },
-}
+pub type AnchorsError = crate::toml_file::FileError;
 
 impl AnchorsFile {
     /// The shipped file.
@@ -127,20 +106,13 @@ impl AnchorsFile {
     }
 
     pub fn load(path: &Path) -> Result<AnchorsFile, AnchorsError> {
-        let text = std::fs::read_to_string(path).map_err(|source| AnchorsError::Read {
-            path: path.display().to_string(),
-            source,
-        })?;
+        let text = crate::toml_file::read_text(path)?;
         AnchorsFile::parse(&text, &path.display().to_string())
     }
 
     /// Parses and validates `text`; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<AnchorsFile, AnchorsError> {
-        let raw: RawFile = toml::from_str(text).map_err(|e| AnchorsError::Parse {
-            path: origin.to_string(),
-            line: e.span().map_or(0, |s| line_of(text, s.start)),
-            message: e.message().trim().to_string(),
-        })?;
+        let raw: RawFile = crate::toml_file::parse_toml(text, origin)?;
         Validator { text, origin }.build(raw)
     }
 
@@ -396,12 +368,13 @@ impl Validator<'_> {
         key: &str,
         problem: impl Into<String>,
     ) -> Result<T, AnchorsError> {
-        Err(AnchorsError::Invalid {
-            path: self.origin.to_string(),
-            line: line_of(self.text, span.start),
-            key: key.to_string(),
-            problem: problem.into(),
-        })
+        Err(AnchorsError::invalid(
+            self.origin,
+            self.text,
+            span.start,
+            key,
+            problem,
+        ))
     }
 
     fn limit(&self, value: &Option<Spanned<i64>>, key: &str) -> Result<Option<u64>, AnchorsError> {

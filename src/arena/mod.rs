@@ -216,7 +216,7 @@ fn fit_anchors(args: &ArenaOptions) -> anyhow::Result<String> {
     if args.update_anchors {
         let path = args.anchors_file.as_ref().expect("required by clap");
         let provenance = anchors::FitProvenance {
-            date: utc_date().replace('.', "-"),
+            date: crate::unix_time::UtcDateTime::now().date('-'),
             games: scored.iter().filter(|g| !g.fault).count() as u64,
             tournament: args.tournament_command.clone(),
             command: command_line(),
@@ -451,7 +451,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         ),
         None => None,
     };
-    let date = utc_date();
+    let date = crate::unix_time::UtcDateTime::now().date('.');
     let perf = args
         .perf
         .unwrap_or_else(|| args.tc.map_or(Perf::Blitz, |tc| Perf::from(tc.speed())))
@@ -930,22 +930,4 @@ fn progress(
         played.result_str(),
         played.termination.describe()
     );
-}
-
-/// Today's date (UTC) as PGN writes it.
-fn utc_date() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}.{month:02}.{day:02}")
 }

@@ -32,22 +32,7 @@ impl Opening {
 }
 
 /// Why an openings file could not be used.
-#[derive(Debug, thiserror::Error)]
-pub enum OpeningsError {
-    #[error("cannot read openings file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("{path}:{line}: {message}")]
-    Parse {
-        path: String,
-        line: usize,
-        message: String,
-    },
-    #[error("{path}: no openings found (expected EPD lines or PGN games)")]
-    Empty { path: String },
-}
+pub type OpeningsError = crate::toml_file::FileError;
 
 /// Short main lines (SAN from the start position) that leave both sides a normal game.
 const BUILTIN: &[(&str, &str)] = &[
@@ -108,10 +93,7 @@ pub fn builtin() -> Vec<Opening> {
 /// variations ignored), anything else as EPD (one position per line).
 pub fn load(path: &Path) -> Result<Vec<Opening>, OpeningsError> {
     let origin = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|source| OpeningsError::Read {
-        path: origin.clone(),
-        source,
-    })?;
+    let text = crate::toml_file::read_text(path)?;
     let is_pgn = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("pgn"));
@@ -121,7 +103,10 @@ pub fn load(path: &Path) -> Result<Vec<Opening>, OpeningsError> {
         parse_epd(&text, &origin)?
     };
     if openings.is_empty() {
-        return Err(OpeningsError::Empty { path: origin });
+        return Err(OpeningsError::Empty {
+            path: origin,
+            problem: "no openings found (expected EPD lines or PGN games)".to_string(),
+        });
     }
     Ok(openings)
 }

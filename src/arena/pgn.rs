@@ -7,12 +7,12 @@ use std::io::{self, Write};
 use std::path::Path;
 
 use shakmaty::fen::Fen;
-use shakmaty::san::SanPlus;
-use shakmaty::{Chess, EnPassantMode, Position};
+use shakmaty::{Chess, EnPassantMode};
 
 use super::game::PlayedGame;
 use super::player::PlayerSpec;
 use crate::lichess::Clock;
+use crate::pgn::PgnText;
 
 /// Everything a PGN header needs besides the game itself.
 pub struct PgnContext<'a> {
@@ -28,39 +28,35 @@ pub struct PgnContext<'a> {
 pub fn format_game(played: &PlayedGame, ctx: &PgnContext<'_>) -> String {
     let white = &ctx.players[played.scheduled.white];
     let black = &ctx.players[played.scheduled.black];
-    let mut out = String::new();
-    let mut tag = |name: &str, value: &str| {
-        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-        out.push_str(&format!("[{name} \"{escaped}\"]\n"));
-    };
-    tag("Event", ctx.event);
-    tag("Site", "ladder arena");
-    tag("Date", ctx.date);
-    tag("Round", &(played.scheduled.index + 1).to_string());
-    tag("White", &white.name);
-    tag("Black", &black.name);
-    tag("Result", played.result_str());
+    let initial = played.game.initial_position();
+    let mut pgn = PgnText::new(initial.clone());
+    pgn.tag("Event", ctx.event);
+    pgn.tag("Site", "ladder arena");
+    pgn.tag("Date", ctx.date);
+    pgn.tag("Round", &(played.scheduled.index + 1).to_string());
+    pgn.tag("White", &white.name);
+    pgn.tag("Black", &black.name);
+    pgn.tag("Result", played.result_str());
     if let Some(r) = white.rating {
-        tag("WhiteElo", &format!("{r:.0}"));
+        pgn.tag("WhiteElo", &format!("{r:.0}"));
     }
     if let Some(r) = black.rating {
-        tag("BlackElo", &format!("{r:.0}"));
+        pgn.tag("BlackElo", &format!("{r:.0}"));
     }
-    tag(
+    pgn.tag(
         "TimeControl",
         &ctx.tc.map_or("-".to_string(), |tc| tc.to_string()),
     );
-    let initial = played.game.initial_position();
     if *initial != Chess::default() {
-        tag("SetUp", "1");
-        tag(
+        pgn.tag("SetUp", "1");
+        pgn.tag(
             "FEN",
             &Fen::from_position(initial, EnPassantMode::Legal).to_string(),
         );
     }
-    tag("Opening", ctx.opening_name);
-    tag("GameSeed", &played.scheduled.seed.to_string());
-    tag(
+    pgn.tag("Opening", ctx.opening_name);
+    pgn.tag("GameSeed", &played.scheduled.seed.to_string());
+    pgn.tag(
         "Termination",
         match played.termination {
             super::game::Termination::Rules(_) => "normal",
@@ -68,48 +64,14 @@ pub fn format_game(played: &PlayedGame, ctx: &PgnContext<'_>) -> String {
             super::game::Termination::Fault { .. } => "rules infraction",
         },
     );
-    out.push('\n');
-
-    let mut tokens = Vec::new();
-    let mut position = initial.clone();
-    let mut need_number = true;
     for (ply, m) in played.game.moves().iter().enumerate() {
         if ply == played.opening_plies && ply > 0 {
-            tokens.push("{end of opening}".to_string());
-            need_number = true;
+            pgn.comment("end of opening");
         }
-        let number = position.fullmoves().get();
-        if position.turn().is_white() {
-            tokens.push(format!("{number}."));
-        } else if need_number {
-            tokens.push(format!("{number}..."));
-        }
-        need_number = false;
-        tokens.push(SanPlus::from_move_and_play_unchecked(&mut position, *m).to_string());
+        pgn.play(*m);
     }
-    tokens.push(format!("{{{}}}", played.termination.describe()));
-    tokens.push(played.result_str().to_string());
-    wrap(&tokens, 79, &mut out);
-    out.push('\n');
-    out
-}
-
-/// Joins tokens with spaces into lines of at most `width` characters.
-fn wrap(tokens: &[String], width: usize, out: &mut String) {
-    let mut line = String::new();
-    for t in tokens {
-        if !line.is_empty() && line.len() + 1 + t.len() > width {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(t);
-    }
-    out.push_str(&line);
-    out.push('\n');
+    pgn.comment(&played.termination.describe());
+    pgn.finish(played.result_str())
 }
 
 /// Appends games to a PGN file in the order of `expected` (the shard's game indices), holding

@@ -19,6 +19,7 @@ use crate::engine::{Game, SearchInfo, SearchObserver};
 use crate::levels::{Coefficients, LevelParams};
 use crate::player::LevelPlayer;
 use crate::player::clock::{ClockInput, think_time};
+use crate::seed::SplitMix;
 
 /// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -88,7 +89,7 @@ impl MoverStyle {
     }
 
     /// The move this mover plays in `position`, drawing from `rng`; `None` without legal moves.
-    pub fn choose(self, position: &Chess, rng: &mut u64) -> Option<Move> {
+    pub fn choose(self, position: &Chess, rng: &mut SplitMix) -> Option<Move> {
         let moves = position.legal_moves();
         if moves.is_empty() {
             return None;
@@ -123,7 +124,7 @@ impl MoverStyle {
                 }
             }
         };
-        let pick = (next_random(rng) % candidates.len() as u64) as usize;
+        let pick = (rng.next_u64() % candidates.len() as u64) as usize;
         Some(*candidates[pick])
     }
 }
@@ -136,15 +137,6 @@ fn piece_value(role: Role) -> u32 {
         Role::Queen => 9,
         Role::King => 100,
     }
-}
-
-/// splitmix64: a small, seedable generator, so a mover's game is a pure function of its seed.
-fn next_random(state: &mut u64) -> u64 {
-    *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *state;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// A player of the match.
@@ -436,7 +428,7 @@ impl Roster {
             }
             PlayerKind::Mover(style) => Ok(Seat::Mover {
                 style: *style,
-                rng: seed,
+                rng: SplitMix::new(seed),
             }),
         }
     }
@@ -483,7 +475,7 @@ pub enum Seat {
     Mover {
         style: MoverStyle,
         /// The generator's state, starting at this side's seed.
-        rng: u64,
+        rng: SplitMix,
     },
 }
 
@@ -677,7 +669,7 @@ mod tests {
     fn movers_are_reproducible_and_greedy_grabs_and_mates() {
         let start = Chess::default();
         let play = |style: MoverStyle, seed: u64| {
-            let mut rng = seed;
+            let mut rng = SplitMix::new(seed);
             let mut position = start.clone();
             let mut moves = Vec::new();
             for _ in 0..20 {
@@ -694,7 +686,7 @@ mod tests {
         // The queen on d5 hangs to the pawn and the knight: the pawn (cheapest) takes it.
         let game = Game::new(Some("4k3/8/8/3q4/4P3/2N5/8/4K3 w - - 0 1"), false).unwrap();
         for seed in 0..10 {
-            let mut rng = seed;
+            let mut rng = SplitMix::new(seed);
             let m = MoverStyle::Greedy
                 .choose(game.position(), &mut rng)
                 .unwrap();
@@ -702,7 +694,7 @@ mod tests {
         }
         // A mate in one beats any capture (Rxd1 wins a knight, Ra8 mates).
         let game = Game::new(Some("6k1/5ppp/8/8/8/8/8/R2n2K1 w - - 0 1"), false).unwrap();
-        let mut rng = 3;
+        let mut rng = SplitMix::new(3);
         let m = MoverStyle::Greedy
             .choose(game.position(), &mut rng)
             .unwrap();

@@ -4,6 +4,8 @@
 
 use std::str::FromStr;
 
+use crate::seed::splitmix64;
+
 /// How players are paired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
@@ -124,13 +126,6 @@ pub fn game_seed(match_seed: u64, index: usize) -> u64 {
 /// A second, independent seed derived from `seed` (e.g. one per colour in a game).
 pub fn derive(seed: u64, salt: u64) -> u64 {
     splitmix64(seed ^ splitmix64(salt))
-}
-
-fn splitmix64(x: u64) -> u64 {
-    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 /// 0..n in an order fixed by `seed` (Fisher-Yates).

@@ -427,7 +427,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if result.proposal.coefficients.ratings_source == MEASURED {
         result.proposal.coefficients.ratings_source = format!(
             "calibrated {} from {} {} games ({})",
-            today(),
+            crate::unix_time::UtcDateTime::now().date('-'),
             result.selection.used,
             settings.filter.perf,
             settings.filter.versions.describe()
@@ -657,24 +657,6 @@ pub fn merge(records: &mut Vec<GameRecord>, fetched: Vec<GameRecord>) -> (usize,
         }
     }
     (added, duplicates)
-}
-
-/// Today's date (UTC) as YYYY-MM-DD, for the ratings_source line.
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400) as i64;
-    // Civil-from-days (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!("{y:04}-{m:02}-{d:02}")
 }
 
 fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {

@@ -7,16 +7,17 @@
 //! `Nodes`, `NoiseCp` and `HashMb` (the player is rebuilt from the level under that coefficients
 //! version with that seed; see `src/player/`).
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use shakmaty::fen::Fen;
-use shakmaty::san::SanPlus;
-use shakmaty::{Chess, EnPassantMode, Position};
+use shakmaty::{Chess, EnPassantMode};
 
 use crate::engine::Game;
-use crate::results::GameRecord;
+use crate::pgn::PgnText;
+use crate::results::{GameRecord, open_appending};
+use crate::unix_time::UtcDateTime;
 
 /// The PGN file that goes with a results file: same directory, same stem, `.pgn`.
 pub fn pgn_path(results: &Path) -> PathBuf {
@@ -33,14 +34,7 @@ pub struct PgnLog {
 impl PgnLog {
     /// Opens (creating) `path` for appending, cutting off a torn last game.
     pub fn open(path: &Path, site: &str) -> io::Result<PgnLog> {
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir)?;
-        }
-        let mut file = OpenOptions::new()
-            .create(true)
-            .read(true)
-            .append(true)
-            .open(path)?;
+        let mut file = open_appending(path)?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
         match repair(&text) {
@@ -138,158 +132,101 @@ fn capitalized(s: &str) -> String {
         .unwrap_or_default()
 }
 
-/// `YYYY.MM.DD` and `HH:MM:SS` (UTC) of a Unix time in ms (civil-from-days, Howard Hinnant's
-/// algorithm).
-fn utc_date_time(ms: i64) -> (String, String) {
-    let secs = ms.div_euclid(1000);
-    let days = secs.div_euclid(86_400);
-    let of_day = secs.rem_euclid(86_400);
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (
-        format!("{year:04}.{month:02}.{day:02}"),
-        format!(
-            "{:02}:{:02}:{:02}",
-            of_day / 3600,
-            of_day / 60 % 60,
-            of_day % 60
-        ),
-    )
-}
-
 /// One game as PGN text, ending with a blank line.
 pub fn format_game(record: &GameRecord, site: &str) -> String {
-    let mut out = String::new();
-    let mut tag = |name: &str, value: &str| {
-        let escaped = value.replace('\\', "\\\\").replace('"', "\\\"");
-        out.push_str(&format!("[{name} \"{escaped}\"]\n"));
-    };
     let result = result_token(record);
     let we_are_white = record.color == "white";
-    let (date, time) = utc_date_time(record.started_at_ms);
+    let started = UtcDateTime::of_unix_ms(record.started_at_ms);
+    let (date, time) = (started.date('.'), started.time());
+    let chess960 = record.variant == "chess960";
+    let fen = (record.initial_fen != "startpos").then_some(record.initial_fen.as_str());
+    let mut game = Game::new(fen, chess960).ok();
+    let initial = game.as_ref().map(|g| g.initial_position().clone());
+    let mut pgn = PgnText::new(initial.clone().unwrap_or_default());
     let kind = if record.rated { "Rated" } else { "Casual" };
-    tag(
+    pgn.tag(
         "Event",
         &format!("{kind} {} game", capitalized(&record.speed)),
     );
-    tag("Site", &format!("{site}/{}", record.game_id));
-    tag("Date", &date);
-    tag("Round", "-");
+    pgn.tag("Site", &format!("{site}/{}", record.game_id));
+    pgn.tag("Date", &date);
+    pgn.tag("Round", "-");
     let (white, black) = if we_are_white {
         (record.account.as_str(), record.opponent.name.as_str())
     } else {
         (record.opponent.name.as_str(), record.account.as_str())
     };
-    tag("White", white);
-    tag("Black", black);
-    tag("Result", result);
-    tag("UTCDate", &date);
-    tag("UTCTime", &time);
+    pgn.tag("White", white);
+    pgn.tag("Black", black);
+    pgn.tag("Result", result);
+    pgn.tag("UTCDate", &date);
+    pgn.tag("UTCTime", &time);
     let (white_elo, black_elo) = if we_are_white {
         (record.our_rating, record.opponent.rating)
     } else {
         (record.opponent.rating, record.our_rating)
     };
     if let Some(r) = white_elo {
-        tag("WhiteElo", &format!("{r:.0}"));
+        pgn.tag("WhiteElo", &format!("{r:.0}"));
     }
     if let Some(r) = black_elo {
-        tag("BlackElo", &format!("{r:.0}"));
+        pgn.tag("BlackElo", &format!("{r:.0}"));
     }
-    let opponent_title = record.opponent.title.as_deref().filter(|t| !t.is_empty());
-    if let Some(title) = opponent_title {
-        tag(
-            if we_are_white {
-                "BlackTitle"
-            } else {
-                "WhiteTitle"
-            },
-            title,
-        );
+    if let Some(title) = record.opponent.title.as_deref().filter(|t| !t.is_empty()) {
+        let key = if we_are_white {
+            "BlackTitle"
+        } else {
+            "WhiteTitle"
+        };
+        pgn.tag(key, title);
     }
-    tag(
+    pgn.tag(
         "TimeControl",
         &record.clock.map_or("-".to_string(), |c| {
             format!("{}+{}", c.initial_ms / 1000, c.increment_ms / 1000)
         }),
     );
-    let chess960 = record.variant == "chess960";
     match record.variant.as_str() {
-        "chess960" => tag("Variant", "Chess960"),
-        "fromPosition" => tag("Variant", "From Position"),
+        "chess960" => pgn.tag("Variant", "Chess960"),
+        "fromPosition" => pgn.tag("Variant", "From Position"),
         _ => {}
     }
-    let fen = (record.initial_fen != "startpos").then_some(record.initial_fen.as_str());
-    let mut game = Game::new(fen, chess960).ok();
-    if let Some(g) = &game
-        && (*g.initial_position() != Chess::default() || chess960)
+    if let Some(initial) = &initial
+        && (*initial != Chess::default() || chess960)
     {
-        tag("SetUp", "1");
-        tag(
+        pgn.tag("SetUp", "1");
+        pgn.tag(
             "FEN",
-            &Fen::from_position(g.initial_position(), EnPassantMode::Legal).to_string(),
+            &Fen::from_position(initial, EnPassantMode::Legal).to_string(),
         );
     }
-    tag("Termination", termination(&record.status));
-    tag("Level", &format!("{}", record.level));
-    tag("LevelOffset", &format!("{}", record.offset));
-    tag(
+    pgn.tag("Termination", termination(&record.status));
+    pgn.tag("Level", &format!("{}", record.level));
+    pgn.tag("LevelOffset", &format!("{}", record.offset));
+    pgn.tag(
         "CoefficientsVersion",
         &record.coefficients_version.to_string(),
     );
-    tag("Seed", &record.seed.to_string());
-    tag("Nodes", &record.engine.nodes.to_string());
-    tag("NoiseCp", &format!("{:.1}", record.engine.noise_cp));
-    tag("HashMb", &record.engine.hash_mb.to_string());
-    out.push('\n');
-
-    let mut tokens = Vec::new();
-    let mut need_number = true;
-    if let Some(game) = game.as_mut() {
-        let mut position = game.initial_position().clone();
-        for uci in record.moves.split_whitespace() {
-            let Ok(m) = game.play_uci(uci) else {
-                tokens.push(format!("{{unreadable move {uci}; the rest is left out}}"));
-                break;
-            };
-            let number = position.fullmoves().get();
-            if position.turn().is_white() {
-                tokens.push(format!("{number}."));
-            } else if need_number {
-                tokens.push(format!("{number}..."));
+    pgn.tag("Seed", &record.seed.to_string());
+    pgn.tag("Nodes", &record.engine.nodes.to_string());
+    pgn.tag("NoiseCp", &format!("{:.1}", record.engine.noise_cp));
+    pgn.tag("HashMb", &record.engine.hash_mb.to_string());
+    match game.as_mut() {
+        Some(game) => {
+            for uci in record.moves.split_whitespace() {
+                let Ok(m) = game.play_uci(uci) else {
+                    pgn.comment(&format!("unreadable move {uci}; the rest is left out"));
+                    break;
+                };
+                pgn.play(m);
             }
-            need_number = false;
-            tokens.push(SanPlus::from_move_and_play_unchecked(&mut position, m).to_string());
         }
-    } else {
-        tokens.push("{unreadable initial position}".to_string());
+        None => pgn.comment("unreadable initial position"),
     }
     if let Some(fault) = &record.fault {
-        tokens.push(format!("{{{}}}", fault.replace(['{', '}'], "")));
+        pgn.comment(fault);
     }
-    tokens.push(result.to_string());
-    let mut line = String::new();
-    for t in tokens {
-        if !line.is_empty() && line.len() + 1 + t.len() > 79 {
-            out.push_str(&line);
-            out.push('\n');
-            line.clear();
-        }
-        if !line.is_empty() {
-            line.push(' ');
-        }
-        line.push_str(&t);
-    }
-    out.push_str(&line);
-    out.push_str("\n\n");
-    out
+    pgn.finish(result)
 }
 
 #[cfg(test)]
@@ -317,18 +254,5 @@ mod tests {
         std::fs::write(&path, whole.trim_end()).unwrap();
         drop(PgnLog::open(&path, "x").unwrap());
         assert_eq!(std::fs::read_to_string(&path).unwrap(), whole);
-    }
-
-    #[test]
-    fn dates_are_utc_civil_dates() {
-        assert_eq!(
-            utc_date_time(0),
-            ("1970.01.01".to_string(), "00:00:00".to_string())
-        );
-        // 2024-02-29 13:14:15 UTC.
-        assert_eq!(
-            utc_date_time(1_709_212_455_000),
-            ("2024.02.29".to_string(), "13:14:15".to_string())
-        );
     }
 }

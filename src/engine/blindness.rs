@@ -8,6 +8,8 @@ use shakmaty::Move;
 
 use super::movepack::PackedMove;
 
+use crate::seed::mix64;
+
 /// Per-move chance that a root move is judged "blind": by the static evaluation of the
 /// position it leads to, with no look at the opponent's answers.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,13 +42,6 @@ impl Blindness {
         let u = (bits >> 11) as f64 / (1u64 << 53) as f64;
         u < self.probability
     }
-}
-
-/// The splitmix64 finaliser.
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

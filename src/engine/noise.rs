@@ -1,6 +1,8 @@
 //! Seeded, reproducible evaluation noise: a logistic draw that is a pure function of
 //! (position key, seed), so a transposition gets the same noise and the TT stays coherent.
 
+use crate::seed::mix64;
+
 /// Evaluation noise: every static evaluation gets a logistic draw of scale `scale_cp`
 /// centipawns, a pure function of (position key, seed).
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -40,13 +42,6 @@ impl Noise {
         draw.round()
             .clamp(-f64::from(MAX_NOISE_CP), f64::from(MAX_NOISE_CP)) as i32
     }
-}
-
-/// The splitmix64 finaliser: a cheap bijective mixer with full avalanche.
-fn mix64(mut z: u64) -> u64 {
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -83,17 +83,4 @@ mod tests {
             Err(TokenError::Empty { .. })
         ));
     }
-
-    #[cfg(unix)]
-    #[test]
-    fn open_token_file_is_flagged() {
-        use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("token");
-        std::fs::write(&path, "lip_abc\n").unwrap();
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
-        assert!(token_file_permission_problem(&path).is_some());
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
-        assert!(token_file_permission_problem(&path).is_none());
-    }
 }

@@ -17,6 +17,7 @@ use std::sync::OnceLock;
 use shakmaty::{CastlingMode, Move, Position};
 
 use crate::engine::Game;
+use crate::seed::splitmix64;
 
 /// The book's lines, one per row (see the file's header).
 const LINES: &str = include_str!("book.txt");
@@ -80,7 +81,7 @@ pub fn book_move(game: &Game, level: f64, seed: u64) -> Option<Move> {
     let key = game.key();
     let moves = tree().get(&key)?;
     let total: u64 = moves.iter().map(|&(_, w)| u64::from(w)).sum();
-    let mut pick = mix(seed ^ key.rotate_left(23)) % total.max(1);
+    let mut pick = splitmix64(seed ^ key.rotate_left(23)) % total.max(1);
     for &(m, weight) in moves {
         if pick < u64::from(weight) {
             return Some(m);
@@ -88,14 +89,6 @@ pub fn book_move(game: &Game, level: f64, seed: u64) -> Option<Move> {
         pick -= u64::from(weight);
     }
     None
-}
-
-/// splitmix64's finaliser: one well-spread number from the seed and the position.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -39,6 +39,7 @@ use std::time::Duration;
 use shakmaty::{Move, Position, Role, Square};
 
 use crate::engine::Game;
+use crate::seed::splitmix64;
 
 /// How an account paces its moves (`think_time` in accounts.toml).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -225,18 +226,11 @@ pub fn safe_cap(clock: &ThinkClock, ply: usize) -> Duration {
     }
 }
 
-/// SplitMix64: the model's deterministic randomness.
-fn mix(mut z: u64) -> u64 {
-    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
 /// A standard normal draw from (seed, ply) (Box–Muller).
 fn normal(seed: u64, ply: usize) -> f64 {
-    let a = mix(seed ^ 0x7468_696E_6B00_0000 ^ (ply as u64).wrapping_mul(0xA24B_AED4_963E_E407));
-    let b = mix(a);
+    let a =
+        splitmix64(seed ^ 0x7468_696E_6B00_0000 ^ (ply as u64).wrapping_mul(0xA24B_AED4_963E_E407));
+    let b = splitmix64(a);
     let u1 = ((a >> 11) as f64 + 1.0) / (1u64 << 53) as f64;
     let u2 = (b >> 11) as f64 / (1u64 << 53) as f64;
     (-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()
@@ -345,7 +339,7 @@ mod tests {
                 initial_ms: Some(initial_ms),
                 overhead_ms,
             };
-            let legal = 1 + (mix(seed ^ i as u64) % 45) as usize;
+            let legal = 1 + (splitmix64(seed ^ i as u64) % 45) as usize;
             let wait = wait_after_search(mode, &t, &clock, &facts(ply, legal), search);
             if clock_running {
                 // The server also charges the network lag, at most the overhead.
