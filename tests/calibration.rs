@@ -4,10 +4,15 @@
 /// Version 1 of the shipped coefficients (history files never change): the tests count versions from it.
 const V1_TOML: &str = include_str!("../calibration/history/coefficients-v1.toml");
 
+mod common {
+    pub mod cli;
+}
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::cli::{ladder_output, texts};
 
 use ladder::calibration::estimate::{FarOff, Observation, Prior, Q, estimate, expected};
 use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
@@ -250,16 +255,20 @@ fn exported_games_become_records_marked_as_fetched() {
 // ---------------------------------------------------------------- the command line
 
 fn ladder(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run ladder");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    texts(&ladder_output(args, &[("RUST_LOG", "warn")]))
+}
+
+/// `ladder calibrate --coefficients <coefficients> --results <results>` with `more`.
+fn calibrate(coefficients: &Path, results: &Path, more: &[&str]) -> (bool, String, String) {
+    let mut args = vec![
+        "calibrate",
+        "--coefficients",
+        coefficients.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    ladder(&args)
 }
 
 /// Simulated results (10 levels × `games`) and their coefficients in `dir`.
@@ -493,21 +502,10 @@ fn dry_run_writes_nothing_and_apply_keeps_history() {
 fn apply_twice_without_new_games_writes_one_version() {
     let dir = tempfile::tempdir().unwrap();
     let (results, coefficients) = simulated(dir.path(), 60);
-    let c = coefficients.to_str().unwrap();
-    let r = results.to_str().unwrap();
     let report_dir = dir.path().join("report");
-    let mut apply = vec![
-        "calibrate",
-        "--coefficients",
-        c,
-        "--results",
-        r,
-        "--apply",
-        "--report-dir",
-        report_dir.to_str().unwrap(),
-    ];
+    let mut apply = vec!["--apply", "--report-dir", report_dir.to_str().unwrap()];
     apply.extend(TARGETS);
-    let (ok, first, err) = ladder(&apply);
+    let (ok, first, err) = calibrate(&coefficients, &results, &apply);
     assert!(ok, "{first}{err}");
     let v2 = Coefficients::load(&coefficients).unwrap();
     assert_eq!(v2.version, 2);
@@ -523,7 +521,7 @@ fn apply_twice_without_new_games_writes_one_version() {
     );
 
     for _ in 0..2 {
-        let (ok, again, err) = ladder(&apply);
+        let (ok, again, err) = calibrate(&coefficients, &results, &apply);
         assert!(ok, "{again}{err}");
         assert!(again.contains("No change"), "{again}");
         assert!(again.contains("coefficients v2, no change"), "{again}");
@@ -555,19 +553,10 @@ fn an_absurd_opponent_rating_never_reaches_the_estimate() {
     let poisoned = format!("{text}{}\n", serde_json::to_string(&record).unwrap());
     let lines = poisoned.lines().count();
     fs::write(&results, poisoned).unwrap();
-    let mut args = vec![
-        "calibrate",
-        "--coefficients",
-        coefficients.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--apply",
-        "--report-dir",
-    ];
     let report_dir = dir.path().join("report");
-    args.push(report_dir.to_str().unwrap());
+    let mut args = vec!["--apply", "--report-dir", report_dir.to_str().unwrap()];
     args.extend(TARGETS);
-    let (ok, out, err) = ladder(&args);
+    let (ok, out, err) = calibrate(&coefficients, &results, &args);
     assert!(ok, "{out}{err}");
     let named = format!("{}:{lines}: opponent.rating = 1e308", results.display());
     assert!(out.contains(&named), "{out}");
@@ -654,8 +643,8 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     log.append(&same).unwrap();
     drop(log);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
-        .args([
+    let (ok, stdout, stderr) = texts(&ladder_output(
+        [
             "calibrate",
             "--accounts",
             accounts.to_str().unwrap(),
@@ -665,13 +654,10 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
             results.to_str().unwrap(),
             "--fetch",
             "--lichess-ratings",
-        ])
-        .env("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}{stderr}");
+        ],
+        &[("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")],
+    ));
+    assert!(ok, "{stdout}{stderr}");
     assert!(!stdout.contains("secretToken") && !stderr.contains("secretToken"));
     assert!(
         stdout.contains("3 games downloaded from 1 accounts, 2 new after deduplication"),
@@ -728,17 +714,11 @@ fn people_and_bots_are_estimated_apart_in_the_report() {
     }
     drop(log);
     let run = |opponents: &str| {
-        let (ok, out, err) = ladder(&[
-            "calibrate",
-            "--coefficients",
-            coefficients.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--targets",
-            "3=1000",
-            "--opponents",
-            opponents,
-        ]);
+        let (ok, out, err) = calibrate(
+            &coefficients,
+            &results,
+            &["--targets", "3=1000", "--opponents", opponents],
+        );
         assert!(ok, "{out}{err}");
         out
     };
@@ -859,18 +839,17 @@ fn likeness_table_and_plot_match_a_hand_count() {
     }
     drop(log);
     let report_dir = dir.path().join("report");
-    let (ok, out, err) = ladder(&[
-        "calibrate",
-        "--coefficients",
-        coefficients.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--targets",
-        "1=600,2=800,3=1000,4=1200,5=1400,6=1600",
-        "--no-likeness-judge",
-        "--report-dir",
-        report_dir.to_str().unwrap(),
-    ]);
+    let (ok, out, err) = calibrate(
+        &coefficients,
+        &results,
+        &[
+            "--targets",
+            "1=600,2=800,3=1000,4=1200,5=1400,6=1600",
+            "--no-likeness-judge",
+            "--report-dir",
+            report_dir.to_str().unwrap(),
+        ],
+    );
     assert!(ok, "{out}{err}");
     let rows: BTreeMap<String, Vec<String>> = out
         .lines()

@@ -2,15 +2,23 @@
 //! `ladder check` / `ladder upgrade` (the real binary) judge deployments correctly against a
 //! local stand-in for Lichess's account endpoints.
 
+mod common {
+    pub mod stderr;
+    pub mod tools;
+}
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use common::stderr::read_until_line;
+use common::tools::installed;
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deploy");
@@ -19,16 +27,11 @@ const UNITS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/systemd");
 // ---- systemd units ----
 
 fn systemd_analyze() -> Option<&'static str> {
-    let found = Command::new("systemd-analyze")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("SKIPPED: systemd-analyze is not installed; the unit files were not verified");
-    }
-    found.then_some("systemd-analyze")
+    installed(
+        "systemd-analyze",
+        "systemd-analyze is not installed; the unit files were not verified",
+    )
+    .then_some("systemd-analyze")
 }
 
 /// The units with ExecStart pointing at the binary just built, in a temporary directory
@@ -363,6 +366,15 @@ fn check(d: &Deployment, env: &[(&str, &str)]) -> (bool, String) {
     (out.status.success(), all)
 }
 
+/// `ladder check` fails, and what it prints holds every one of `expected`.
+fn check_fails(d: &Deployment, env: &[(&str, &str)], expected: &[&str]) {
+    let (ok, out) = check(d, env);
+    assert!(!ok, "{out}");
+    for part in expected {
+        assert!(out.contains(part), "{out}");
+    }
+}
+
 const ENV_L1: (&str, &str) = ("LADDER_TEST_TOKEN_L1", TOKEN_L1);
 
 // ---- ladder check ----
@@ -405,16 +417,18 @@ fn good_setup_passes_and_shows_the_ladder() {
 fn missing_token_fails_and_says_how_to_provide_it() {
     let (url, _) = good_lichess();
     let d = deployment(&url);
-    let (ok, out) = check(&d, &[]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("error: account Ladder-L1: ") && out.contains("LADDER_TEST_TOKEN_L1"),
-        "{out}"
+    check_fails(
+        &d,
+        &[],
+        &[
+            "error: account Ladder-L1: ",
+            "LADDER_TEST_TOKEN_L1",
+            "fix: export LADDER_TEST_TOKEN_L1=",
+            "1 problem",
+            // The other account is still checked.
+            "BOT, bot:play",
+        ],
     );
-    assert!(out.contains("fix: export LADDER_TEST_TOKEN_L1="), "{out}");
-    assert!(out.contains("1 problem"), "{out}");
-    // The other account is still checked.
-    assert!(out.contains("BOT, bot:play"), "{out}");
 }
 
 #[test]
@@ -470,7 +484,6 @@ fn token_file_readable_by_others_is_a_warning() {
 /// `ladder run` says at start-up what `ladder check` says about a token file others can read.
 #[test]
 fn run_warns_about_a_token_file_others_can_read() {
-    use std::io::BufRead;
     let (url, _) = good_lichess();
     let d = deployment(&url);
     set_mode(&d.token_file, 0o644);
@@ -485,39 +498,10 @@ fn run_warns_about_a_token_file_others_can_read() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
+    let token_file = format!("token file {}", d.token_file.display());
+    let (warned, log) = read_until_line(&mut child, Duration::from_secs(60), |line| {
+        line.contains("WARN") && line.contains(&token_file) && line.contains("mode 644")
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut log = Vec::new();
-    let warned = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                let found = line.contains("WARN")
-                    && line.contains(&format!("token file {}", d.token_file.display()))
-                    && line.contains("mode 644");
-                log.push(line);
-                if found {
-                    break true;
-                }
-            }
-            // The process ended or the time ran out without the warning.
-            Err(_) => break false,
-        }
-    };
-    drop(child.kill());
-    drop(child.wait());
-    let log = log.join("\n");
     assert!(warned, "{log}");
     assert!(!log.contains(TOKEN_L1) && !log.contains(TOKEN_L2), "{log}");
 }
@@ -531,11 +515,10 @@ fn a_token_pasted_into_token_env_is_never_shown() {
         .unwrap()
         .replace("\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
     std::fs::write(&d.config, text).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("accounts[0].token_env: looks like a token"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["accounts[0].token_env: looks like a token"],
     );
 }
 
@@ -546,15 +529,13 @@ fn non_bot_account_fails_and_points_to_upgrade() {
         (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
     ]);
     let d = deployment(&url);
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("error: account ladder-l2: ladder-l2 is not a BOT account"),
-        "{out}"
-    );
-    assert!(
-        out.contains("fix: upgrade it with `ladder upgrade ladder-l2"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "error: account ladder-l2: ladder-l2 is not a BOT account",
+            "fix: upgrade it with `ladder upgrade ladder-l2",
+        ],
     );
 }
 
@@ -566,21 +547,16 @@ fn wrong_owner_missing_scope_and_rejected_token_fail() {
         // L2's token is unknown to Lichess (revoked).
     ]);
     let d = deployment(&url);
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("the token belongs to someone-else, not Ladder-L1"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "the token belongs to someone-else, not Ladder-L1",
+            "lacks the bot:play scope (it has: challenge:read)",
+            "error: account ladder-l2: Lichess rejected the token (HTTP 401)",
+            "3 problems",
+        ],
     );
-    assert!(
-        out.contains("lacks the bot:play scope (it has: challenge:read)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("error: account ladder-l2: Lichess rejected the token (HTTP 401)"),
-        "{out}"
-    );
-    assert!(out.contains("3 problems"), "{out}");
 }
 
 #[test]
@@ -591,10 +567,11 @@ fn malformed_config_fails_with_its_line() {
         .unwrap()
         .replace("level = 2", "level = \"two\"");
     std::fs::write(&d.config, broken).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(out.contains("error: config: accounts.toml:"), "{out}");
-    assert!(out.contains("fix: correct that line"), "{out}");
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["error: config: accounts.toml:", "fix: correct that line"],
+    );
 
     let missing = d.dir.path().join("nope.toml");
     let out = ladder(&["check", "--config", missing.to_str().unwrap()], &[], "");
@@ -607,10 +584,14 @@ fn missing_coefficients_and_state_directory_fail() {
     let (url, _) = good_lichess();
     let d = deployment(&url);
     std::fs::remove_dir_all(d.dir.path().join("state")).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(out.contains("copy calibration/coefficients.toml"), "{out}");
-    assert!(out.contains("error: results: directory"), "{out}");
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "copy calibration/coefficients.toml",
+            "error: results: directory",
+        ],
+    );
 }
 
 #[test]
@@ -627,11 +608,10 @@ fn systemd_credential_token_is_read_from_the_credentials_directory() {
     assert!(out.contains(&format!("file {dir}/ladder_l2")), "{out}");
 
     // Outside systemd the credential cannot be found: the message says where it is looked for.
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("$CREDENTIALS_DIRECTORY is not set") && out.contains("systemd-run"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["$CREDENTIALS_DIRECTORY is not set", "systemd-run"],
     );
 }
 

@@ -3,8 +3,14 @@
 //! util-linux's `script`) and write a plain line per game or per account when stderr is a pipe,
 //! as under systemd.
 
+mod common {
+    pub mod tools;
+}
+
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+use common::tools::installed;
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 
@@ -59,14 +65,10 @@ fn arena_writes_a_plain_line_per_game_into_a_pipe() {
 /// `ladder` with `args` on a pseudo-terminal (util-linux `script`), with `env`: what the
 /// terminal showed, or `None` (and a message) without `script`.
 fn on_a_terminal(args: &[String], env: &[(&str, &str)]) -> Option<(bool, String)> {
-    let has_script = Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_script {
-        eprintln!("SKIPPED: util-linux `script` is not installed; no pseudo-terminal to test in");
+    if !installed(
+        "script",
+        "util-linux `script` is not installed; no pseudo-terminal to test in",
+    ) {
         return None;
     }
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
