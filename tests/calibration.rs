@@ -689,28 +689,17 @@ fn people_and_bots_are_estimated_apart_in_the_report() {
     let results = dir.path().join("results.jsonl");
     let mut log = ladder::results::ResultsLog::open(&results).unwrap();
     // Level 3 scores 50% against people rated 1000 and 25% against bots rated 1000.
-    for i in 0..40 {
-        let mut r = sample_record(
-            &format!("h{i}"),
-            if i % 2 == 0 {
-                Outcome::Win
-            } else {
-                Outcome::Loss
-            },
-        );
+    let game = |id: String, won: bool, bot: bool| {
+        let mut r = sample_record(&id, if won { Outcome::Win } else { Outcome::Loss });
         r.opponent.rating = Some(1000.0);
-        log.append(&r).unwrap();
-        let mut b = sample_record(
-            &format!("b{i}"),
-            if i % 4 == 0 {
-                Outcome::Win
-            } else {
-                Outcome::Loss
-            },
-        );
-        b.opponent.rating = Some(1000.0);
-        b.opponent.bot = true;
-        log.append(&b).unwrap();
+        r.opponent.bot = bot;
+        r
+    };
+    for i in 0..40 {
+        log.append(&game(format!("h{i}"), i % 2 == 0, false))
+            .unwrap();
+        log.append(&game(format!("b{i}"), i % 4 == 0, true))
+            .unwrap();
     }
     drop(log);
     let run = |opponents: &str| {

@@ -276,6 +276,20 @@ struct Deployment {
     token_file: PathBuf,
 }
 
+/// A deployment against a Lichess that knows both accounts as bots with good tokens.
+fn good_deployment() -> Deployment {
+    let (url, _) = good_lichess();
+    deployment(&url)
+}
+
+/// Replaces `from` with `to` in the deployment's accounts.toml.
+fn edit_config(d: &Deployment, from: &str, to: &str) {
+    let text = std::fs::read_to_string(&d.config)
+        .unwrap()
+        .replace(from, to);
+    std::fs::write(&d.config, text).unwrap();
+}
+
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -381,8 +395,7 @@ const ENV_L1: (&str, &str) = ("LADDER_TEST_TOKEN_L1", TOKEN_L1);
 
 #[test]
 fn good_setup_passes_and_shows_the_ladder() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "{out}");
     assert!(out.contains("ok: no problems found"), "{out}");
@@ -415,8 +428,7 @@ fn good_setup_passes_and_shows_the_ladder() {
 
 #[test]
 fn missing_token_fails_and_says_how_to_provide_it() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     check_fails(
         &d,
         &[],
@@ -433,8 +445,7 @@ fn missing_token_fails_and_says_how_to_provide_it() {
 
 #[test]
 fn unreadable_token_file_fails() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o000);
     // Root reads any file: run as nobody then, which is what a service user meets.
     let is_root = Command::new("id")
@@ -467,8 +478,7 @@ fn unreadable_token_file_fails() {
 
 #[test]
 fn token_file_readable_by_others_is_a_warning() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o644);
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "a warning alone does not fail:\n{out}");
@@ -484,8 +494,7 @@ fn token_file_readable_by_others_is_a_warning() {
 /// `ladder run` says at start-up what `ladder check` says about a token file others can read.
 #[test]
 fn run_warns_about_a_token_file_others_can_read() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o644);
     let mut child = Command::new(LADDER)
         .args(["run", "--config", d.config.to_str().unwrap()])
@@ -509,12 +518,8 @@ fn run_warns_about_a_token_file_others_can_read() {
 /// A token pasted into `token_env` is refused by name, and never shown by `check`.
 #[test]
 fn a_token_pasted_into_token_env_is_never_shown() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let text = std::fs::read_to_string(&d.config)
-        .unwrap()
-        .replace("\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
-    std::fs::write(&d.config, text).unwrap();
+    let d = good_deployment();
+    edit_config(&d, "\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
     check_fails(
         &d,
         &[ENV_L1],
@@ -561,12 +566,8 @@ fn wrong_owner_missing_scope_and_rejected_token_fail() {
 
 #[test]
 fn malformed_config_fails_with_its_line() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let broken = std::fs::read_to_string(&d.config)
-        .unwrap()
-        .replace("level = 2", "level = \"two\"");
-    std::fs::write(&d.config, broken).unwrap();
+    let d = good_deployment();
+    edit_config(&d, "level = 2", "level = \"two\"");
     check_fails(
         &d,
         &[ENV_L1],
@@ -581,8 +582,7 @@ fn malformed_config_fails_with_its_line() {
 
 #[test]
 fn missing_coefficients_and_state_directory_fail() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     std::fs::remove_dir_all(d.dir.path().join("state")).unwrap();
     check_fails(
         &d,

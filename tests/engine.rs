@@ -84,6 +84,16 @@ struct Recorder {
     stop_after_polls: Option<u64>,
 }
 
+impl Recorder {
+    fn stopping_after(stop_after_polls: Option<u64>) -> Recorder {
+        Recorder {
+            infos: Vec::new(),
+            polls: 0,
+            stop_after_polls,
+        }
+    }
+}
+
 impl SearchObserver for Recorder {
     fn should_stop(&mut self, nodes: u64) -> bool {
         self.polls += 1;
@@ -98,11 +108,7 @@ impl SearchObserver for Recorder {
 #[test]
 fn depth_limit_and_iteration_reports() {
     let game = game(KIWIPETE);
-    let mut recorder = Recorder {
-        infos: Vec::new(),
-        polls: 0,
-        stop_after_polls: None,
-    };
+    let mut recorder = Recorder::stopping_after(None);
     let mut engine = Engine::new(4);
     let result = engine.search(
         &game,
@@ -128,11 +134,7 @@ fn depth_limit_and_iteration_reports() {
 #[test]
 fn observer_stops_the_search_between_polls() {
     let game = game(KIWIPETE);
-    let mut recorder = Recorder {
-        infos: Vec::new(),
-        polls: 0,
-        stop_after_polls: Some(3),
-    };
+    let mut recorder = Recorder::stopping_after(Some(3));
     let mut engine = Engine::new(1);
     let result = engine.search(
         &game,

@@ -137,6 +137,16 @@ async fn human_game(sb: &Sandbox, human: &str, bot: &str) -> GameId {
     id
 }
 
+/// A game Alice challenges `bot` to (she plays white) once its event stream is open, whose
+/// `gameStart` the sandbox never sends.
+async fn game_with_lost_start(sb: &Sandbox, bot: &str) -> GameId {
+    sb.wait_event_stream(bot, Duration::from_secs(10))
+        .await
+        .unwrap();
+    sb.lose_next_game_start(bot);
+    human_game(sb, "alice", bot).await
+}
+
 fn play(sb: &Sandbox, who: &str, id: &GameId, uci: &str) {
     sb.act(
         who,
@@ -291,11 +301,7 @@ async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
     bounded(async {
         let bot = "lost1";
         let (sb, _dir, run) = playing(bot, &["Alice"], &Options::default()).await;
-        sb.wait_event_stream(bot, Duration::from_secs(10))
-            .await
-            .unwrap();
-        sb.lose_next_game_start(bot);
-        let id = human_game(&sb, "alice", bot).await;
+        let id = game_with_lost_start(&sb, bot).await;
         let remembered = open_games(&run.results)
             .into_iter()
             .find(|g| g.game_id == id)
@@ -331,11 +337,7 @@ async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_re
     bounded(async {
         let bot = "lost2";
         let (sb, dir, first) = playing(bot, &["Alice"], &Options::default()).await;
-        sb.wait_event_stream(bot, Duration::from_secs(10))
-            .await
-            .unwrap();
-        sb.lose_next_game_start(bot);
-        let id = human_game(&sb, "alice", bot).await;
+        let id = game_with_lost_start(&sb, bot).await;
         hard_stop(first).await;
         let open = open_games(&first_results(dir.path()));
         let remembered = open

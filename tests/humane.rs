@@ -319,6 +319,13 @@ async fn takeback_answered(sb: &Sandbox, id: &GameId) {
     .unwrap();
 }
 
+/// Alice plays `uci` and, once the bot has replied, asks for a takeback.
+async fn takeback_after_the_reply(sb: &Sandbox, id: &GameId, uci: &str) {
+    play(sb, id, uci, false);
+    wait_for(sb, id, "bot's reply", |g| g.moves.len() == 2).await;
+    act(sb, id, Action::Takeback(true));
+}
+
 /// Level 1 with `takebacks = 1` grants one takeback (the moves are undone, as on Lichess) and
 /// declines the second with a word in the chat; level 5 (default: none) declines at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -327,13 +334,9 @@ async fn takebacks_are_granted_up_to_the_configured_number() {
         let bot = "takeback1";
         let (sb, _dir, run) = playing(bot, &["alice"], 1, "takebacks = 1").await;
         let id = human_game(&sb, bot, None).await;
-        play(&sb, &id, "e2e4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "e2e4").await;
         wait_for(&sb, &id, "takeback granted", |g| g.moves.is_empty()).await;
-        play(&sb, &id, "d2d4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "d2d4").await;
         takeback_answered(&sb, &id).await;
         let g = sb.game(&id).unwrap();
         assert_eq!(g.moves.len(), 2, "the second takeback is declined");
@@ -348,9 +351,7 @@ async fn takebacks_are_granted_up_to_the_configured_number() {
         let bot = "takeback5";
         let (sb, _dir, run) = playing(bot, &["alice"], 5, "").await;
         let id = human_game(&sb, bot, None).await;
-        play(&sb, &id, "e2e4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "e2e4").await;
         takeback_answered(&sb, &id).await;
         assert_eq!(sb.game(&id).unwrap().moves.len(), 2, "level 5 grants none");
         act(&sb, &id, Action::Resign);

@@ -477,37 +477,29 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
     command.args(["run", "--sandbox"]).current_dir(dir.path());
     let mut daemon = Daemon::start(command);
-    daemon
-        .wait_for_line(
-            &["sandbox up at http://127.0.0.1:"],
-            Duration::from_secs(30),
-        )
-        .await;
-    daemon
-        .wait_for_line(
+    // At once: where the sandbox is and who plays whom. The simulated challengers' first
+    // challenges come after 20 s; the progress line earlier.
+    let explained: [(&[&str], u64); 5] = [
+        (&["sandbox up at http://127.0.0.1:"], 30),
+        (
             &["10 accounts play: ladder-l1 (level 1, target 600 blitz)"],
-            Duration::from_secs(5),
-        )
-        .await;
-    daemon
-        .wait_for_line(
+            5,
+        ),
+        (
             &[
                 "challenger RandomRita (800, random moves)",
                 "every account accepts",
             ],
-            Duration::from_secs(5),
-        )
-        .await;
-    daemon
-        .wait_for_line(
-            &["challenger BOT BulletBot", "every account declines"],
-            Duration::from_secs(5),
-        )
-        .await;
-    // The simulated challengers' first challenges come after 20 s; the progress line earlier.
-    daemon
-        .wait_for_line(&["sandbox ", "finished 0: none"], Duration::from_secs(30))
-        .await;
+            5,
+        ),
+        (&["challenger BOT BulletBot", "every account declines"], 5),
+        (&["sandbox ", "finished 0: none"], 30),
+    ];
+    for (parts, within_s) in explained {
+        daemon
+            .wait_for_line(parts, Duration::from_secs(within_s))
+            .await;
+    }
     // A later progress line names a game being played or a score.
     daemon
         .wait_for_log(
@@ -528,15 +520,18 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
         .await;
 
     daemon.signal("INT");
-    daemon
-        .wait_for_line(
+    let draining: [(&[&str], u64); 2] = [
+        (
             &["shutting down", "still running may finish within 30s"],
-            Duration::from_secs(10),
-        )
-        .await;
-    daemon
-        .wait_for_line(&["draining: ", "of grace left"], Duration::from_secs(20))
-        .await;
+            10,
+        ),
+        (&["draining: ", "of grace left"], 20),
+    ];
+    for (parts, within_s) in draining {
+        daemon
+            .wait_for_line(parts, Duration::from_secs(within_s))
+            .await;
+    }
     // Games still running after the grace are ended and recorded: the process exits by itself.
     let status = daemon.wait_for_exit(Duration::from_secs(90)).await;
     assert!(status.success(), "exit status {status}:\n{}", daemon.log());
