@@ -33,6 +33,11 @@ fn games(opponent: f64, wins: usize, draws: usize, losses: usize) -> Vec<Observa
     v
 }
 
+/// Games against opponents rated `r` with score `s`, for each `(r, s)`.
+fn observations(games: &[(f64, f64)]) -> Vec<Observation> {
+    games.iter().map(|&(r, s)| Observation::new(r, s)).collect()
+}
+
 #[test]
 fn even_score_against_equal_opponents_is_their_rating() {
     let e = estimate(&games(1500.0, 10, 6, 10), Prior::None).unwrap();
@@ -54,7 +59,7 @@ fn three_quarters_against_equal_opponents_is_190_8_above() {
 
 #[test]
 fn standard_error_matches_the_formula() {
-    let obs: Vec<Observation> = [
+    let obs = observations(&[
         (1100.0, 1.0),
         (1300.0, 0.0),
         (1250.0, 0.5),
@@ -62,10 +67,7 @@ fn standard_error_matches_the_formula() {
         (900.0, 1.0),
         (1500.0, 0.0),
         (1200.0, 0.0),
-    ]
-    .iter()
-    .map(|&(r, s)| Observation::new(r, s))
-    .collect();
+    ]);
     let e = estimate(&obs, Prior::None).unwrap();
     let info: f64 = obs
         .iter()
@@ -103,7 +105,7 @@ fn all_wins_are_finite_with_the_prior_and_above_the_opponents() {
 
 #[test]
 fn mixed_opponents_match_a_brute_force_root() {
-    let obs: Vec<Observation> = [
+    let obs = observations(&[
         (800.0, 1.0),
         (950.0, 1.0),
         (1100.0, 0.5),
@@ -113,10 +115,7 @@ fn mixed_opponents_match_a_brute_force_root() {
         (1010.0, 0.5),
         (1700.0, 0.0),
         (600.0, 1.0),
-    ]
-    .iter()
-    .map(|&(r, s)| Observation::new(r, s))
-    .collect();
+    ]);
     let e = estimate(&obs, Prior::None).unwrap();
     // Brute force: scan R in 0.01 steps for the sign change of Σ E(R, r_j) − Σ s_j.
     let total: f64 = obs.iter().map(|o| o.score).sum();
