@@ -33,6 +33,13 @@ fn games(opponent: f64, wins: usize, draws: usize, losses: usize) -> Vec<Observa
     v
 }
 
+/// The elements of an SVG document with the class `class`.
+fn of_class<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some(class))
+        .collect()
+}
+
 /// Games against opponents rated `r` with score `s`, for each `(r, s)`.
 fn observations(games: &[(f64, f64)]) -> Vec<Observation> {
     games.iter().map(|&(r, s)| Observation::new(r, s)).collect()
@@ -456,10 +463,7 @@ fn dry_run_writes_nothing_and_apply_keeps_history() {
     let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
     assert!(texts.contains(&"level"));
     assert!(texts.iter().any(|t| t.contains("rating (Elo)")));
-    let points: Vec<_> = doc
-        .descendants()
-        .filter(|n| n.attribute("class") == Some("level"))
-        .collect();
+    let points = of_class(&doc, "level");
     assert_eq!(points.len(), rows.len());
     for p in points {
         let level = p.attribute("data-level").unwrap();
@@ -871,10 +875,7 @@ fn likeness_table_and_plot_match_a_hand_count() {
 
     let svg = fs::read_to_string(report_dir.join("likeness.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
-    let points: Vec<_> = doc
-        .descendants()
-        .filter(|n| n.attribute("class") == Some("band"))
-        .collect();
+    let points = of_class(&doc, "band");
     assert_eq!(points.len(), expected_bands.len());
     for p in points {
         let band = format!(

@@ -384,8 +384,13 @@ fn check(d: &Deployment, env: &[(&str, &str)]) -> (bool, String) {
 fn check_fails(d: &Deployment, env: &[(&str, &str)], expected: &[&str]) {
     let (ok, out) = check(d, env);
     assert!(!ok, "{out}");
-    for part in expected {
-        assert!(out.contains(part), "{out}");
+    assert_contains_all(&out, expected);
+}
+
+/// `text` holds every one of `parts`.
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{text}");
     }
 }
 
@@ -466,14 +471,16 @@ fn unreadable_token_file_fails() {
     );
     let out_text = text(&out);
     assert!(!out.status.success(), "{out_text}");
-    assert!(
-        out_text.contains("error: account ladder-l2: ")
-            && out_text.contains("token_file = ")
-            && out_text.contains("cannot read")
-            && out_text.contains("Permission denied"),
-        "{out_text}"
+    assert_contains_all(
+        &out_text,
+        &[
+            "error: account ladder-l2: ",
+            "token_file = ",
+            "cannot read",
+            "Permission denied",
+            "mode 600",
+        ],
     );
-    assert!(out_text.contains("mode 600"), "{out_text}");
 }
 
 #[test]
@@ -482,13 +489,15 @@ fn token_file_readable_by_others_is_a_warning() {
     set_mode(&d.token_file, 0o644);
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "a warning alone does not fail:\n{out}");
-    assert!(
-        out.contains("warning: account ladder-l2: token file")
-            && out.contains("mode 644")
-            && out.contains("fix: chmod 600"),
-        "{out}"
+    assert_contains_all(
+        &out,
+        &[
+            "warning: account ladder-l2: token file",
+            "mode 644",
+            "fix: chmod 600",
+            "ok, with 1 warning",
+        ],
     );
-    assert!(out.contains("ok, with 1 warning"), "{out}");
 }
 
 /// `ladder run` says at start-up what `ladder check` says about a token file others can read.
