@@ -6,6 +6,7 @@ const V1_TOML: &str = include_str!("../calibration/history/coefficients-v1.toml"
 
 mod common {
     pub mod cli;
+    pub mod fetch;
 }
 
 use std::collections::BTreeMap;
@@ -13,6 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use common::cli::{ladder_output, texts};
+use common::fetch::fetch_args;
 
 use ladder::calibration::estimate::{FarOff, Observation, Prior, Q, estimate, expected};
 use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
@@ -646,18 +648,10 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     log.append(&same).unwrap();
     drop(log);
 
+    let mut args = fetch_args(&accounts, &coefficients, &results);
+    args.push("--lichess-ratings".into());
     let (ok, stdout, stderr) = texts(&ladder_output(
-        [
-            "calibrate",
-            "--accounts",
-            accounts.to_str().unwrap(),
-            "--coefficients",
-            coefficients.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--fetch",
-            "--lichess-ratings",
-        ],
+        args,
         &[("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")],
     ));
     assert!(ok, "{stdout}{stderr}");
