@@ -4,144 +4,81 @@
 //! effect without drift; the daily bot-game limit counts across restarts; challenge answers of
 //! all accounts share one 429 pause but no pace; each account names itself in the User-Agent.
 
-use std::io::Write;
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod files;
+    pub mod logs;
+    pub mod sandbox;
+}
+
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::config::{account_table, ladder_toml};
+use common::daemon::{bounded_by, launch, spec};
+use common::files::shipped_coefficients;
+use common::logs::{capture_logs, logs, wait_log, wait_log_after};
+use common::sandbox::{challenger, quick, sandbox_config};
 use ladder::config::Config;
 use ladder::daemon::supervisor::ClientFactory;
-use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::daemon::{DaemonHandle, DaemonSpec};
 use ladder::levels::Coefficients;
 use ladder::lichess::{
     BackoffPolicy, ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, PacingPolicy,
     RetryPolicy, TimeControl,
 };
-use ladder::results::{Outcome, ResultsLog, Source, sample_record};
+use ladder::results::{Outcome, ResultsLog, sample_record};
 use ladder::sandbox::{
     AccountConfig, Action, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig, sandbox_token,
 };
-
-// ---------------------------------------------------------------- log capture
-
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct LogWriter;
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-fn capture_logs() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        tracing_subscriber::fmt()
-            .with_env_filter("ladder=debug")
-            .with_writer(|| LogWriter)
-            .with_ansi(false)
-            .with_target(false)
-            .init();
-    });
-}
-
-fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
-}
-
-/// Waits until some log line satisfies `f`; returns it.
-async fn wait_log(what: &str, timeout: Duration, f: impl Fn(&str) -> bool) -> String {
-    wait_log_after(0, what, timeout, f).await
-}
-
-/// Waits until a log line written after the first `offset` bytes satisfies `f`.
-async fn wait_log_after(
-    offset: usize,
-    what: &str,
-    timeout: Duration,
-    f: impl Fn(&str) -> bool,
-) -> String {
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(line) = logs().get(offset..).unwrap_or("").lines().find(|l| f(l)) {
-            return line.to_string();
-        }
-        if tokio::time::Instant::now() >= deadline {
-            panic!("no log line {what} within {timeout:?}; logs:\n{}", logs());
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
 
 // ---------------------------------------------------------------- harness
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::time::timeout(TEST_TIMEOUT, f)
-        .await
-        .expect("test took too long");
+    bounded_by(TEST_TIMEOUT, f).await
 }
 
-fn sandbox_config(bots: &[&str], challengers: &[ChallengerConfig]) -> SandboxConfig {
-    let mut config = SandboxConfig::with_bots(bots);
-    config.keepalive_interval = Duration::from_millis(300);
-    config.seed = None;
+/// The bots and the challengers, the sandbox's quick settings.
+fn config_with(bots: &[&str], challengers: &[ChallengerConfig]) -> SandboxConfig {
+    let mut config = sandbox_config(bots);
     config.challengers = challengers.to_vec();
     config
 }
 
-fn challenger(name: &str) -> ChallengerConfig {
-    let mut c = ChallengerConfig::new(name);
-    c.interval = None;
-    c.think_time = Duration::from_millis(10);
-    c.max_games = 4;
-    c
+async fn sandbox(bots: &[&str], challengers: &[ChallengerConfig]) -> Sandbox {
+    Sandbox::start(config_with(bots, challengers))
+        .await
+        .unwrap()
 }
 
 fn config_text(url: &str, bots: &[&str], max_games: usize) -> String {
-    let mut text = format!(
-        r#"
-[lichess]
-base_url = "{url}"
-
-[daemon]
-search_threads = 1
-max_games = {max_games}
-move_overhead_ms = 100
-abort_after_s = 60
-shutdown_grace_s = 30
-status_interval_s = 1
-
-[challenge]
-accept_bots = true
-min_initial_s = 30
-max_games = 4
-max_games_per_opponent = 2
-"#
+    let mut text = ladder_toml(
+        url,
+        &format!(
+            "search_threads = 1\nmax_games = {max_games}\nabort_after_s = 60\n\
+             shutdown_grace_s = 30\nstatus_interval_s = 1\n"
+        ),
+        "accept_bots = true\nmin_initial_s = 30\nmax_games = 4\nmax_games_per_opponent = 2\n",
     );
     for bot in bots {
-        text.push_str(&format!(
-            "\n[[accounts]]\nusername = \"{bot}\"\ntoken_env = \"LADDER_TEST_UNUSED\"\nlevel = 1\ntarget_rating = 1000\n"
-        ));
+        text.push_str(&account_table(bot, "LADDER_TEST_UNUSED", 1, 1000, ""));
     }
     text
 }
 
 /// Short timeouts, pauses and retries, so faults resolve within a test.
-fn tuned(mut c: ClientConfig) -> ClientConfig {
-    c.stream_idle_timeout = Duration::from_millis(1500);
+fn tuned(c: ClientConfig) -> ClientConfig {
+    let mut c = quick(c);
     c.rate_limit.pause = Duration::from_secs(1);
     c.backoff = BackoffPolicy {
-        base: Duration::from_millis(50),
         cap: Duration::from_millis(300),
         max_attempts: 3,
+        ..c.backoff
     };
-    c.request_timeout = Duration::from_secs(5);
     c.account_retry = RetryPolicy {
         first: Duration::from_millis(300),
         cap: Duration::from_secs(1),
@@ -173,22 +110,15 @@ async fn start_daemon(
 ) -> (DaemonHandle, PathBuf) {
     let config_path = dir.join("accounts.toml");
     std::fs::write(&config_path, config_text(url, bots, max_games)).unwrap();
-    let coefficients = dir.join("calibration/coefficients.toml");
-    std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
-    std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
-    let results = dir.join("results.jsonl");
-    let daemon = start(DaemonSpec {
-        config: Config::load(&config_path).unwrap(),
+    let coefficients = shipped_coefficients(dir);
+    let run = launch(DaemonSpec {
         coefficients: Coefficients::load(&coefficients).unwrap(),
-        results_path: results.clone(),
-        source: Source::Sandbox,
-        clients: clients(tune),
         reload_from_disk: true,
-        latency: None,
+        ..spec(Config::load(&config_path).unwrap(), clients(tune), dir)
     })
     .await
     .expect("the daemon starts whatever Lichess says about its accounts");
-    (daemon, results)
+    (run.daemon, run.results)
 }
 
 async fn stop_now(daemon: DaemonHandle) {
@@ -211,6 +141,25 @@ async fn game_under_way(sb: &Sandbox, id: &GameId, timeout: Duration) {
     })
     .await
     .unwrap();
+}
+
+/// A casual 1+0 game that `from` challenges `to` to, once under way.
+async fn game_under_way_with(sb: &Sandbox, from: &str, to: &str) -> GameId {
+    let game = sb
+        .challenge(from, to, &ChallengeSpec::clock(60, 0))
+        .unwrap()
+        .id
+        .game_id();
+    game_under_way(sb, &game, Duration::from_secs(10)).await;
+    game
+}
+
+/// Lichess back: the event stream of `bot` opens within 30 s and Rita's game is under way;
+/// then the daemon stops.
+async fn plays_when_back(sb: &Sandbox, bot: &str, daemon: DaemonHandle) {
+    stream_open(sb, bot, Duration::from_secs(30)).await;
+    game_under_way_with(sb, "Rita", bot).await;
+    stop_now(daemon).await;
 }
 
 async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
@@ -251,9 +200,7 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
     capture_logs();
     bounded(async {
         let bots = ["okay1", "revoked1", "closed1"];
-        let sb = Sandbox::start(sandbox_config(&bots, &[challenger("Rita")]))
-            .await
-            .unwrap();
+        let sb = sandbox(&bots, &[challenger("Rita")]).await;
         let dir = tempfile::tempdir().unwrap();
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
         for bot in bots {
@@ -286,12 +233,7 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
         assert!(!status.contains("okay1 ("), "okay1 is fine: {status}");
 
         // The healthy account plays on.
-        let game = sb
-            .challenge("Rita", "okay1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &game, Duration::from_secs(10)).await;
+        game_under_way_with(&sb, "Rita", "okay1").await;
 
         // Retried with backoff while revoked (several checks), then it recovers by itself.
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -306,12 +248,7 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
             l.contains("revoked1") && l.contains("plays again")
         })
         .await;
-        let back = sb
-            .challenge("Rita", "revoked1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &back, Duration::from_secs(10)).await;
+        game_under_way_with(&sb, "Rita", "revoked1").await;
         // The closed account is still retried, never playing.
         assert!(!sb.with_world(|w| w.event_streams.contains_key("closed1")));
 
@@ -347,17 +284,10 @@ async fn lichess_not_listening_at_start_is_waited_out() {
             l.contains("early1") && l.contains("cannot reach Lichess")
         })
         .await;
-        let sb = Sandbox::start_on(port, sandbox_config(&bots, &[challenger("Rita")]))
+        let sb = Sandbox::start_on(port, config_with(&bots, &[challenger("Rita")]))
             .await
             .unwrap();
-        stream_open(&sb, "early1", Duration::from_secs(30)).await;
-        let game = sb
-            .challenge("Rita", "early1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &game, Duration::from_secs(10)).await;
-        stop_now(daemon).await;
+        plays_when_back(&sb, "early1", daemon).await;
     })
     .await;
 }
@@ -369,9 +299,7 @@ async fn lichess_answering_503_at_start_is_waited_out() {
     capture_logs();
     bounded(async {
         let bots = ["down1"];
-        let sb = Sandbox::start(sandbox_config(&bots, &[challenger("Rita")]))
-            .await
-            .unwrap();
+        let sb = sandbox(&bots, &[challenger("Rita")]).await;
         sb.set_outage(Some(503));
         let dir = tempfile::tempdir().unwrap();
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
@@ -380,14 +308,7 @@ async fn lichess_answering_503_at_start_is_waited_out() {
         })
         .await;
         sb.set_outage(None);
-        stream_open(&sb, "down1", Duration::from_secs(30)).await;
-        let game = sb
-            .challenge("Rita", "down1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &game, Duration::from_secs(10)).await;
-        stop_now(daemon).await;
+        plays_when_back(&sb, "down1", daemon).await;
     })
     .await;
 }
@@ -404,7 +325,7 @@ async fn lowering_max_games_by_reload_waits_for_games_to_end_and_raising_never_e
         let humans = [
             "Alice", "Bob", "Cara", "Dora", "Eve", "Fred", "Gina", "Hank", "Ivan",
         ];
-        let mut config = sandbox_config(&bots, &[]);
+        let mut config = config_with(&bots, &[]);
         config
             .accounts
             .extend(humans.iter().map(|h| AccountConfig::human(h)));
@@ -513,9 +434,7 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
         robo.title = Some("BOT".into());
         let mut robo2 = challenger("RoboRon");
         robo2.title = Some("BOT".into());
-        let sb = Sandbox::start(sandbox_config(&bots, &[robo, robo2, challenger("Rita")]))
-            .await
-            .unwrap();
+        let sb = sandbox(&bots, &[robo, robo2, challenger("Rita")]).await;
         let dir = tempfile::tempdir().unwrap();
         {
             let mut log = ResultsLog::open(&dir.path().join("results.jsonl")).unwrap();
@@ -541,23 +460,13 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
         }
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
         stream_open(&sb, "botday1", Duration::from_secs(10)).await;
-        let hundredth = sb
-            .challenge("RoboRita", "botday1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &hundredth, Duration::from_secs(10)).await;
+        game_under_way_with(&sb, "RoboRita", "botday1").await;
         let over = sb
             .challenge("RoboRon", "botday1", &ChallengeSpec::clock(60, 0))
             .unwrap()
             .id;
         assert_eq!(declined_reason(&sb, &over).await, "later");
-        let human = sb
-            .challenge("Rita", "botday1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        game_under_way(&sb, &human, Duration::from_secs(10)).await;
+        game_under_way_with(&sb, "Rita", "botday1").await;
         stop_now(daemon).await;
     })
     .await;
@@ -582,12 +491,7 @@ async fn challenge_answers_are_not_held_to_the_creation_pace_but_share_one_429_p
     capture_logs();
     bounded(async {
         let bots = ["pace1", "pace2"];
-        let sb = Sandbox::start(sandbox_config(
-            &bots,
-            &[challenger("Rita"), challenger("Carl")],
-        ))
-        .await
-        .unwrap();
+        let sb = sandbox(&bots, &[challenger("Rita"), challenger("Carl")]).await;
         let dir = tempfile::tempdir().unwrap();
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, slow_pacing).await;
         stream_open(&sb, "pace1", Duration::from_secs(10)).await;
@@ -669,7 +573,7 @@ async fn check_reports_every_bad_account_in_its_row() {
     capture_logs();
     bounded(async {
         let bots = ["fine1", "revoked2", "closed2"];
-        let sb = Sandbox::start(sandbox_config(&bots, &[])).await.unwrap();
+        let sb = sandbox(&bots, &[]).await;
         sb.revoke_token("revoked2");
         sb.close_account("closed2");
         let dir = tempfile::tempdir().unwrap();
@@ -689,9 +593,7 @@ async fn check_reports_every_bad_account_in_its_row() {
         }
         let config_path = dir.path().join("accounts.toml");
         std::fs::write(&config_path, text).unwrap();
-        let coefficients = dir.path().join("calibration/coefficients.toml");
-        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
-        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+        shipped_coefficients(dir.path());
 
         let report = ladder::check::check(&config_path, true).await;
         let row = |name: &str| {

@@ -2,9 +2,14 @@
 //! back; broken external engines lose their games without stopping the match; same seed, same
 //! games; shards partition the schedule; Stockfish and Fairy-Stockfish anchors when installed.
 
+mod common {
+    pub mod quick_match;
+}
+
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
+use common::quick_match::QUICK_MATCH;
 use ladder::arena::schedule::{self, Format, Shard};
 use ladder::arena::{ArenaOptions, MatchSummary, report_from_results, run_match};
 use ladder::calibration::select::{Filter, Versions, select};
@@ -50,20 +55,10 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
     let pgn = dir.path().join("g.pgn");
-    let summary = run(&[
-        "--level",
-        "1..2",
-        "--games-per-pairing",
-        "4",
-        "--seed",
-        "7",
-        "--concurrency",
-        "2",
-        "--results",
-        results.to_str().unwrap(),
-        "--pgn",
-        pgn.to_str().unwrap(),
-    ]);
+    let mut list = QUICK_MATCH.to_vec();
+    list.extend(["--results", results.to_str().unwrap()]);
+    list.extend(["--pgn", pgn.to_str().unwrap()]);
+    let summary = run(&list);
     assert_eq!(summary.games.len(), 4);
     assert!(
         summary.report.contains("| level-1 | level-2 | 4 |"),

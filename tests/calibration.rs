@@ -4,10 +4,17 @@
 /// Version 1 of the shipped coefficients (history files never change): the tests count versions from it.
 const V1_TOML: &str = include_str!("../calibration/history/coefficients-v1.toml");
 
+mod common {
+    pub mod cli;
+    pub mod fetch;
+}
+
 use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+
+use common::cli::{ladder_output, texts};
+use common::fetch::fetch_args;
 
 use ladder::calibration::estimate::{FarOff, Observation, Prior, Q, estimate, expected};
 use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
@@ -26,6 +33,18 @@ fn games(opponent: f64, wins: usize, draws: usize, losses: usize) -> Vec<Observa
     v.extend(vec![Observation::new(opponent, 0.5); draws]);
     v.extend(vec![Observation::new(opponent, 0.0); losses]);
     v
+}
+
+/// The elements of an SVG document with the class `class`.
+fn of_class<'a>(doc: &'a roxmltree::Document, class: &str) -> Vec<roxmltree::Node<'a, 'a>> {
+    doc.descendants()
+        .filter(|n| n.attribute("class") == Some(class))
+        .collect()
+}
+
+/// Games against opponents rated `r` with score `s`, for each `(r, s)`.
+fn observations(games: &[(f64, f64)]) -> Vec<Observation> {
+    games.iter().map(|&(r, s)| Observation::new(r, s)).collect()
 }
 
 #[test]
@@ -49,7 +68,7 @@ fn three_quarters_against_equal_opponents_is_190_8_above() {
 
 #[test]
 fn standard_error_matches_the_formula() {
-    let obs: Vec<Observation> = [
+    let obs = observations(&[
         (1100.0, 1.0),
         (1300.0, 0.0),
         (1250.0, 0.5),
@@ -57,10 +76,7 @@ fn standard_error_matches_the_formula() {
         (900.0, 1.0),
         (1500.0, 0.0),
         (1200.0, 0.0),
-    ]
-    .iter()
-    .map(|&(r, s)| Observation::new(r, s))
-    .collect();
+    ]);
     let e = estimate(&obs, Prior::None).unwrap();
     let info: f64 = obs
         .iter()
@@ -98,7 +114,7 @@ fn all_wins_are_finite_with_the_prior_and_above_the_opponents() {
 
 #[test]
 fn mixed_opponents_match_a_brute_force_root() {
-    let obs: Vec<Observation> = [
+    let obs = observations(&[
         (800.0, 1.0),
         (950.0, 1.0),
         (1100.0, 0.5),
@@ -108,10 +124,7 @@ fn mixed_opponents_match_a_brute_force_root() {
         (1010.0, 0.5),
         (1700.0, 0.0),
         (600.0, 1.0),
-    ]
-    .iter()
-    .map(|&(r, s)| Observation::new(r, s))
-    .collect();
+    ]);
     let e = estimate(&obs, Prior::None).unwrap();
     // Brute force: scan R in 0.01 steps for the sign change of Σ E(R, r_j) − Σ s_j.
     let total: f64 = obs.iter().map(|o| o.score).sum();
@@ -250,16 +263,20 @@ fn exported_games_become_records_marked_as_fetched() {
 // ---------------------------------------------------------------- the command line
 
 fn ladder(args: &[&str]) -> (bool, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("run ladder");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    texts(&ladder_output(args, &[("RUST_LOG", "warn")]))
+}
+
+/// `ladder calibrate --coefficients <coefficients> --results <results>` with `more`.
+fn calibrate(coefficients: &Path, results: &Path, more: &[&str]) -> (bool, String, String) {
+    let mut args = vec![
+        "calibrate",
+        "--coefficients",
+        coefficients.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+    ];
+    args.extend_from_slice(more);
+    ladder(&args)
 }
 
 /// Simulated results (10 levels × `games`) and their coefficients in `dir`.
@@ -448,10 +465,7 @@ fn dry_run_writes_nothing_and_apply_keeps_history() {
     let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).collect();
     assert!(texts.contains(&"level"));
     assert!(texts.iter().any(|t| t.contains("rating (Elo)")));
-    let points: Vec<_> = doc
-        .descendants()
-        .filter(|n| n.attribute("class") == Some("level"))
-        .collect();
+    let points = of_class(&doc, "level");
     assert_eq!(points.len(), rows.len());
     for p in points {
         let level = p.attribute("data-level").unwrap();
@@ -493,21 +507,10 @@ fn dry_run_writes_nothing_and_apply_keeps_history() {
 fn apply_twice_without_new_games_writes_one_version() {
     let dir = tempfile::tempdir().unwrap();
     let (results, coefficients) = simulated(dir.path(), 60);
-    let c = coefficients.to_str().unwrap();
-    let r = results.to_str().unwrap();
     let report_dir = dir.path().join("report");
-    let mut apply = vec![
-        "calibrate",
-        "--coefficients",
-        c,
-        "--results",
-        r,
-        "--apply",
-        "--report-dir",
-        report_dir.to_str().unwrap(),
-    ];
+    let mut apply = vec!["--apply", "--report-dir", report_dir.to_str().unwrap()];
     apply.extend(TARGETS);
-    let (ok, first, err) = ladder(&apply);
+    let (ok, first, err) = calibrate(&coefficients, &results, &apply);
     assert!(ok, "{first}{err}");
     let v2 = Coefficients::load(&coefficients).unwrap();
     assert_eq!(v2.version, 2);
@@ -523,7 +526,7 @@ fn apply_twice_without_new_games_writes_one_version() {
     );
 
     for _ in 0..2 {
-        let (ok, again, err) = ladder(&apply);
+        let (ok, again, err) = calibrate(&coefficients, &results, &apply);
         assert!(ok, "{again}{err}");
         assert!(again.contains("No change"), "{again}");
         assert!(again.contains("coefficients v2, no change"), "{again}");
@@ -555,19 +558,10 @@ fn an_absurd_opponent_rating_never_reaches_the_estimate() {
     let poisoned = format!("{text}{}\n", serde_json::to_string(&record).unwrap());
     let lines = poisoned.lines().count();
     fs::write(&results, poisoned).unwrap();
-    let mut args = vec![
-        "calibrate",
-        "--coefficients",
-        coefficients.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--apply",
-        "--report-dir",
-    ];
     let report_dir = dir.path().join("report");
-    args.push(report_dir.to_str().unwrap());
+    let mut args = vec!["--apply", "--report-dir", report_dir.to_str().unwrap()];
     args.extend(TARGETS);
-    let (ok, out, err) = ladder(&args);
+    let (ok, out, err) = calibrate(&coefficients, &results, &args);
     assert!(ok, "{out}{err}");
     let named = format!("{}:{lines}: opponent.rating = 1e308", results.display());
     assert!(out.contains(&named), "{out}");
@@ -654,24 +648,13 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     log.append(&same).unwrap();
     drop(log);
 
-    let out = Command::new(env!("CARGO_BIN_EXE_ladder"))
-        .args([
-            "calibrate",
-            "--accounts",
-            accounts.to_str().unwrap(),
-            "--coefficients",
-            coefficients.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--fetch",
-            "--lichess-ratings",
-        ])
-        .env("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let mut args = fetch_args(&accounts, &coefficients, &results);
+    args.push("--lichess-ratings".into());
+    let (ok, stdout, stderr) = texts(&ladder_output(
+        args,
+        &[("CALIBRATION_TEST_TOKEN", "lip_secretTokenValue123")],
+    ));
+    assert!(ok, "{stdout}{stderr}");
     assert!(!stdout.contains("secretToken") && !stderr.contains("secretToken"));
     assert!(
         stdout.contains("3 games downloaded from 1 accounts, 2 new after deduplication"),
@@ -703,42 +686,25 @@ fn people_and_bots_are_estimated_apart_in_the_report() {
     let results = dir.path().join("results.jsonl");
     let mut log = ladder::results::ResultsLog::open(&results).unwrap();
     // Level 3 scores 50% against people rated 1000 and 25% against bots rated 1000.
-    for i in 0..40 {
-        let mut r = sample_record(
-            &format!("h{i}"),
-            if i % 2 == 0 {
-                Outcome::Win
-            } else {
-                Outcome::Loss
-            },
-        );
+    let game = |id: String, won: bool, bot: bool| {
+        let mut r = sample_record(&id, if won { Outcome::Win } else { Outcome::Loss });
         r.opponent.rating = Some(1000.0);
-        log.append(&r).unwrap();
-        let mut b = sample_record(
-            &format!("b{i}"),
-            if i % 4 == 0 {
-                Outcome::Win
-            } else {
-                Outcome::Loss
-            },
-        );
-        b.opponent.rating = Some(1000.0);
-        b.opponent.bot = true;
-        log.append(&b).unwrap();
+        r.opponent.bot = bot;
+        r
+    };
+    for i in 0..40 {
+        log.append(&game(format!("h{i}"), i % 2 == 0, false))
+            .unwrap();
+        log.append(&game(format!("b{i}"), i % 4 == 0, true))
+            .unwrap();
     }
     drop(log);
     let run = |opponents: &str| {
-        let (ok, out, err) = ladder(&[
-            "calibrate",
-            "--coefficients",
-            coefficients.to_str().unwrap(),
-            "--results",
-            results.to_str().unwrap(),
-            "--targets",
-            "3=1000",
-            "--opponents",
-            opponents,
-        ]);
+        let (ok, out, err) = calibrate(
+            &coefficients,
+            &results,
+            &["--targets", "3=1000", "--opponents", opponents],
+        );
         assert!(ok, "{out}{err}");
         out
     };
@@ -859,18 +825,17 @@ fn likeness_table_and_plot_match_a_hand_count() {
     }
     drop(log);
     let report_dir = dir.path().join("report");
-    let (ok, out, err) = ladder(&[
-        "calibrate",
-        "--coefficients",
-        coefficients.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--targets",
-        "1=600,2=800,3=1000,4=1200,5=1400,6=1600",
-        "--no-likeness-judge",
-        "--report-dir",
-        report_dir.to_str().unwrap(),
-    ]);
+    let (ok, out, err) = calibrate(
+        &coefficients,
+        &results,
+        &[
+            "--targets",
+            "1=600,2=800,3=1000,4=1200,5=1400,6=1600",
+            "--no-likeness-judge",
+            "--report-dir",
+            report_dir.to_str().unwrap(),
+        ],
+    );
     assert!(ok, "{out}{err}");
     let rows: BTreeMap<String, Vec<String>> = out
         .lines()
@@ -904,10 +869,7 @@ fn likeness_table_and_plot_match_a_hand_count() {
 
     let svg = fs::read_to_string(report_dir.join("likeness.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).expect("well-formed XML");
-    let points: Vec<_> = doc
-        .descendants()
-        .filter(|n| n.attribute("class") == Some("band"))
-        .collect();
+    let points = of_class(&doc, "band");
     assert_eq!(points.len(), expected_bands.len());
     for p in points {
         let band = format!(

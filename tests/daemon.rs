@@ -3,53 +3,32 @@
 //! logs never showing a token. Every test is bounded in time; streams use short keep-alives
 //! and idle timeouts.
 
-use std::collections::HashMap;
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod files;
+    pub mod logs;
+    pub mod sandbox;
+    pub mod tokens;
+}
+
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
+use common::config::{account_table, ladder_toml};
+use common::daemon::{Running, bounded_by, launch, spec};
+use common::files::shipped_coefficients;
+use common::logs::{capture_logs, logs, wait_log};
+use common::sandbox::{challenger, quick, sandbox_config};
+use common::tokens::token_clients;
 use ladder::config::Config;
 use ladder::daemon::supervisor::ClientFactory;
-use ladder::daemon::{DaemonHandle, DaemonSpec, start};
+use ladder::daemon::{DaemonSpec, start};
 use ladder::levels::Coefficients;
-use ladder::lichess::{BackoffPolicy, ChallengeId, ClientConfig, Color, GameId, GameStatus, Token};
-use ladder::results::{GameRecord, Outcome, Source, read_results};
-use ladder::sandbox::{
-    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
-};
-
-// ---------------------------------------------------------------- log capture
-
-static LOGS: Mutex<Vec<u8>> = Mutex::new(Vec::new());
-
-struct LogWriter;
-impl Write for LogWriter {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        LOGS.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-/// Every test's logs go to one buffer (debug level for the crate).
-fn capture_logs() {
-    static ONCE: OnceLock<()> = OnceLock::new();
-    ONCE.get_or_init(|| {
-        tracing_subscriber::fmt()
-            .with_env_filter("ladder=debug")
-            .with_writer(|| LogWriter)
-            .with_ansi(false)
-            .with_target(false)
-            .init();
-    });
-}
-
-fn logs() -> String {
-    String::from_utf8_lossy(&LOGS.lock().unwrap()).into_owned()
-}
+use ladder::lichess::{ChallengeId, ClientConfig, Color, GameId, GameStatus, Token};
+use ladder::results::{GameRecord, Outcome, read_results};
+use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
 
 /// Log lines about one game.
 fn game_lines(game_id: &GameId) -> Vec<String> {
@@ -67,18 +46,11 @@ const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A sandbox with bot accounts and scriptable challengers (they challenge only when asked).
 async fn sandbox(bots: &[&str], challengers: &[&str], extra: &[AccountConfig]) -> Sandbox {
-    let mut config = SandboxConfig::with_bots(bots);
-    config.keepalive_interval = Duration::from_millis(300);
-    // Random game ids: the log buffer is shared by the tests, ids must not collide.
-    config.seed = None;
+    let mut config = sandbox_config(bots);
     config.accounts.extend(extra.iter().cloned());
-    for name in challengers {
-        let mut c = ChallengerConfig::new(name);
-        c.interval = None;
-        c.think_time = Duration::from_millis(10);
-        c.max_games = 4;
-        config.challengers.push(c);
-    }
+    config
+        .challengers
+        .extend(challengers.iter().map(|name| challenger(name)));
     Sandbox::start(config).await.unwrap()
 }
 
@@ -109,37 +81,24 @@ fn config_text(url: &str, bots: &[&str], o: &Options) -> String {
 }
 
 fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> String {
-    let mut text = format!(
-        r#"
-[lichess]
-base_url = "{url}"
-
-[daemon]
-search_threads = {}
-max_games = {}
-move_overhead_ms = 100
-abort_after_s = 20
-shutdown_grace_s = 30
-
-[challenge]
-accept_bots = true
-min_initial_s = 30
-max_games = {}
-max_games_per_opponent = 2
-"#,
-        o.search_threads, o.max_games, o.account_max_games
+    let mut text = ladder_toml(
+        url,
+        &format!(
+            "search_threads = {}\nmax_games = {}\nabort_after_s = 20\nshutdown_grace_s = 30\n",
+            o.search_threads, o.max_games
+        ),
+        &format!(
+            "accept_bots = true\nmin_initial_s = 30\nmax_games = {}\nmax_games_per_opponent = 2\n",
+            o.account_max_games
+        ),
     );
     for (bot, level) in bots {
-        text.push_str(&format!(
-            r#"
-[[accounts]]
-username = "{bot}"
-token_env = "LADDER_TEST_UNUSED"
-level = {level}
-target_rating = 1000
-greeting = "Hi {{opponent}}, {{me}} here"
-goodbye = "GG {{opponent}}"
-"#
+        text.push_str(&account_table(
+            bot,
+            "LADDER_TEST_UNUSED",
+            level,
+            1000,
+            "greeting = \"Hi {opponent}, {me} here\"\ngoodbye = \"GG {opponent}\"\n",
         ));
     }
     text
@@ -147,34 +106,13 @@ goodbye = "GG {{opponent}}"
 
 /// Sandbox tokens, with short timeouts and pauses so faults resolve within a test.
 fn clients(sandbox: &Sandbox, names: &[&str]) -> ClientFactory {
-    let tokens: HashMap<String, Token> = names
-        .iter()
-        .map(|n| (n.to_lowercase(), sandbox.token(n).unwrap()))
-        .collect();
-    Arc::new(move |account, base_url| {
-        let token = tokens
-            .get(&account.username.to_lowercase())
-            .cloned()
-            .ok_or("no token")?;
-        Ok(tuned(ClientConfig::new(base_url, token)))
-    })
+    token_clients(sandbox, names, tuned)
 }
 
-fn tuned(mut c: ClientConfig) -> ClientConfig {
-    c.stream_idle_timeout = Duration::from_millis(1500);
+fn tuned(c: ClientConfig) -> ClientConfig {
+    let mut c = quick(c);
     c.rate_limit.pause = Duration::from_secs(1);
-    c.backoff = BackoffPolicy {
-        base: Duration::from_millis(50),
-        cap: Duration::from_millis(500),
-        max_attempts: 6,
-    };
-    c.request_timeout = Duration::from_secs(5);
     c
-}
-
-struct Running {
-    daemon: DaemonHandle,
-    results: PathBuf,
 }
 
 async fn start_daemon(
@@ -185,18 +123,21 @@ async fn start_daemon(
 ) -> anyhow::Result<Running> {
     let text = config_text(sandbox.base_url(), bots, options);
     let config = Config::parse(&text, &dir.join("accounts.toml"))?;
-    let results = dir.join("results.jsonl");
-    let daemon = start(DaemonSpec {
-        config,
-        coefficients: Coefficients::builtin(),
-        results_path: results.clone(),
-        source: Source::Sandbox,
-        clients: clients(sandbox, bots),
-        reload_from_disk: false,
-        latency: None,
-    })
-    .await?;
-    Ok(Running { daemon, results })
+    launch(spec(config, clients(sandbox, bots), dir)).await
+}
+
+/// The sandbox of `bots`, `challengers` and `extra` accounts, and the daemon playing `bots`
+/// with `options` in a new temporary directory.
+async fn playing(
+    bots: &[&str],
+    challengers: &[&str],
+    extra: &[AccountConfig],
+    options: &Options,
+) -> (Sandbox, tempfile::TempDir, Running) {
+    let sb = sandbox(bots, challengers, extra).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = start_daemon(&sb, dir.path(), bots, options).await.unwrap();
+    (sb, dir, run)
 }
 
 /// Drains (running games finish), then waits for the exit.
@@ -230,6 +171,15 @@ fn expected(game: &GameSummary, bot: &str) -> Outcome {
     }
 }
 
+/// Which of `bots` played `game`.
+fn bot_of<'a>(game: &'a GameSummary, bots: &[&str]) -> &'a str {
+    if bots.contains(&game.white.as_str()) {
+        &game.white
+    } else {
+        &game.black
+    }
+}
+
 /// The bot did not lose this game on time.
 fn not_flagged(game: &GameSummary, bot: &str) {
     let us = game.color_of(bot).unwrap();
@@ -260,9 +210,7 @@ fn check_records(records: &[GameRecord], games: &[GameSummary]) {
 }
 
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::time::timeout(TEST_TIMEOUT, f)
-        .await
-        .expect("test took too long");
+    bounded_by(TEST_TIMEOUT, f).await
 }
 
 // ---------------------------------------------------------------- many games at once
@@ -272,11 +220,7 @@ async fn several_accounts_play_many_games_and_each_is_recorded_once() {
     capture_logs();
     bounded(async {
         let bots = ["multi1", "multi2", "multi3"];
-        let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita", "Carl"], &[], &Options::default()).await;
         let mut ids = Vec::new();
         for bot in bots {
             ids.push(challenge(&sb, "Rita", bot, 60, 0));
@@ -291,12 +235,7 @@ async fn several_accounts_play_many_games_and_each_is_recorded_once() {
         assert_eq!(records.len(), ids.len());
         check_records(&records, &games);
         for g in &games {
-            let bot = if bots.contains(&g.white.as_str()) {
-                &g.white
-            } else {
-                &g.black
-            };
-            not_flagged(g, bot);
+            not_flagged(g, bot_of(g, &bots));
             assert!(
                 g.chat
                     .iter()
@@ -320,11 +259,7 @@ async fn silent_event_stream_is_reopened_and_challenges_still_accepted() {
     capture_logs();
     bounded(async {
         let bots = ["silent1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         sb.wait_event_stream("silent1", Duration::from_secs(5))
             .await
             .unwrap();
@@ -352,15 +287,11 @@ async fn game_start_over_the_limit_is_played_not_left_to_rot() {
     capture_logs();
     bounded(async {
         let bots = ["limit1"];
-        let sb = sandbox(&bots, &["Rita", "Carl", "Dora"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
         let options = Options {
             account_max_games: 1,
             ..Options::default()
         };
-        let run = start_daemon(&sb, dir.path(), &bots, &options)
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita", "Carl", "Dora"], &[], &options).await;
         let first = challenge(&sb, "Rita", "limit1", 60, 0).game_id();
         sb.wait_game_started("limit1", Duration::from_secs(5))
             .await
@@ -405,11 +336,7 @@ async fn rate_limit_during_a_game_pauses_then_keeps_playing() {
     capture_logs();
     bounded(async {
         let bots = ["rate1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         let id = challenge(&sb, "Rita", "rate1", 60, 0).game_id();
         sb.wait_until("a few moves", Duration::from_secs(10), |w| {
             w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
@@ -444,11 +371,7 @@ async fn an_answer_whose_challenge_was_canceled_meanwhile_is_never_sent() {
     capture_logs();
     bounded(async {
         let bots = ["pace1"];
-        let sb = sandbox(&bots, &["Rita", "Sam"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita", "Sam"], &[], &Options::default()).await;
         sb.wait_event_stream("pace1", Duration::from_secs(5))
             .await
             .unwrap();
@@ -474,14 +397,11 @@ async fn an_answer_whose_challenge_was_canceled_meanwhile_is_never_sent() {
         .await
         .unwrap();
         let second = challenge(&sb, "Sam", "pace1", 60, 0);
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while !logs().contains(&format!("challenge={second}")) {
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "no decision on {second}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let decided = format!("challenge={second}");
+        wait_log("with a decision", Duration::from_secs(5), |l| {
+            l.contains(&decided)
+        })
+        .await;
         sb.with_world(|w| w.cancel_challenge(Some("sam"), &second))
             .unwrap();
         sb.wait_game_started("pace1", Duration::from_secs(10))
@@ -505,11 +425,7 @@ async fn game_stream_reconnects_resume_with_real_budgets_and_finish() {
     capture_logs();
     bounded(async {
         let bots = ["recon1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         let id = challenge(&sb, "Rita", "recon1", 60, 0).game_id();
         // Drop the stream as soon as the game is under way (a fast game can end within a few
         // hundred milliseconds), then again every 100 ms, until it ends or four drops are done.
@@ -563,11 +479,7 @@ async fn duplicate_game_start_never_starts_a_second_actor() {
     capture_logs();
     bounded(async {
         let bots = ["dup1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         let id = challenge(&sb, "Rita", "dup1", 60, 0).game_id();
         sb.wait_game_started("dup1", Duration::from_secs(5))
             .await
@@ -599,11 +511,7 @@ async fn restarted_daemon_resumes_the_game_and_records_it_once() {
     capture_logs();
     bounded(async {
         let bots = ["restart1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let first = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, dir, first) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         let id = challenge(&sb, "Rita", "restart1", 60, 0).game_id();
         sb.wait_until("a few moves", Duration::from_secs(10), |w| {
             w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
@@ -634,16 +542,13 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
     capture_logs();
     bounded(async {
         let bots = ["race1"];
-        let sb = sandbox(&bots, &["Rita"], &[AccountConfig::human("Alice")]).await;
-        let dir = tempfile::tempdir().unwrap();
         // A strong level: its first search runs for the whole first-move budget.
         let options = Options {
             level: 20,
             ..Options::default()
         };
-        let run = start_daemon(&sb, dir.path(), &bots, &options)
-            .await
-            .unwrap();
+        let (sb, _dir, run) =
+            playing(&bots, &["Rita"], &[AccountConfig::human("Alice")], &options).await;
         // Alice has White and opens out of the book (1.a3), so our first move is searched,
         // not read from the book; both sides have not moved yet, so she may still abort.
         let mut spec = ChallengeSpec::clock(60, 0);
@@ -667,16 +572,10 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
         .await
         .expect("Alice could not open");
         let submitted = format!("game={id}");
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while !logs()
-                .lines()
-                .any(|l| l.contains("search submitted ply=1") && l.contains(&submitted))
-            {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        wait_log("of a search started", Duration::from_secs(10), |l| {
+            l.contains("search submitted ply=1") && l.contains(&submitted)
         })
-        .await
-        .expect("no search started");
+        .await;
         sb.act("alice", &id, Action::Abort).unwrap();
         let games = sb.wait_finished(1, Duration::from_secs(10)).await.unwrap();
         assert_eq!(games[0].status, GameStatus::Aborted);
@@ -716,16 +615,12 @@ async fn many_accounts_share_one_search_thread_and_all_games_finish() {
     capture_logs();
     bounded(async {
         let bots = ["cpu1", "cpu2", "cpu3", "cpu4"];
-        let sb = sandbox(&bots, &["Rita", "Carl"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
         let options = Options {
             level: 5,
             search_threads: 1,
             ..Options::default()
         };
-        let run = start_daemon(&sb, dir.path(), &bots, &options)
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita", "Carl"], &[], &options).await;
         let mut ids = Vec::new();
         for bot in bots {
             ids.push(challenge(&sb, "Rita", bot, 60, 0));
@@ -739,12 +634,7 @@ async fn many_accounts_share_one_search_thread_and_all_games_finish() {
         assert_eq!(stats.threads, 1);
         assert_eq!(stats.peak_running, 1, "{stats:?}");
         for g in &games {
-            let bot = if bots.contains(&g.white.as_str()) {
-                &g.white
-            } else {
-                &g.black
-            };
-            not_flagged(g, bot);
+            not_flagged(g, bot_of(g, &bots));
         }
         let records = drain(run).await;
         assert_eq!(records.len(), ids.len());
@@ -762,9 +652,7 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         let bots = ["reload1"];
         let sb = sandbox(&bots, &["Rita", "Carl"], &[AccountConfig::human("Alice")]).await;
         let dir = tempfile::tempdir().unwrap();
-        let coefficients = dir.path().join("calibration/coefficients.toml");
-        std::fs::create_dir_all(coefficients.parent().unwrap()).unwrap();
-        std::fs::write(&coefficients, Coefficients::DEFAULT_TOML).unwrap();
+        let coefficients = shipped_coefficients(dir.path());
         let config_path = dir.path().join("accounts.toml");
         std::fs::write(
             &config_path,
@@ -772,13 +660,13 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         )
         .unwrap();
         let daemon = start(DaemonSpec {
-            config: Config::load(&config_path).unwrap(),
             coefficients: Coefficients::load(&coefficients).unwrap(),
-            results_path: dir.path().join("results.jsonl"),
-            source: Source::Sandbox,
-            clients: clients(&sb, &bots),
             reload_from_disk: true,
-            latency: None,
+            ..spec(
+                Config::load(&config_path).unwrap(),
+                clients(&sb, &bots),
+                dir.path(),
+            )
         })
         .await
         .unwrap();
@@ -791,13 +679,11 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
             .id
             .game_id();
         // The game actor (and its parameters) exist once it logs its start.
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while !game_lines(&old).iter().any(|l| l.contains("game started")) {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
+        let tag = format!("game={old}");
+        wait_log("of the game actor's start", Duration::from_secs(10), |l| {
+            l.contains(&tag) && l.contains("game started")
         })
-        .await
-        .expect("the game actor never started");
+        .await;
         let mut next = Coefficients::builtin();
         next.version = 2;
         next.n0 *= 2.0;
@@ -897,13 +783,8 @@ async fn bad_token_and_non_bot_account_are_clear_errors_without_the_token() {
             Ok(tuned(ClientConfig::new(base_url, token)))
         });
         let daemon = start(DaemonSpec {
-            config,
-            coefficients: Coefficients::builtin(),
             results_path: dir.path().join("r.jsonl"),
-            source: Source::Sandbox,
-            clients,
-            reload_from_disk: false,
-            latency: None,
+            ..spec(config, clients, dir.path())
         })
         .await
         .expect("bad accounts do not stop the daemon");
@@ -933,11 +814,7 @@ async fn logs_never_contain_a_token() {
     capture_logs();
     bounded(async {
         let bots = ["secret1"];
-        let sb = sandbox(&bots, &["Rita"], &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         // Faults produce the most logging: errors, retries, reconnects.
         sb.fail_next("secret1", 2, 500);
         let id = challenge(&sb, "Rita", "secret1", 60, 0).game_id();
@@ -997,13 +874,8 @@ async fn daemon_benchmark() {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let before = rss_kib();
     let daemon = start(DaemonSpec {
-        config,
-        coefficients: Coefficients::builtin(),
-        results_path: dir.path().join("results.jsonl"),
-        source: Source::Sandbox,
-        clients: clients(&sb, &bots),
-        reload_from_disk: false,
         latency: Some(tx),
+        ..spec(config, clients(&sb, &bots), dir.path())
     })
     .await
     .unwrap();

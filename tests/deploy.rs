@@ -2,15 +2,23 @@
 //! `ladder check` / `ladder upgrade` (the real binary) judge deployments correctly against a
 //! local stand-in for Lichess's account endpoints.
 
+mod common {
+    pub mod stderr;
+    pub mod tools;
+}
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
+use common::stderr::read_until_line;
+use common::tools::installed;
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deploy");
@@ -19,16 +27,11 @@ const UNITS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/systemd");
 // ---- systemd units ----
 
 fn systemd_analyze() -> Option<&'static str> {
-    let found = Command::new("systemd-analyze")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !found {
-        eprintln!("SKIPPED: systemd-analyze is not installed; the unit files were not verified");
-    }
-    found.then_some("systemd-analyze")
+    installed(
+        "systemd-analyze",
+        "systemd-analyze is not installed; the unit files were not verified",
+    )
+    .then_some("systemd-analyze")
 }
 
 /// The units with ExecStart pointing at the binary just built, in a temporary directory
@@ -273,6 +276,20 @@ struct Deployment {
     token_file: PathBuf,
 }
 
+/// A deployment against a Lichess that knows both accounts as bots with good tokens.
+fn good_deployment() -> Deployment {
+    let (url, _) = good_lichess();
+    deployment(&url)
+}
+
+/// Replaces `from` with `to` in the deployment's accounts.toml.
+fn edit_config(d: &Deployment, from: &str, to: &str) {
+    let text = std::fs::read_to_string(&d.config)
+        .unwrap()
+        .replace(from, to);
+    std::fs::write(&d.config, text).unwrap();
+}
+
 fn set_mode(path: &Path, mode: u32) {
     use std::os::unix::fs::PermissionsExt;
     std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
@@ -363,14 +380,27 @@ fn check(d: &Deployment, env: &[(&str, &str)]) -> (bool, String) {
     (out.status.success(), all)
 }
 
+/// `ladder check` fails, and what it prints holds every one of `expected`.
+fn check_fails(d: &Deployment, env: &[(&str, &str)], expected: &[&str]) {
+    let (ok, out) = check(d, env);
+    assert!(!ok, "{out}");
+    assert_contains_all(&out, expected);
+}
+
+/// `text` holds every one of `parts`.
+fn assert_contains_all(text: &str, parts: &[&str]) {
+    for part in parts {
+        assert!(text.contains(part), "{text}");
+    }
+}
+
 const ENV_L1: (&str, &str) = ("LADDER_TEST_TOKEN_L1", TOKEN_L1);
 
 // ---- ladder check ----
 
 #[test]
 fn good_setup_passes_and_shows_the_ladder() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "{out}");
     assert!(out.contains("ok: no problems found"), "{out}");
@@ -403,24 +433,24 @@ fn good_setup_passes_and_shows_the_ladder() {
 
 #[test]
 fn missing_token_fails_and_says_how_to_provide_it() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let (ok, out) = check(&d, &[]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("error: account Ladder-L1: ") && out.contains("LADDER_TEST_TOKEN_L1"),
-        "{out}"
+    let d = good_deployment();
+    check_fails(
+        &d,
+        &[],
+        &[
+            "error: account Ladder-L1: ",
+            "LADDER_TEST_TOKEN_L1",
+            "fix: export LADDER_TEST_TOKEN_L1=",
+            "1 problem",
+            // The other account is still checked.
+            "BOT, bot:play",
+        ],
     );
-    assert!(out.contains("fix: export LADDER_TEST_TOKEN_L1="), "{out}");
-    assert!(out.contains("1 problem"), "{out}");
-    // The other account is still checked.
-    assert!(out.contains("BOT, bot:play"), "{out}");
 }
 
 #[test]
 fn unreadable_token_file_fails() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o000);
     // Root reads any file: run as nobody then, which is what a service user meets.
     let is_root = Command::new("id")
@@ -441,38 +471,39 @@ fn unreadable_token_file_fails() {
     );
     let out_text = text(&out);
     assert!(!out.status.success(), "{out_text}");
-    assert!(
-        out_text.contains("error: account ladder-l2: ")
-            && out_text.contains("token_file = ")
-            && out_text.contains("cannot read")
-            && out_text.contains("Permission denied"),
-        "{out_text}"
+    assert_contains_all(
+        &out_text,
+        &[
+            "error: account ladder-l2: ",
+            "token_file = ",
+            "cannot read",
+            "Permission denied",
+            "mode 600",
+        ],
     );
-    assert!(out_text.contains("mode 600"), "{out_text}");
 }
 
 #[test]
 fn token_file_readable_by_others_is_a_warning() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o644);
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "a warning alone does not fail:\n{out}");
-    assert!(
-        out.contains("warning: account ladder-l2: token file")
-            && out.contains("mode 644")
-            && out.contains("fix: chmod 600"),
-        "{out}"
+    assert_contains_all(
+        &out,
+        &[
+            "warning: account ladder-l2: token file",
+            "mode 644",
+            "fix: chmod 600",
+            "ok, with 1 warning",
+        ],
     );
-    assert!(out.contains("ok, with 1 warning"), "{out}");
 }
 
 /// `ladder run` says at start-up what `ladder check` says about a token file others can read.
 #[test]
 fn run_warns_about_a_token_file_others_can_read() {
-    use std::io::BufRead;
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     set_mode(&d.token_file, 0o644);
     let mut child = Command::new(LADDER)
         .args(["run", "--config", d.config.to_str().unwrap()])
@@ -485,39 +516,10 @@ fn run_warns_about_a_token_file_others_can_read() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = std::sync::mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in std::io::BufReader::new(stderr)
-            .lines()
-            .map_while(Result::ok)
-        {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
+    let token_file = format!("token file {}", d.token_file.display());
+    let (warned, log) = read_until_line(&mut child, Duration::from_secs(60), |line| {
+        line.contains("WARN") && line.contains(&token_file) && line.contains("mode 644")
     });
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let mut log = Vec::new();
-    let warned = loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => {
-                let found = line.contains("WARN")
-                    && line.contains(&format!("token file {}", d.token_file.display()))
-                    && line.contains("mode 644");
-                log.push(line);
-                if found {
-                    break true;
-                }
-            }
-            // The process ended or the time ran out without the warning.
-            Err(_) => break false,
-        }
-    };
-    drop(child.kill());
-    drop(child.wait());
-    let log = log.join("\n");
     assert!(warned, "{log}");
     assert!(!log.contains(TOKEN_L1) && !log.contains(TOKEN_L2), "{log}");
 }
@@ -525,17 +527,12 @@ fn run_warns_about_a_token_file_others_can_read() {
 /// A token pasted into `token_env` is refused by name, and never shown by `check`.
 #[test]
 fn a_token_pasted_into_token_env_is_never_shown() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let text = std::fs::read_to_string(&d.config)
-        .unwrap()
-        .replace("\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
-    std::fs::write(&d.config, text).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("accounts[0].token_env: looks like a token"),
-        "{out}"
+    let d = good_deployment();
+    edit_config(&d, "\"LADDER_TEST_TOKEN_L1\"", &format!("{TOKEN_L1:?}"));
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["accounts[0].token_env: looks like a token"],
     );
 }
 
@@ -546,15 +543,13 @@ fn non_bot_account_fails_and_points_to_upgrade() {
         (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
     ]);
     let d = deployment(&url);
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("error: account ladder-l2: ladder-l2 is not a BOT account"),
-        "{out}"
-    );
-    assert!(
-        out.contains("fix: upgrade it with `ladder upgrade ladder-l2"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "error: account ladder-l2: ladder-l2 is not a BOT account",
+            "fix: upgrade it with `ladder upgrade ladder-l2",
+        ],
     );
 }
 
@@ -566,35 +561,27 @@ fn wrong_owner_missing_scope_and_rejected_token_fail() {
         // L2's token is unknown to Lichess (revoked).
     ]);
     let d = deployment(&url);
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("the token belongs to someone-else, not Ladder-L1"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "the token belongs to someone-else, not Ladder-L1",
+            "lacks the bot:play scope (it has: challenge:read)",
+            "error: account ladder-l2: Lichess rejected the token (HTTP 401)",
+            "3 problems",
+        ],
     );
-    assert!(
-        out.contains("lacks the bot:play scope (it has: challenge:read)"),
-        "{out}"
-    );
-    assert!(
-        out.contains("error: account ladder-l2: Lichess rejected the token (HTTP 401)"),
-        "{out}"
-    );
-    assert!(out.contains("3 problems"), "{out}");
 }
 
 #[test]
 fn malformed_config_fails_with_its_line() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
-    let broken = std::fs::read_to_string(&d.config)
-        .unwrap()
-        .replace("level = 2", "level = \"two\"");
-    std::fs::write(&d.config, broken).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(out.contains("error: config: accounts.toml:"), "{out}");
-    assert!(out.contains("fix: correct that line"), "{out}");
+    let d = good_deployment();
+    edit_config(&d, "level = 2", "level = \"two\"");
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["error: config: accounts.toml:", "fix: correct that line"],
+    );
 
     let missing = d.dir.path().join("nope.toml");
     let out = ladder(&["check", "--config", missing.to_str().unwrap()], &[], "");
@@ -604,13 +591,16 @@ fn malformed_config_fails_with_its_line() {
 
 #[test]
 fn missing_coefficients_and_state_directory_fail() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let d = good_deployment();
     std::fs::remove_dir_all(d.dir.path().join("state")).unwrap();
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(out.contains("copy calibration/coefficients.toml"), "{out}");
-    assert!(out.contains("error: results: directory"), "{out}");
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &[
+            "copy calibration/coefficients.toml",
+            "error: results: directory",
+        ],
+    );
 }
 
 #[test]
@@ -627,11 +617,10 @@ fn systemd_credential_token_is_read_from_the_credentials_directory() {
     assert!(out.contains(&format!("file {dir}/ladder_l2")), "{out}");
 
     // Outside systemd the credential cannot be found: the message says where it is looked for.
-    let (ok, out) = check(&d, &[ENV_L1]);
-    assert!(!ok, "{out}");
-    assert!(
-        out.contains("$CREDENTIALS_DIRECTORY is not set") && out.contains("systemd-run"),
-        "{out}"
+    check_fails(
+        &d,
+        &[ENV_L1],
+        &["$CREDENTIALS_DIRECTORY is not set", "systemd-run"],
     );
 }
 

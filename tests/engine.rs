@@ -35,6 +35,21 @@ fn search(game: &Game, params: &SearchParams) -> SearchResult {
     engine.search(game, params, &mut NoStop)
 }
 
+/// A full-strength search of `game` to `depth`.
+fn to_depth(game: &Game, depth: u32) -> SearchResult {
+    search(game, &SearchParams::full_strength(Limits::depth(depth)))
+}
+
+/// Searched to `depth`, the position of `game` is lost for the side to move.
+fn assert_lost(game: &Game, depth: u32) {
+    let result = to_depth(game, depth);
+    assert!(
+        matches!(result.score, Score::Cp(s) if s < -300),
+        "{:?}",
+        result.score
+    );
+}
+
 fn nodes(n: u64) -> SearchParams {
     SearchParams::full_strength(Limits::nodes(n))
 }
@@ -69,6 +84,16 @@ struct Recorder {
     stop_after_polls: Option<u64>,
 }
 
+impl Recorder {
+    fn stopping_after(stop_after_polls: Option<u64>) -> Recorder {
+        Recorder {
+            infos: Vec::new(),
+            polls: 0,
+            stop_after_polls,
+        }
+    }
+}
+
 impl SearchObserver for Recorder {
     fn should_stop(&mut self, nodes: u64) -> bool {
         self.polls += 1;
@@ -83,11 +108,7 @@ impl SearchObserver for Recorder {
 #[test]
 fn depth_limit_and_iteration_reports() {
     let game = game(KIWIPETE);
-    let mut recorder = Recorder {
-        infos: Vec::new(),
-        polls: 0,
-        stop_after_polls: None,
-    };
+    let mut recorder = Recorder::stopping_after(None);
     let mut engine = Engine::new(4);
     let result = engine.search(
         &game,
@@ -113,11 +134,7 @@ fn depth_limit_and_iteration_reports() {
 #[test]
 fn observer_stops_the_search_between_polls() {
     let game = game(KIWIPETE);
-    let mut recorder = Recorder {
-        infos: Vec::new(),
-        polls: 0,
-        stop_after_polls: Some(3),
-    };
+    let mut recorder = Recorder::stopping_after(Some(3));
     let mut engine = Engine::new(1);
     let result = engine.search(
         &game,
@@ -272,17 +289,12 @@ fn threefold_repetition_against_game_history_scores_a_draw() {
     let game = Game::from_uci_moves(Some("6nk/8/8/8/8/8/Q7/4K3 w - - 0 1"), &moves, false)
         .expect("legal moves");
     assert_eq!(game.outcome(), None);
-    let result = search(&game, &SearchParams::full_strength(Limits::depth(6)));
+    let result = to_depth(&game, 6);
     assert_eq!(game.to_uci(result.best_move.unwrap()), "f6g8");
     assert_eq!(result.score, Score::Cp(0));
     // Without the history the same position is simply lost.
     let fresh = Game::new(Some(&game.fen()), false).unwrap();
-    let result = search(&fresh, &SearchParams::full_strength(Limits::depth(6)));
-    assert!(
-        matches!(result.score, Score::Cp(s) if s < -300),
-        "{:?}",
-        result.score
-    );
+    assert_lost(&fresh, 6);
 }
 
 #[test]
@@ -290,7 +302,7 @@ fn perpetual_check_inside_the_search_scores_a_draw() {
     // Black is two rooks and pawns up and threatens mate; only Qd8+ Kh7 Qh4+ Kg8 Qd8+ ...
     // saves White (Stockfish 15.1: 0.00, the next best move -8.54).
     let game = game("6k1/5pp1/8/ppp2P2/8/8/rr4PP/3Q3K w - - 0 1");
-    let result = search(&game, &SearchParams::full_strength(Limits::depth(8)));
+    let result = to_depth(&game, 8);
     assert_eq!(result.score, Score::Cp(0), "{:?}", result.pv);
     assert_eq!(game.to_uci(result.best_move.unwrap()), "d1d8");
 }
@@ -299,23 +311,17 @@ fn perpetual_check_inside_the_search_scores_a_draw() {
 fn fifty_move_rule_scores_a_draw() {
     // Lost for black on material, but any knight move completes the 50 moves.
     let game = game("6nk/8/8/8/8/8/Q7/4K3 b - - 99 80");
-    let result = search(&game, &SearchParams::full_strength(Limits::depth(5)));
+    let result = to_depth(&game, 5);
     assert_eq!(result.score, Score::Cp(0));
     // With a fresh clock the same position is lost.
-    let game = self::game("6nk/8/8/8/8/8/Q7/4K3 b - - 0 80");
-    let result = search(&game, &SearchParams::full_strength(Limits::depth(5)));
-    assert!(
-        matches!(result.score, Score::Cp(s) if s < -300),
-        "{:?}",
-        result.score
-    );
+    assert_lost(&self::game("6nk/8/8/8/8/8/Q7/4K3 b - - 0 80"), 5);
 }
 
 #[test]
 fn insufficient_material_scores_a_draw() {
     // Black is a rook down, but taking it leaves king against king.
     let game = game("8/8/4k3/3R4/8/8/8/K7 b - - 0 1");
-    let result = search(&game, &SearchParams::full_strength(Limits::depth(4)));
+    let result = to_depth(&game, 4);
     assert_eq!(result.score, Score::Cp(0));
     assert_eq!(game.to_uci(result.best_move.unwrap()), "e6d5");
 }

@@ -5,41 +5,39 @@
 //! game; a loss on time caused by a 429 pause is recorded with a fault that calibration leaves
 //! out.
 
-use std::collections::HashMap;
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod one_bot;
+    pub mod sandbox;
+    pub mod tokens;
+}
+
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
+
+use common::config::{account_table, ladder_toml};
+use common::daemon::{Running, bounded_by, launch, spec};
+use common::one_bot::one_bot_config;
+use common::sandbox::quick;
+use common::tokens::token_clients;
 
 use ladder::calibration::select::{Filter, Versions, select};
 use ladder::config::Config;
 use ladder::daemon::open_games::{OpenGame, state_path};
-use ladder::daemon::supervisor::ClientFactory;
-use ladder::daemon::{DaemonHandle, DaemonSpec, start};
 use ladder::engine::{Game, NoStop};
 use ladder::levels::{Coefficients, LevelParams};
-use ladder::lichess::{
-    BackoffPolicy, ChallengeColor, ClientConfig, Color, GameId, GameStatus, Token,
-};
+use ladder::lichess::{ChallengeColor, Color, GameId, GameStatus};
 use ladder::player::LevelPlayer;
 use ladder::player::chat::STOP_CHAT;
 use ladder::results::{AfterRestart, GameRecord, Outcome, Source, fault, read_results};
-use ladder::sandbox::{
-    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
-};
+use ladder::sandbox::{Action, ChallengeSpec, GameSummary, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(120);
 
 async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
-    let mut config = SandboxConfig::with_bots(&[bot]);
-    config.keepalive_interval = Duration::from_millis(300);
-    config.seed = None;
-    for human in humans {
-        config.accounts.push(AccountConfig::human(human));
-    }
-    let mut rita = ChallengerConfig::new("Rita");
-    rita.interval = None;
-    rita.think_time = Duration::from_millis(10);
-    config.challengers.push(rita);
+    let mut config = one_bot_config(bot, humans);
+    config.challengers[0].max_games = 1;
     Sandbox::start(config).await.unwrap()
 }
 
@@ -57,69 +55,32 @@ impl Default for Options {
     }
 }
 
-struct Running {
-    daemon: DaemonHandle,
-    results: PathBuf,
+async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, o: &Options) -> Running {
+    let text = ladder_toml(
+        sb.base_url(),
+        &format!(
+            "search_threads = 1\nmax_games = 8\nabort_after_s = 60\nshutdown_grace_s = {}\n",
+            o.shutdown_grace_s
+        ),
+        "min_initial_s = 30\nmax_games = 4\n",
+    ) + &account_table(bot, "LADDER_TEST_UNUSED", 1, 600, "");
+    let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
+    let pause = o.rate_limit_pause;
+    let clients = token_clients(sb, &[bot], move |c| {
+        let mut c = quick(c);
+        c.rate_limit.pause = pause;
+        c
+    });
+    launch(spec(config, clients, dir)).await.unwrap()
 }
 
-async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, o: &Options) -> Running {
-    let text = format!(
-        r#"
-[lichess]
-base_url = "{}"
-
-[daemon]
-search_threads = 1
-max_games = 8
-move_overhead_ms = 100
-abort_after_s = 60
-shutdown_grace_s = {}
-
-[challenge]
-min_initial_s = 30
-max_games = 4
-
-[[accounts]]
-username = "{bot}"
-token_env = "LADDER_TEST_UNUSED"
-level = 1
-target_rating = 600
-"#,
-        sb.base_url(),
-        o.shutdown_grace_s
-    );
-    let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
-    let tokens: HashMap<String, Token> = [(bot.to_lowercase(), sb.token(bot).unwrap())].into();
-    let pause = o.rate_limit_pause;
-    let clients: ClientFactory = Arc::new(move |account, base_url| {
-        let token = tokens
-            .get(&account.username.to_lowercase())
-            .cloned()
-            .ok_or("no token")?;
-        let mut c = ClientConfig::new(base_url, token);
-        c.stream_idle_timeout = Duration::from_millis(1500);
-        c.rate_limit.pause = pause;
-        c.backoff = BackoffPolicy {
-            base: Duration::from_millis(50),
-            cap: Duration::from_millis(500),
-            max_attempts: 6,
-        };
-        c.request_timeout = Duration::from_secs(5);
-        Ok(c)
-    });
-    let results = dir.join("results.jsonl");
-    let daemon = start(DaemonSpec {
-        config,
-        coefficients: Coefficients::builtin(),
-        results_path: results.clone(),
-        source: Source::Sandbox,
-        clients,
-        reload_from_disk: false,
-        latency: None,
-    })
-    .await
-    .unwrap();
-    Running { daemon, results }
+/// The sandbox of `bot`, `humans` and Rita, and the daemon playing `bot` with `o` in a new
+/// temporary directory.
+async fn playing(bot: &str, humans: &[&str], o: &Options) -> (Sandbox, tempfile::TempDir, Running) {
+    let sb = sandbox(bot, humans).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = start_daemon(&sb, dir.path(), bot, o).await;
+    (sb, dir, run)
 }
 
 /// Stops at once (two stop requests, like a second SIGTERM): running games stay open.
@@ -176,6 +137,16 @@ async fn human_game(sb: &Sandbox, human: &str, bot: &str) -> GameId {
     id
 }
 
+/// A game Alice challenges `bot` to (she plays white) once its event stream is open, whose
+/// `gameStart` the sandbox never sends.
+async fn game_with_lost_start(sb: &Sandbox, bot: &str) -> GameId {
+    sb.wait_event_stream(bot, Duration::from_secs(10))
+        .await
+        .unwrap();
+    sb.lose_next_game_start(bot);
+    human_game(sb, "alice", bot).await
+}
+
 fn play(sb: &Sandbox, who: &str, id: &GameId, uci: &str) {
     sb.act(
         who,
@@ -218,9 +189,7 @@ async fn wait_recorded(results: &Path, id: &GameId) {
 }
 
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::time::timeout(TEST_TIMEOUT, f)
-        .await
-        .expect("test took too long");
+    bounded_by(TEST_TIMEOUT, f).await
 }
 
 /// Killed during two games that then end on the server — one lost on time while the daemon
@@ -231,9 +200,7 @@ async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
 async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_restart() {
     bounded(async {
         let bot = "down1";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let (sb, dir, first) = playing(bot, &["Alice"], &Options::default()).await;
 
         let flagged = sb
             .challenge("Rita", bot, &ChallengeSpec::clock(60, 0))
@@ -333,14 +300,8 @@ async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_rest
 async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
     bounded(async {
         let bot = "lost1";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
-        sb.wait_event_stream(bot, Duration::from_secs(10))
-            .await
-            .unwrap();
-        sb.lose_next_game_start(bot);
-        let id = human_game(&sb, "alice", bot).await;
+        let (sb, _dir, run) = playing(bot, &["Alice"], &Options::default()).await;
+        let id = game_with_lost_start(&sb, bot).await;
         let remembered = open_games(&run.results)
             .into_iter()
             .find(|g| g.game_id == id)
@@ -375,14 +336,8 @@ async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
 async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_restart() {
     bounded(async {
         let bot = "lost2";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
-        sb.wait_event_stream(bot, Duration::from_secs(10))
-            .await
-            .unwrap();
-        sb.lose_next_game_start(bot);
-        let id = human_game(&sb, "alice", bot).await;
+        let (sb, dir, first) = playing(bot, &["Alice"], &Options::default()).await;
+        let id = game_with_lost_start(&sb, bot).await;
         hard_stop(first).await;
         let open = open_games(&first_results(dir.path()));
         let remembered = open
@@ -418,9 +373,7 @@ fn first_results(dir: &Path) -> PathBuf {
 async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
     bounded(async {
         let bot = "resume1";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let first = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let (sb, dir, first) = playing(bot, &["Alice"], &Options::default()).await;
         let id = human_game(&sb, "alice", bot).await;
         play(&sb, "alice", &id, "d2d4");
         let before = wait_plies(&sb, &id, 2).await;
@@ -468,13 +421,11 @@ async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
 async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
     bounded(async {
         let bot = "grace1";
-        let sb = sandbox(bot, &["Alice", "Bob"]).await;
-        let dir = tempfile::tempdir().unwrap();
         let options = Options {
             shutdown_grace_s: 1,
             ..Options::default()
         };
-        let run = start_daemon(&sb, dir.path(), bot, &options).await;
+        let (sb, dir, run) = playing(bot, &["Alice", "Bob"], &options).await;
         let unmoved = human_game(&sb, "alice", bot).await;
         let under_way = human_game(&sb, "bob", bot).await;
         play(&sb, "bob", &under_way, "e2e4");
@@ -526,13 +477,11 @@ async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
 async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_calibrated() {
     bounded(async {
         let bot = "pause1";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
         let options = Options {
             rate_limit_pause: Duration::from_secs(3),
             ..Options::default()
         };
-        let run = start_daemon(&sb, dir.path(), bot, &options).await;
+        let (sb, _dir, run) = playing(bot, &["Alice"], &options).await;
         let id = human_game(&sb, "alice", bot).await;
         let low_clock = |sb: &Sandbox| {
             sb.with_world(|w| {
@@ -594,9 +543,7 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
 async fn the_game_export_is_pgn_by_default_and_lags_while_the_game_runs() {
     bounded(async {
         let bot = "export1";
-        let sb = sandbox(bot, &["Alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
+        let (sb, _dir, run) = playing(bot, &["Alice"], &Options::default()).await;
         let id = human_game(&sb, "alice", bot).await;
         play(&sb, "alice", &id, "e2e4");
         wait_plies(&sb, &id, 2).await;

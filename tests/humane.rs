@@ -3,25 +3,31 @@
 //! game exactly), human think time, and the conduct a person expects (takebacks, draw offers,
 //! resignation) as configured per account.
 
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod one_bot;
+    pub mod sandbox;
+    pub mod tokens;
+}
+
 use std::collections::HashMap;
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 use std::time::Duration;
+
+use common::config::{account_table, ladder_toml};
+use common::daemon::{Running, bounded_by, launch, spec};
+use common::one_bot::one_bot_config;
+use common::sandbox::quick;
+use common::tokens::token_clients;
 
 use ladder::config::Config;
 use ladder::daemon::pgn_log::pgn_path;
-use ladder::daemon::supervisor::ClientFactory;
-use ladder::daemon::{DaemonHandle, DaemonSpec, start};
 use ladder::engine::Game;
-use ladder::levels::Coefficients;
-use ladder::lichess::{
-    BackoffPolicy, ChallengeColor, ClientConfig, Color, GameId, GameStatus, Token,
-};
-use ladder::results::{GameRecord, Source, read_results};
-use ladder::sandbox::{
-    AccountConfig, Action, ChallengeSpec, ChallengerConfig, GameSummary, Sandbox, SandboxConfig,
-};
+use ladder::lichess::{ChallengeColor, Color, GameId, GameStatus};
+use ladder::results::{GameRecord, read_results};
+use ladder::sandbox::{Action, ChallengeSpec, GameSummary, Sandbox};
 use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
 use shakmaty::{Chess, Position};
 
@@ -30,89 +36,34 @@ const TEST_TIMEOUT: Duration = Duration::from_secs(120);
 // ---------------------------------------------------------------- harness
 
 async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
-    Sandbox::start(sandbox_config(bot, humans)).await.unwrap()
-}
-
-/// One bot, the given people, and Rita (random moves, challenges only when asked).
-fn sandbox_config(bot: &str, humans: &[&str]) -> SandboxConfig {
-    let mut config = SandboxConfig::with_bots(&[bot]);
-    config.keepalive_interval = Duration::from_millis(300);
-    config.seed = None;
-    for human in humans {
-        config.accounts.push(AccountConfig::human(human));
-    }
-    let mut rita = ChallengerConfig::new("Rita");
-    rita.interval = None;
-    rita.think_time = Duration::from_millis(10);
-    rita.max_games = 4;
-    config.challengers.push(rita);
-    config
-}
-
-struct Running {
-    daemon: DaemonHandle,
-    results: PathBuf,
+    Sandbox::start(one_bot_config(bot, humans)).await.unwrap()
 }
 
 /// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`.
 async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, level: u32, keys: &str) -> Running {
-    let text = format!(
-        r#"
-[lichess]
-base_url = "{}"
-
-[daemon]
-search_threads = 1
-max_games = 4
-move_overhead_ms = 100
-abort_after_s = 60
-shutdown_grace_s = 30
-
-[challenge]
-min_initial_s = 15
-max_games = 4
-max_games_per_opponent = 4
-variants = ["standard", "fromPosition"]
-
-[[accounts]]
-username = "{bot}"
-token_env = "LADDER_TEST_UNUSED"
-level = {level}
-target_rating = 1000
-{keys}
-"#,
+    let text = ladder_toml(
         sb.base_url(),
-    );
+        "search_threads = 1\nmax_games = 4\nabort_after_s = 60\nshutdown_grace_s = 30\n",
+        "min_initial_s = 15\nmax_games = 4\nmax_games_per_opponent = 4\n\
+         variants = [\"standard\", \"fromPosition\"]\n",
+    ) + &account_table(bot, "LADDER_TEST_UNUSED", level, 1000, &format!("{keys}\n"));
     let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
-    let tokens: HashMap<String, Token> = [(bot.to_lowercase(), sb.token(bot).unwrap())].into();
-    let clients: ClientFactory = Arc::new(move |account, base_url| {
-        let token = tokens
-            .get(&account.username.to_lowercase())
-            .cloned()
-            .ok_or("no token")?;
-        let mut c = ClientConfig::new(base_url, token);
-        c.stream_idle_timeout = Duration::from_millis(1500);
-        c.backoff = BackoffPolicy {
-            base: Duration::from_millis(50),
-            cap: Duration::from_millis(500),
-            max_attempts: 6,
-        };
-        c.request_timeout = Duration::from_secs(5);
-        Ok(c)
-    });
-    let results = dir.join("results.jsonl");
-    let daemon = start(DaemonSpec {
-        config,
-        coefficients: Coefficients::builtin(),
-        results_path: results.clone(),
-        source: Source::Sandbox,
-        clients,
-        reload_from_disk: false,
-        latency: None,
-    })
-    .await
-    .unwrap();
-    Running { daemon, results }
+    let clients = token_clients(sb, &[bot], quick);
+    launch(spec(config, clients, dir)).await.unwrap()
+}
+
+/// The sandbox of `bot`, `humans` and Rita, and the daemon playing `bot` at `level` with
+/// `keys` in a new temporary directory.
+async fn playing(
+    bot: &str,
+    humans: &[&str],
+    level: u32,
+    keys: &str,
+) -> (Sandbox, tempfile::TempDir, Running) {
+    let sb = sandbox(bot, humans).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = start_daemon(&sb, dir.path(), bot, level, keys).await;
+    (sb, dir, run)
 }
 
 async fn drain(run: Running) -> Vec<GameRecord> {
@@ -124,9 +75,7 @@ async fn drain(run: Running) -> Vec<GameRecord> {
 }
 
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
-    tokio::time::timeout(TEST_TIMEOUT, f)
-        .await
-        .expect("test took too long");
+    bounded_by(TEST_TIMEOUT, f).await
 }
 
 // ---------------------------------------------------------------- PGN reading
@@ -211,9 +160,7 @@ fn read_pgn(path: &Path) -> Vec<ReadGame> {
 async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
     bounded(async {
         let bot = "pgn1";
-        let sb = sandbox(bot, &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, 3, "").await;
+        let (sb, dir, run) = playing(bot, &[], 3, "").await;
         for _ in 0..2 {
             sb.challenge("Rita", bot, &ChallengeSpec::clock(60, 1))
                 .unwrap();
@@ -279,7 +226,7 @@ async fn a_human_paced_game_plays_to_the_end_without_losing_on_time() {
         let bot = "think1";
         // Rita plays as level 1, not at random: a random mover can be mated in four moves,
         // too short a game to see a pace.
-        let mut config = sandbox_config(bot, &[]);
+        let mut config = one_bot_config(bot, &[]);
         config.challengers[0].player = ladder::sandbox::PlayerKind::Engine { level: 1.0 };
         let sb = Sandbox::start(config).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
@@ -372,23 +319,24 @@ async fn takeback_answered(sb: &Sandbox, id: &GameId) {
     .unwrap();
 }
 
+/// Alice plays `uci` and, once the bot has replied, asks for a takeback.
+async fn takeback_after_the_reply(sb: &Sandbox, id: &GameId, uci: &str) {
+    play(sb, id, uci, false);
+    wait_for(sb, id, "bot's reply", |g| g.moves.len() == 2).await;
+    act(sb, id, Action::Takeback(true));
+}
+
 /// Level 1 with `takebacks = 1` grants one takeback (the moves are undone, as on Lichess) and
 /// declines the second with a word in the chat; level 5 (default: none) declines at once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn takebacks_are_granted_up_to_the_configured_number() {
     bounded(async {
         let bot = "takeback1";
-        let sb = sandbox(bot, &["alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, 1, "takebacks = 1").await;
+        let (sb, _dir, run) = playing(bot, &["alice"], 1, "takebacks = 1").await;
         let id = human_game(&sb, bot, None).await;
-        play(&sb, &id, "e2e4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "e2e4").await;
         wait_for(&sb, &id, "takeback granted", |g| g.moves.is_empty()).await;
-        play(&sb, &id, "d2d4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "d2d4").await;
         takeback_answered(&sb, &id).await;
         let g = sb.game(&id).unwrap();
         assert_eq!(g.moves.len(), 2, "the second takeback is declined");
@@ -401,13 +349,9 @@ async fn takebacks_are_granted_up_to_the_configured_number() {
         drain(run).await;
 
         let bot = "takeback5";
-        let sb = sandbox(bot, &["alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, 5, "").await;
+        let (sb, _dir, run) = playing(bot, &["alice"], 5, "").await;
         let id = human_game(&sb, bot, None).await;
-        play(&sb, &id, "e2e4", false);
-        wait_for(&sb, &id, "bot's reply", |g| g.moves.len() == 2).await;
-        act(&sb, &id, Action::Takeback(true));
+        takeback_after_the_reply(&sb, &id, "e2e4").await;
         takeback_answered(&sb, &id).await;
         assert_eq!(sb.game(&id).unwrap().moves.len(), 2, "level 5 grants none");
         act(&sb, &id, Action::Resign);
@@ -427,9 +371,7 @@ const BOT_BETTER: &str = "6k1/5ppp/8/8/8/8/qr3PPP/6K1 w - - 0 40";
 async fn draw_offers_are_answered_from_the_evaluation() {
     bounded(async {
         let bot = "draw4";
-        let sb = sandbox(bot, &["alice"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), bot, 4, "").await;
+        let (sb, _dir, run) = playing(bot, &["alice"], 4, "").await;
 
         let better = human_game(&sb, bot, Some(BOT_BETTER)).await;
         play(&sb, &better, "h2h3", true);
@@ -459,9 +401,7 @@ async fn lost_games_are_resigned_at_the_upper_levels_only() {
     bounded(async {
         for (level, resigns) in [(8, true), (1, false)] {
             let bot = format!("resign{level}");
-            let sb = sandbox(&bot, &["alice"]).await;
-            let dir = tempfile::tempdir().unwrap();
-            let run = start_daemon(&sb, dir.path(), &bot, level, "").await;
+            let (sb, _dir, run) = playing(&bot, &["alice"], level, "").await;
             let id = human_game(&sb, &bot, Some(BOT_WORSE)).await;
             // White walks its rook up the b-file: never a repeated position (the search would
             // take a repetition as a draw), never in reach of black's king.

@@ -2,15 +2,19 @@
 //! UTF-8 stops neither the daemon nor the arena (each names the file and line it skipped), and
 //! `arena --pgn` appends as `--results` does.
 
-use std::io::{BufRead, BufReader, Write};
+mod common {
+    pub mod cli;
+    pub mod stderr;
+}
+
+use std::io::Write;
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use common::cli::{LADDER, ladder_output, texts};
+use common::stderr::read_until_line;
 use ladder::results::{Outcome, ResultsLog, read_results, sample_record};
-
-const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 
 /// A results file holding one good record, then one whose opponent's name is Latin-1.
 fn results_with_a_latin1_line(path: &Path) {
@@ -44,40 +48,17 @@ fn the_daemon_starts_over_a_results_line_that_is_not_utf8() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let (tx, rx) = mpsc::channel();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
+    let (started, log) = read_until_line(&mut child, Duration::from_secs(120), |line| {
+        line.contains("daemon started")
     });
-    let deadline = Instant::now() + Duration::from_secs(120);
-    let mut log = Vec::new();
-    let started = loop {
-        match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
-            Ok(line) => {
-                let done = line.contains("daemon started");
-                log.push(line);
-                if done {
-                    break true;
-                }
-            }
-            Err(_) => break false,
-        }
-    };
-    drop(child.kill());
-    drop(child.wait());
-    let log = log.join("\n");
     assert!(started, "the daemon did not start:\n{log}");
     let skipped = format!("{}:2: not valid UTF-8", results.display());
     assert!(log.contains(&skipped), "{log}");
 }
 
 fn arena(results: &Path, pgn: &Path, seed: &str) {
-    let out = Command::new(LADDER)
-        .args([
+    let (ok, _, stderr) = texts(&ladder_output(
+        [
             "arena",
             "--level",
             "1",
@@ -90,15 +71,13 @@ fn arena(results: &Path, pgn: &Path, seed: &str) {
             "--seed",
             seed,
             "--results",
-        ])
-        .arg(results)
-        .arg("--pgn")
-        .arg(pgn)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stderr}");
+            results.to_str().unwrap(),
+            "--pgn",
+            pgn.to_str().unwrap(),
+        ],
+        &[("RUST_LOG", "warn")],
+    ));
+    assert!(ok, "{stderr}");
     assert!(
         stderr.contains(&format!("{}:2: not valid UTF-8", results.display())),
         "the skipped line is named: {stderr}"
@@ -124,15 +103,11 @@ fn the_arena_reads_over_a_bad_line_and_appends_results_and_pgn() {
     assert!(events.iter().any(|e| e.contains("arena-0000000000000001")));
     assert!(events.iter().any(|e| e.contains("arena-0000000000000002")));
 
-    let out = Command::new(LADDER)
-        .args(["arena", "--from-results"])
-        .arg(&results)
-        .env("RUST_LOG", "warn")
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "{stdout}{stderr}");
+    let (ok, stdout, stderr) = texts(&ladder_output(
+        ["arena", "--from-results", results.to_str().unwrap()],
+        &[("RUST_LOG", "warn")],
+    ));
+    assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("4 games"), "{stdout}");
     assert!(
         stderr.contains(&format!("{}:2: not valid UTF-8", results.display())),

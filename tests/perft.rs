@@ -28,40 +28,26 @@ fn check(fen: &str, chess960: bool, expected: &[u64]) {
     }
 }
 
-#[test]
-fn start_position() {
-    check(START, false, &[20, 400, 8_902, 197_281, 4_865_609]);
+/// One test per position: its perft counts at depths 1, 2, ...
+macro_rules! perft_tests {
+    ($($name:ident: $(($fen:expr, $chess960:expr, $counts:expr))+;)+) => {$(
+        #[test]
+        fn $name() {
+            $(check($fen, $chess960, $counts);)+
+        }
+    )+};
 }
 
-#[test]
-fn kiwipete() {
-    check(KIWIPETE, false, &[48, 2_039, 97_862, 4_085_603]);
-}
-
-#[test]
-fn position_3_en_passant_and_pins() {
-    check(POSITION_3, false, &[14, 191, 2_812, 43_238, 674_624]);
-}
-
-#[test]
-fn position_4_promotions_and_castling_both_colours() {
-    check(POSITION_4, false, &[6, 264, 9_467, 422_333]);
-    check(POSITION_4_MIRRORED, false, &[6, 264, 9_467, 422_333]);
-}
-
-#[test]
-fn position_5() {
-    check(POSITION_5, false, &[44, 1_486, 62_379, 2_103_487]);
-}
-
-#[test]
-fn position_6() {
-    check(POSITION_6, false, &[46, 2_079, 89_890, 3_894_594]);
-}
-
-#[test]
-fn chess960_position() {
-    check(CHESS960_1, true, &[21, 528, 12_189, 326_672]);
+perft_tests! {
+    start_position: (START, false, &[20, 400, 8_902, 197_281, 4_865_609]);
+    kiwipete: (KIWIPETE, false, &[48, 2_039, 97_862, 4_085_603]);
+    position_3_en_passant_and_pins: (POSITION_3, false, &[14, 191, 2_812, 43_238, 674_624]);
+    position_4_promotions_and_castling_both_colours:
+        (POSITION_4, false, &[6, 264, 9_467, 422_333])
+        (POSITION_4_MIRRORED, false, &[6, 264, 9_467, 422_333]);
+    position_5: (POSITION_5, false, &[44, 1_486, 62_379, 2_103_487]);
+    position_6: (POSITION_6, false, &[46, 2_079, 89_890, 3_894_594]);
+    chess960_position: (CHESS960_1, true, &[21, 528, 12_189, 326_672]);
 }
 
 #[test]

@@ -3,30 +3,29 @@
 //! util-linux's `script`) and write a plain line per game or per account when stderr is a pipe,
 //! as under systemd.
 
+mod common {
+    pub mod fetch;
+    pub mod quick_match;
+    pub mod tools;
+}
+
 use std::path::Path;
 use std::process::{Command, Stdio};
+
+use common::fetch::fetch_args;
+use common::quick_match::QUICK_MATCH;
+use common::tools::installed;
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 
 /// Four quick games between levels 1 and 2, not judged (no Stockfish needed).
 fn arena_args(dir: &Path) -> Vec<String> {
-    let mut args: Vec<String> = [
-        "arena",
-        "--level",
-        "1..2",
-        "--games-per-pairing",
-        "4",
-        "--seed",
-        "7",
-        "--concurrency",
-        "2",
-        "--judge-depth",
-        "0",
-        "--results",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let mut args: Vec<String> = ["arena"]
+        .into_iter()
+        .chain(QUICK_MATCH)
+        .chain(["--judge-depth", "0", "--results"])
+        .map(str::to_string)
+        .collect();
     args.push(dir.join("r.jsonl").display().to_string());
     args
 }
@@ -59,14 +58,10 @@ fn arena_writes_a_plain_line_per_game_into_a_pipe() {
 /// `ladder` with `args` on a pseudo-terminal (util-linux `script`), with `env`: what the
 /// terminal showed, or `None` (and a message) without `script`.
 fn on_a_terminal(args: &[String], env: &[(&str, &str)]) -> Option<(bool, String)> {
-    let has_script = Command::new("script")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success());
-    if !has_script {
-        eprintln!("SKIPPED: util-linux `script` is not installed; no pseudo-terminal to test in");
+    if !installed(
+        "script",
+        "util-linux `script` is not installed; no pseudo-terminal to test in",
+    ) {
         return None;
     }
     let quote = |s: &str| format!("'{}'", s.replace('\'', r"'\''"));
@@ -147,19 +142,7 @@ async fn fetch_says_how_far_it_is_account_by_account() {
         log.append(&r).unwrap();
     }
     drop(log);
-    let args: Vec<String> = [
-        "calibrate",
-        "--accounts",
-        accounts.to_str().unwrap(),
-        "--coefficients",
-        coefficients.to_str().unwrap(),
-        "--results",
-        results.to_str().unwrap(),
-        "--fetch",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    let args = fetch_args(&accounts, &coefficients, &results);
     let tokens: Vec<String> = bots
         .iter()
         .map(|b| sb.token(b).unwrap().expose().to_string())

@@ -27,13 +27,21 @@
 //! declines then held to the shared pacer hold back the account's moves and a level lose on
 //! time; neither holds now, but every declined challenge is a game not played).
 
+mod common {
+    pub mod collected;
+    pub mod config;
+    pub mod env;
+    pub mod process;
+}
+
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use common::collected::Daemon;
+use common::config::{account_table, ladder_toml};
+use common::env::env_or;
+use common::process::ladder_run;
 use ladder::arena::anchors::{Anchor, AnchorKind, AnchorsFile};
 use ladder::calibration::select::{Filter, Opponents, Versions, select};
 use ladder::levels::{Coefficients, level_key};
@@ -55,16 +63,6 @@ struct Settings {
     cycle_timeout: Duration,
     dir: Option<PathBuf>,
     seed: u64,
-}
-
-fn env_or<T: std::str::FromStr>(key: &str, default: T) -> T {
-    match std::env::var(key) {
-        Ok(v) => v
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("{key}={v:?} is not a valid value")),
-        Err(_) => default,
-    }
 }
 
 impl Settings {
@@ -146,116 +144,46 @@ fn wrong_coefficients(levels: &[u32], shift: f64) -> Coefficients {
 }
 
 fn accounts_toml(base_url: &str, s: &Settings) -> String {
-    let mut out = format!(
-        r#"# The rehearsal's ladder (tests/rehearsal.rs): one account per level, moving at once.
-[lichess]
-base_url = "{base_url}"
-
-[daemon]
-results = "results.jsonl"
-coefficients = "coefficients.toml"
-search_threads = 2
-max_games = {all_games}
-move_overhead_ms = 100
-abort_after_s = 60
-shutdown_grace_s = 30
-status_interval_s = 60
-
-[challenge]
-variants = ["standard"]
-speeds = ["bullet", "blitz", "rapid"]
-min_initial_s = 60
-rated = true
-casual = true
-accept_bots = false
-max_games = {per_account}
-max_games_per_opponent = 1
-"#,
+    let daemon = format!(
+        "results = \"results.jsonl\"\ncoefficients = \"coefficients.toml\"\nsearch_threads = 2\n\
+         max_games = {all_games}\nabort_after_s = 60\nshutdown_grace_s = 30\n\
+         status_interval_s = 60\n",
         all_games = s.levels.len() * s.anchors_per_level,
+    );
+    let challenge = format!(
+        "variants = [\"standard\"]\nspeeds = [\"bullet\", \"blitz\", \"rapid\"]\n\
+         min_initial_s = 60\nrated = true\ncasual = true\naccept_bots = false\n\
+         max_games = {per_account}\nmax_games_per_opponent = 1\n",
         per_account = s.anchors_per_level,
     );
+    let mut out = format!(
+        "# The rehearsal's ladder (tests/rehearsal.rs): one account per level, moving at once.{}",
+        ladder_toml(base_url, &daemon, &challenge)
+    );
     for &level in &s.levels {
-        out.push_str(&format!(
-            r#"
-[[accounts]]
-username = "{bot}"
-token_env = "{env}"
-level = {level}
-target_rating = {target}
-target_perf = "blitz"
-think_time = "fast"
-"#,
-            bot = bot_name(level),
-            env = token_env(level),
-            target = target(level),
+        out.push_str(&account_table(
+            &bot_name(level),
+            &token_env(level),
+            level,
+            target(level),
+            "target_perf = \"blitz\"\nthink_time = \"fast\"\n",
         ));
     }
     out
 }
 
-/// The daemon process and everything it wrote to stderr so far (also copied to daemon.log).
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<String>>,
+/// `ladder run` on `<dir>/accounts.toml` with `tokens` in its environment; everything it
+/// writes to stderr is also copied to daemon.log.
+fn spawn_daemon(dir: &Path, tokens: &[(String, String)]) -> Daemon {
+    let mut command = ladder_run(&dir.join("accounts.toml"));
+    command.envs(tokens.iter().map(|(key, value)| (key, value)));
+    let file = std::fs::File::create(dir.join("daemon.log")).unwrap();
+    Daemon::collect(command, Some(file))
 }
 
-impl Daemon {
-    fn spawn(dir: &Path, tokens: &[(String, String)]) -> Daemon {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
-        command
-            .args(["run", "--config"])
-            .arg(dir.join("accounts.toml"))
-            .env("RUST_LOG", "info")
-            .env("LADDER_LOG_STYLE", "plain")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        for (key, value) in tokens {
-            command.env(key, value);
-        }
-        let mut child = command.spawn().expect("the ladder binary starts");
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        let mut file = std::fs::File::create(dir.join("daemon.log")).unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let _ = writeln!(file, "{line}");
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        Daemon { child, log }
-    }
-
-    fn count_lines(&self, part: &str) -> usize {
-        self.log
-            .lock()
-            .unwrap()
-            .lines()
-            .filter(|l| l.contains(part))
-            .count()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{name} failed");
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
-    }
+/// Lines of the daemon's log so far that contain `part`.
+fn count_lines(log: &str, part: &str) -> usize {
+    log.lines().filter(|l| l.contains(part)).count()
 }
 
 /// Games per level key that `ladder calibrate` would use at coefficients `version` (blitz,
@@ -474,7 +402,7 @@ async fn rehearsal_of_the_live_loop_from_wrong_coefficients() {
         dir.display()
     );
     println!("challengers: {}", challenger_list.join(", "));
-    let mut daemon = Daemon::spawn(&dir, &tokens);
+    let mut daemon = spawn_daemon(&dir, &tokens);
     let results = dir.join("results.jsonl");
     let mut cycles: Vec<Cycle> = Vec::new();
     for k in 1..=s.cycles {
@@ -487,11 +415,7 @@ async fn rehearsal_of_the_live_loop_from_wrong_coefficients() {
             if s.levels.iter().all(|&l| have(l) >= s.games) {
                 break;
             }
-            assert!(
-                daemon.alive(),
-                "the daemon exited:\n{}",
-                daemon.log.lock().unwrap()
-            );
+            assert!(daemon.alive(), "the daemon exited:\n{}", daemon.log());
             assert!(
                 cycle_start.elapsed() < s.cycle_timeout,
                 "cycle {k}: not every level reached {} games at version {version} within \
@@ -553,17 +477,14 @@ async fn rehearsal_of_the_live_loop_from_wrong_coefficients() {
         let rows = parse_levels_table(&stdout);
         let next_version = Coefficients::load(&coefficients_path).unwrap().version;
         if next_version != version {
-            let reloads = daemon.count_lines("reload: coefficients for new games");
+            let reloaded = "reload: coefficients for new games";
+            let reloads = count_lines(&daemon.log(), reloaded);
             daemon.signal("HUP");
-            let deadline = Instant::now() + Duration::from_secs(30);
-            while daemon.count_lines("reload: coefficients for new games") == reloads {
-                assert!(
-                    Instant::now() < deadline,
-                    "no reload after SIGHUP:\n{}",
-                    daemon.log.lock().unwrap()
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
+            daemon
+                .wait_for_log("no reload after SIGHUP", Duration::from_secs(30), |log| {
+                    count_lines(log, reloaded) != reloads
+                })
+                .await;
         }
         cycles.push(Cycle {
             version,

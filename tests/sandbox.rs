@@ -165,24 +165,36 @@ async fn challenger_plays_a_full_game_against_a_scripted_bot() {
     assert_eq!(san_count, state.move_list().len());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn clocks_run_and_a_silent_bot_loses_on_time() {
-    let (sandbox, client) = start().await;
-    // 0+1: after both first moves the side to move has only what the increments gave it.
+/// A game Rita challenges the bot to at `limit`+`increment`, the bot white, accepted by the
+/// bot; its game stream.
+async fn accepted_as_white(
+    sandbox: &Sandbox,
+    client: &Client,
+    limit: u32,
+    increment: u32,
+) -> (GameId, NdjsonStream<GameEvent>) {
     let id = sandbox
         .challenge(
             RITA,
             BOT,
             &ChallengeSpec {
                 color: ladder::lichess::ChallengeColor::Black,
-                ..ChallengeSpec::clock(0, 1)
+                ..ChallengeSpec::clock(limit, increment)
             },
         )
         .unwrap()
         .id;
     client.accept_challenge(&id).await.unwrap();
     let id = id.game_id();
-    let mut stream = client.stream_game(&id).await.unwrap();
+    let stream = client.stream_game(&id).await.unwrap();
+    (id, stream)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn clocks_run_and_a_silent_bot_loses_on_time() {
+    let (sandbox, client) = start().await;
+    // 0+1: after both first moves the side to move has only what the increments gave it.
+    let (id, mut stream) = accepted_as_white(&sandbox, &client, 0, 1).await;
     let GameEvent::GameFull(full) = next(&mut stream).await else {
         panic!("gameFull first");
     };
@@ -204,20 +216,7 @@ async fn clocks_run_and_a_silent_bot_loses_on_time() {
     );
 
     // A longer game: the clock of the side to move decreases in real time.
-    let id = sandbox
-        .challenge(
-            RITA,
-            BOT,
-            &ChallengeSpec {
-                color: ladder::lichess::ChallengeColor::Black,
-                ..ChallengeSpec::clock(60, 0)
-            },
-        )
-        .unwrap()
-        .id;
-    client.accept_challenge(&id).await.unwrap();
-    let id = id.game_id();
-    let mut stream = client.stream_game(&id).await.unwrap();
+    let (id, mut stream) = accepted_as_white(&sandbox, &client, 60, 0).await;
     next(&mut stream).await;
     client.make_move(&id, "e2e4", false).await.unwrap();
     sandbox

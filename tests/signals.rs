@@ -7,11 +7,22 @@
 //! --sandbox`, started as a new user would from any directory, says what is going on and, at
 //! exit, where the games went.
 
-use std::io::{BufRead, BufReader};
+mod common {
+    pub mod collected;
+    pub mod config;
+    pub mod files;
+    pub mod process;
+}
+
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use common::collected::Daemon;
+use common::config::{account_table, ladder_toml};
+use common::files::shipped_coefficients;
+use common::process::ladder_run;
 
 use ladder::levels::{Coefficients, LevelParams};
 use ladder::lichess::{ChallengeColor, GameId, Token};
@@ -34,54 +45,21 @@ async fn sandbox(bot: &str) -> Sandbox {
 }
 
 fn write_setup(dir: &Path, base_url: &str, bot: &str) {
-    std::fs::create_dir_all(dir.join("calibration")).unwrap();
-    std::fs::write(
-        dir.join("calibration/coefficients.toml"),
-        Coefficients::DEFAULT_TOML,
-    )
-    .unwrap();
-    let config = format!(
-        r#"
-[lichess]
-base_url = "{base_url}"
-
-[daemon]
-results = "results.jsonl"
-coefficients = "calibration/coefficients.toml"
-search_threads = 1
-move_overhead_ms = 100
-abort_after_s = 120
-shutdown_grace_s = 60
-status_interval_s = 1
-
-[challenge]
-min_initial_s = 30
-max_games = 4
-
-[[accounts]]
-username = "{bot}"
-token_env = "{TOKEN_ENV}"
-level = 1
-target_rating = 600
-"#
-    );
+    shipped_coefficients(dir);
+    let config = ladder_toml(
+        base_url,
+        "results = \"results.jsonl\"\ncoefficients = \"calibration/coefficients.toml\"\n\
+         search_threads = 1\nabort_after_s = 120\nshutdown_grace_s = 60\nstatus_interval_s = 1\n",
+        "min_initial_s = 30\nmax_games = 4\n",
+    ) + &account_table(bot, TOKEN_ENV, 1, 600, "");
     std::fs::write(dir.join("accounts.toml"), config).unwrap();
-}
-
-/// The daemon process and everything it wrote to stderr so far.
-struct Daemon {
-    child: Child,
-    log: Arc<Mutex<String>>,
 }
 
 impl Daemon {
     /// `ladder run --config <dir>/accounts.toml` with the token in its environment.
     fn command(dir: &Path, token: &str) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
-        command
-            .args(["run", "--config"])
-            .arg(dir.join("accounts.toml"))
-            .env(TOKEN_ENV, token);
+        let mut command = ladder_run(&dir.join("accounts.toml"));
+        command.env(TOKEN_ENV, token);
         command
     }
 
@@ -99,56 +77,18 @@ impl Daemon {
     }
 
     /// Starts `command` with info logging in the plain style and collects its stderr.
-    fn start_as_is(mut command: Command) -> Daemon {
-        let mut child = command
-            .env("RUST_LOG", "info")
-            .env("LADDER_LOG_STYLE", "plain")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let log = Arc::new(Mutex::new(String::new()));
-        let stderr = child.stderr.take().unwrap();
-        let sink = Arc::clone(&log);
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                let mut log = sink.lock().unwrap();
-                log.push_str(&line);
-                log.push('\n');
-            }
-        });
-        Daemon { child, log }
-    }
-
-    fn log(&self) -> String {
-        self.log.lock().unwrap().clone()
-    }
-
-    fn signal(&self, name: &str) {
-        let status = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(status.success(), "kill -{name} failed");
+    fn start_as_is(command: Command) -> Daemon {
+        Daemon::collect(command, None)
     }
 
     /// Waits until the log has a line containing every one of `parts`.
     async fn wait_for_line(&self, parts: &[&str], within: Duration) {
-        let start = Instant::now();
-        while !self
-            .log()
-            .lines()
-            .any(|l| parts.iter().all(|p| l.contains(p)))
-        {
-            if start.elapsed() > within {
-                panic!(
-                    "no log line with {parts:?} within {within:?}:\n{}",
-                    self.log()
-                );
-            }
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        self.wait_for_log(
+            &format!("no log line with {parts:?} within {within:?}"),
+            within,
+            |log| log.lines().any(|l| parts.iter().all(|p| l.contains(p))),
+        )
+        .await;
     }
 
     async fn wait_for_exit(&mut self, within: Duration) -> std::process::ExitStatus {
@@ -163,13 +103,6 @@ impl Daemon {
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.child.kill().ok();
-        self.child.wait().ok();
     }
 }
 
@@ -316,7 +249,7 @@ async fn first_sigterm_drains_and_second_sigterm_stops_now() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(
-        daemon.child.try_wait().unwrap().is_none(),
+        daemon.alive(),
         "the daemon exited while a game was running:\n{}",
         daemon.log()
     );
@@ -478,9 +411,7 @@ async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
     write_setup(dir.path(), sb.base_url(), bot);
     let bad_env = "LADDER_SIGNALS_TEST_BAD_TOKEN";
     let mut config = std::fs::read_to_string(dir.path().join("accounts.toml")).unwrap();
-    config.push_str(&format!(
-        "\n[[accounts]]\nusername = \"notify2\"\ntoken_env = \"{bad_env}\"\nlevel = 2\ntarget_rating = 800\n"
-    ));
+    config.push_str(&account_table("notify2", bad_env, 2, 800, ""));
     std::fs::write(dir.path().join("accounts.toml"), config).unwrap();
     let socket = NotifySocket::bind(dir.path());
 
@@ -546,75 +477,61 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
     let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
     command.args(["run", "--sandbox"]).current_dir(dir.path());
     let mut daemon = Daemon::start(command);
-    daemon
-        .wait_for_line(
-            &["sandbox up at http://127.0.0.1:"],
-            Duration::from_secs(30),
-        )
-        .await;
-    daemon
-        .wait_for_line(
+    // At once: where the sandbox is and who plays whom. The simulated challengers' first
+    // challenges come after 20 s; the progress line earlier.
+    let explained: [(&[&str], u64); 5] = [
+        (&["sandbox up at http://127.0.0.1:"], 30),
+        (
             &["10 accounts play: ladder-l1 (level 1, target 600 blitz)"],
-            Duration::from_secs(5),
-        )
-        .await;
-    daemon
-        .wait_for_line(
+            5,
+        ),
+        (
             &[
                 "challenger RandomRita (800, random moves)",
                 "every account accepts",
             ],
-            Duration::from_secs(5),
-        )
-        .await;
-    daemon
-        .wait_for_line(
-            &["challenger BOT BulletBot", "every account declines"],
-            Duration::from_secs(5),
-        )
-        .await;
-    // The simulated challengers' first challenges come after 20 s; the progress line earlier.
-    daemon
-        .wait_for_line(&["sandbox ", "finished 0: none"], Duration::from_secs(30))
-        .await;
+            5,
+        ),
+        (&["challenger BOT BulletBot", "every account declines"], 5),
+        (&["sandbox ", "finished 0: none"], 30),
+    ];
+    for (parts, within_s) in explained {
+        daemon
+            .wait_for_line(parts, Duration::from_secs(within_s))
+            .await;
+    }
     // A later progress line names a game being played or a score.
-    let start = Instant::now();
-    while !daemon
-        .log()
-        .lines()
-        .any(|l| l.contains("INFO sandbox ") && (l.contains(" vs ") || l.contains(" (ladder-l")))
-    {
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "no progress line with a game:\n{}",
-            daemon.log()
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    daemon
+        .wait_for_log(
+            "no progress line with a game",
+            Duration::from_secs(120),
+            |log| {
+                log.lines().any(|l| {
+                    l.contains("INFO sandbox ") && (l.contains(" vs ") || l.contains(" (ladder-l"))
+                })
+            },
+        )
+        .await;
     // Ctrl-C while a game is running (a game lasts many seconds: the bots take their time).
-    let start = Instant::now();
-    loop {
-        let log = daemon.log();
-        if log.matches("game started").count() > log.matches("game over").count() {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(120),
-            "no game running:\n{log}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    daemon
+        .wait_for_log("no game running", Duration::from_secs(120), |log| {
+            log.matches("game started").count() > log.matches("game over").count()
+        })
+        .await;
 
     daemon.signal("INT");
-    daemon
-        .wait_for_line(
+    let draining: [(&[&str], u64); 2] = [
+        (
             &["shutting down", "still running may finish within 30s"],
-            Duration::from_secs(10),
-        )
-        .await;
-    daemon
-        .wait_for_line(&["draining: ", "of grace left"], Duration::from_secs(20))
-        .await;
+            10,
+        ),
+        (&["draining: ", "of grace left"], 20),
+    ];
+    for (parts, within_s) in draining {
+        daemon
+            .wait_for_line(parts, Duration::from_secs(within_s))
+            .await;
+    }
     // Games still running after the grace are ended and recorded: the process exits by itself.
     let status = daemon.wait_for_exit(Duration::from_secs(90)).await;
     assert!(status.success(), "exit status {status}:\n{}", daemon.log());

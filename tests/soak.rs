@@ -37,17 +37,28 @@
 //! results, the daemon's log, `faults.log`: every injection with its Unix time); it is kept
 //! anyway when the soak fails. `soak_small` is the same with 40 games and one kill -9.
 
+mod common {
+    pub mod config;
+    pub mod env;
+    pub mod files;
+    pub mod process;
+}
+
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
+use common::config::{account_table, ladder_toml};
+use common::env::env_or;
+use common::files::shipped_coefficients;
+use common::process::{ladder_run, quiet_info};
+
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::time::Instant;
 
-use ladder::levels::Coefficients;
 use ladder::lichess::types::GameEvent;
 use ladder::lichess::{Color, GameId, GameStatus};
 use ladder::results::{Line, scan_results};
@@ -70,22 +81,13 @@ struct Settings {
 
 impl Settings {
     fn from_env(defaults: Settings) -> Settings {
-        fn var<T: std::str::FromStr>(name: &str, default: T) -> T {
-            match std::env::var(name) {
-                Ok(text) => text
-                    .trim()
-                    .parse()
-                    .unwrap_or_else(|_| panic!("{name}={text}: not a valid number")),
-                Err(_) => default,
-            }
-        }
         let s = Settings {
-            games: var("SOAK_GAMES", defaults.games),
-            accounts: var("SOAK_ACCOUNTS", defaults.accounts),
-            slots: var("SOAK_SLOTS", defaults.slots),
-            restarts: var("SOAK_RESTARTS", defaults.restarts),
-            seed: var("SOAK_SEED", defaults.seed),
-            minutes: var("SOAK_MINUTES", defaults.minutes),
+            games: env_or("SOAK_GAMES", defaults.games),
+            accounts: env_or("SOAK_ACCOUNTS", defaults.accounts),
+            slots: env_or("SOAK_SLOTS", defaults.slots),
+            restarts: env_or("SOAK_RESTARTS", defaults.restarts),
+            seed: env_or("SOAK_SEED", defaults.seed),
+            minutes: env_or("SOAK_MINUTES", defaults.minutes),
             keep: std::env::var_os("SOAK_KEEP").is_some_and(|v| v != "0"),
         };
         assert!(
@@ -207,15 +209,8 @@ impl Daemon {
             .append(true)
             .open(dir.join("daemon.log"))
             .unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_ladder"));
-        command
-            .args(["run", "--config"])
-            .arg(dir.join("accounts.toml"))
-            .env("RUST_LOG", "info")
-            .env("LADDER_LOG_STYLE", "plain")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::from(log));
+        let mut command = ladder_run(&dir.join("accounts.toml"));
+        quiet_info(&mut command).stderr(Stdio::from(log));
         for (var, token) in tokens {
             command.env(var, token);
         }
@@ -276,6 +271,26 @@ struct Claim {
     victory: bool,
 }
 
+/// One account locked out for a while: its token revoked, or (`close`) the account closed,
+/// once the run reaches the share `at` of its games; let back in at `until`.
+struct Lockout {
+    bot: String,
+    close: bool,
+    at: Option<f64>,
+    until: Option<Instant>,
+}
+
+impl Lockout {
+    fn new(bot: &str, close: bool, at: f64) -> Lockout {
+        Lockout {
+            bot: bot.to_string(),
+            close,
+            at: Some(at),
+            until: None,
+        }
+    }
+}
+
 struct Soak {
     s: Settings,
     sb: Sandbox,
@@ -334,49 +349,29 @@ fn challengers(bots: &[String], slots: usize) -> Vec<ChallengerConfig> {
 }
 
 fn write_setup(dir: &Path, base_url: &str, s: &Settings, bots: &[String]) {
-    std::fs::create_dir_all(dir.join("calibration")).unwrap();
-    std::fs::write(
-        dir.join("calibration/coefficients.toml"),
-        Coefficients::DEFAULT_TOML,
-    )
-    .unwrap();
-    let mut config = format!(
-        r#"
-[lichess]
-base_url = "{base_url}"
-
-[daemon]
-results = "results.jsonl"
-coefficients = "calibration/coefficients.toml"
-search_threads = 1
-max_games = {max_games}
-move_overhead_ms = 100
-abort_after_s = 30
-shutdown_grace_s = {GRACE_S}
-status_interval_s = 30
-
-[challenge]
-min_initial_s = 60
-max_games = {slots}
-max_games_per_opponent = 1
-"#,
-        max_games = s.accounts * s.slots,
-        slots = s.slots,
+    shipped_coefficients(dir);
+    let mut config = ladder_toml(
+        base_url,
+        &format!(
+            "results = \"results.jsonl\"\ncoefficients = \"calibration/coefficients.toml\"\n\
+             search_threads = 1\nmax_games = {max_games}\nabort_after_s = 30\n\
+             shutdown_grace_s = {GRACE_S}\nstatus_interval_s = 30\n",
+            max_games = s.accounts * s.slots,
+        ),
+        &format!(
+            "min_initial_s = 60\nmax_games = {slots}\nmax_games_per_opponent = 1\n",
+            slots = s.slots,
+        ),
     );
     for (i, bot) in bots.iter().enumerate() {
         let level = LEVELS[i % LEVELS.len()];
-        config.push_str(&format!(
-            r#"
-[[accounts]]
-username = "{bot}"
-token_env = "LADDER_SOAK_TOKEN_{i}"
-level = {level}
-target_rating = {rating}
-think_time = "fast"
-greeting = "Hi {{opponent}}, good luck"
-goodbye = "GG {{opponent}}"
-"#,
-            rating = 400 + 200 * level,
+        config.push_str(&account_table(
+            bot,
+            &format!("LADDER_SOAK_TOKEN_{i}"),
+            level,
+            400 + 200 * level,
+            "think_time = \"fast\"\ngreeting = \"Hi {opponent}, good luck\"\n\
+             goodbye = \"GG {opponent}\"\n",
         ));
     }
     std::fs::write(dir.join("accounts.toml"), config).unwrap();
@@ -813,6 +808,30 @@ impl Soak {
         }
     }
 
+    /// Locks the account out once `progress` reaches its point, and lets it back in 40-90 s
+    /// later.
+    fn step_lockout(&mut self, lockout: &mut Lockout, progress: f64, now: Instant) {
+        let bot = lockout.bot.as_str();
+        if lockout.at.is_some_and(|p| progress >= p) {
+            lockout.at = None;
+            if lockout.close {
+                self.sb.close_account(bot);
+                self.open_window(Cause::TokenRefused, Some(bot), true);
+                self.note("account closed (reopened 40-90 s later)", bot);
+            } else {
+                self.sb.revoke_token(bot);
+                self.open_window(Cause::TokenRefused, Some(bot), true);
+                self.note("token revoked (restored 40-90 s later)", bot);
+            }
+            lockout.until = Some(now + Duration::from_secs(self.rng.gen_range(40..=90)));
+        }
+        if lockout.until.is_some_and(|t| now >= t) {
+            lockout.until = None;
+            self.sb.restore_token(bot);
+            self.close_window(Cause::TokenRefused, Some(bot));
+        }
+    }
+
     async fn run(&mut self) -> Duration {
         self.began = Instant::now();
         let began = self.began;
@@ -820,15 +839,11 @@ impl Soak {
         let target = self.s.games;
         let restarts = self.s.restarts;
         // Special events, by share of the target games finished.
-        let revoke_bot = self.bots[1 % self.bots.len()].clone();
-        let close_bot = self.bots[2 % self.bots.len()].clone();
-        let mut revoke_at = Some(0.15);
-        let mut close_at = Some(0.55);
+        let mut revoked = Lockout::new(&self.bots[1 % self.bots.len()], false, 0.15);
+        let mut closed = Lockout::new(&self.bots[2 % self.bots.len()], true, 0.55);
         let mut outages = vec![0.35, 0.8];
         // 429s beside the random ones (which are rare: each pauses every challenge call).
         let mut rate_limits = vec![0.25, 0.65];
-        let mut restore_token_at: Option<Instant> = None;
-        let mut reopen_account_at: Option<Instant> = None;
         let mut outage_ends_at: Option<Instant> = None;
         let mut restarts_done = 0usize;
         let mut next_fault = Instant::now() + Duration::from_secs(5);
@@ -868,32 +883,9 @@ impl Soak {
                 }
                 restarts_done += 1;
             }
-            // One token revoked, then restored.
-            if revoke_at.is_some_and(|p| progress >= p) {
-                revoke_at = None;
-                self.sb.revoke_token(&revoke_bot);
-                self.open_window(Cause::TokenRefused, Some(&revoke_bot), true);
-                self.note("token revoked (restored 40-90 s later)", &revoke_bot);
-                restore_token_at = Some(now + Duration::from_secs(self.rng.gen_range(40..=90)));
-            }
-            if restore_token_at.is_some_and(|t| now >= t) {
-                restore_token_at = None;
-                self.sb.restore_token(&revoke_bot);
-                self.close_window(Cause::TokenRefused, Some(&revoke_bot));
-            }
-            // One account closed, then reopened.
-            if close_at.is_some_and(|p| progress >= p) {
-                close_at = None;
-                self.sb.close_account(&close_bot);
-                self.open_window(Cause::TokenRefused, Some(&close_bot), true);
-                self.note("account closed (reopened 40-90 s later)", &close_bot);
-                reopen_account_at = Some(now + Duration::from_secs(self.rng.gen_range(40..=90)));
-            }
-            if reopen_account_at.is_some_and(|t| now >= t) {
-                reopen_account_at = None;
-                self.sb.restore_token(&close_bot);
-                self.close_window(Cause::TokenRefused, Some(&close_bot));
-            }
+            // One token revoked, then restored; one account closed, then reopened.
+            self.step_lockout(&mut revoked, progress, now);
+            self.step_lockout(&mut closed, progress, now);
             // Lichess down for a while.
             if outage_ends_at.is_none() && outages.first().is_some_and(|&p| progress >= p) {
                 outages.remove(0);
@@ -919,11 +911,10 @@ impl Soak {
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
-        if restore_token_at.is_some() {
-            self.close_window(Cause::TokenRefused, Some(&revoke_bot));
-        }
-        if reopen_account_at.is_some() {
-            self.close_window(Cause::TokenRefused, Some(&close_bot));
+        for lockout in [&revoked, &closed] {
+            if lockout.until.is_some() {
+                self.close_window(Cause::TokenRefused, Some(&lockout.bot));
+            }
         }
         self.wind_down().await;
         began.elapsed()

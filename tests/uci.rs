@@ -345,12 +345,17 @@ fn bad_input_is_reported_and_changes_nothing() {
             "{command:?} -> {line:?}"
         );
     }
+    assert_kept(uci, "the last valid");
+}
+
+/// After bad input, `what` position (one move: a1b2) and Level (2) are still in use; quits.
+fn assert_kept(mut uci: Uci, what: &str) {
     uci.ready();
     let (lines, best) = uci.go("nodes 500");
-    assert_eq!(best, "a1b2", "the last valid position is kept: {lines:?}");
+    assert_eq!(best, "a1b2", "{what} position is kept: {lines:?}");
     assert!(
         lines.iter().any(|l| l.starts_with("info string level 2 ")),
-        "the last valid Level is kept: {lines:?}"
+        "{what} Level is kept: {lines:?}"
     );
     uci.quit();
 }
@@ -373,14 +378,7 @@ fn a_line_that_is_not_utf8_is_an_error_and_the_session_goes_on() {
         line.starts_with("info string error: ") && line.contains("UTF-8"),
         "{line:?}"
     );
-    uci.ready();
-    let (lines, best) = uci.go("nodes 500");
-    assert_eq!(best, "a1b2", "the position is kept: {lines:?}");
-    assert!(
-        lines.iter().any(|l| l.starts_with("info string level 2 ")),
-        "the Level is kept: {lines:?}"
-    );
-    uci.quit();
+    assert_kept(uci, "the");
 }
 
 /// A coefficients file whose hash would take 10^14 bytes is refused by name, and the engine

@@ -1,0 +1,28 @@
+//! The text of a test's accounts.toml.
+
+use std::fmt::Display;
+
+/// The `[lichess]`, `[daemon]` and `[challenge]` tables: Lichess at `base_url`, a move
+/// overhead of 100 ms and the given lines of `[daemon]` and `[challenge]` (each line ending in
+/// a newline); the accounts follow ([`account_table`]).
+pub fn ladder_toml(base_url: &str, daemon: &str, challenge: &str) -> String {
+    format!(
+        "\n[lichess]\nbase_url = \"{base_url}\"\n\n[daemon]\nmove_overhead_ms = 100\n{daemon}\n\
+         [challenge]\n{challenge}"
+    )
+}
+
+/// An `[[accounts]]` table: `username` at `level`, its token in the variable `token_env`,
+/// and the given `extra` lines (each ending in a newline).
+pub fn account_table(
+    username: &str,
+    token_env: &str,
+    level: impl Display,
+    target_rating: impl Display,
+    extra: &str,
+) -> String {
+    format!(
+        "\n[[accounts]]\nusername = \"{username}\"\ntoken_env = \"{token_env}\"\nlevel = {level}\n\
+         target_rating = {target_rating}\n{extra}"
+    )
+}
