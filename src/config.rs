@@ -145,6 +145,9 @@ pub struct ChallengePolicy {
     pub rated: bool,
     pub casual: bool,
     pub accept_bots: bool,
+    /// Accept challenges from people who are not logged in (`challenger: null`); declined
+    /// by default.
+    pub accept_anonymous: bool,
     /// Games of this account at once.
     pub max_games: usize,
     /// Games of this account against the same opponent at once.
@@ -167,6 +170,7 @@ impl Default for ChallengePolicy {
             rated: true,
             casual: true,
             accept_bots: true,
+            accept_anonymous: false,
             max_games: 2,
             max_games_per_opponent: 1,
             block: Vec::new(),
@@ -356,6 +360,7 @@ struct RawChallenge {
     rated: Option<bool>,
     casual: Option<bool>,
     accept_bots: Option<bool>,
+    accept_anonymous: Option<bool>,
     max_games: Option<Spanned<i64>>,
     max_games_per_opponent: Option<Spanned<i64>>,
     block: Option<Vec<String>>,
@@ -756,6 +761,9 @@ impl Validator<'_> {
         }
         if let Some(v) = raw.accept_bots {
             p.accept_bots = v;
+        }
+        if let Some(v) = raw.accept_anonymous {
+            p.accept_anonymous = v;
         }
         if let Some(v) = &raw.block {
             p.block = v.iter().map(|u| u.to_lowercase()).collect();

@@ -707,9 +707,16 @@ impl Actor {
 
 /// The policy's view of a wire challenge.
 pub fn facts_of(c: &ChallengeJson) -> ChallengeFacts {
+    let anonymous = c.challenger.is_anonymous();
     ChallengeFacts {
-        challenger_id: c.challenger.id.to_lowercase(),
+        // Anonymous people are told apart by their challenge (each is someone else).
+        challenger_id: if anonymous {
+            format!("anonymous:{}", c.id)
+        } else {
+            c.challenger.id.to_lowercase()
+        },
         challenger_is_bot: c.challenger.is_bot(),
+        challenger_is_anonymous: anonymous,
         variant: c.variant.key.clone(),
         speed: c.speed,
         rated: c.rated,

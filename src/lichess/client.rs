@@ -151,7 +151,7 @@ impl ChallengeRequest {
                 match self.color {
                     ChallengeColor::White => "white",
                     ChallengeColor::Black => "black",
-                    ChallengeColor::Random => "random",
+                    ChallengeColor::Random | ChallengeColor::Other => "random",
                 }
                 .to_string(),
             ),

@@ -625,7 +625,7 @@ impl World {
         let final_color = match spec.color {
             ChallengeColor::White => Color::White,
             ChallengeColor::Black => Color::Black,
-            ChallengeColor::Random => {
+            ChallengeColor::Random | ChallengeColor::Other => {
                 if self.rng.r#gen::<bool>() {
                     Color::White
                 } else {
