@@ -312,6 +312,12 @@ impl Tracker {
         })
     }
 
+    /// Whether the level's conduct would take a draw here (it would accept a draw offer, by
+    /// its latest search): after the opponent left, a draw is claimed instead of the win.
+    pub fn prefers_draw(&self) -> bool {
+        self.accepts_draw(self.last_score)
+    }
+
     fn accepts_draw(&self, score: Option<Score>) -> bool {
         let fullmove = self
             .game
