@@ -877,7 +877,7 @@ target_rating = 600
     fn think_time_and_conduct_default_by_level_and_are_validated() {
         let c = parse(MINIMAL).unwrap();
         let a = &c.accounts[0];
-        assert_eq!(a.think.mode, ThinkMode::Fast);
+        assert_eq!(a.think.mode, ThinkMode::Human, "people play the ladder");
         assert_eq!(a.think.max_think, DEFAULT_MAX_THINK);
         assert_eq!(a.conduct, Conduct::defaults_for(1.0));
         assert_eq!(a.conduct.takebacks, 2);

@@ -129,7 +129,7 @@ max_games_per_opponent = 2
     );
     for bot in bots {
         text.push_str(&format!(
-            "\n[[accounts]]\nusername = \"{bot}\"\ntoken_env = \"LADDER_TEST_UNUSED\"\nlevel = 1\ntarget_rating = 1000\n"
+            "\n[[accounts]]\nusername = \"{bot}\"\ntoken_env = \"LADDER_TEST_UNUSED\"\nlevel = 1\ntarget_rating = 1000\nthink_time = \"fast\"\n"
         ));
     }
     text

@@ -138,6 +138,7 @@ username = "{bot}"
 token_env = "LADDER_TEST_UNUSED"
 level = {level}
 target_rating = 1000
+think_time = "fast"
 greeting = "Hi {{opponent}}, {{me}} here"
 goodbye = "GG {{opponent}}"
 "#

@@ -84,6 +84,7 @@ username = "{bot}"
 token_env = "LADDER_TEST_UNUSED"
 level = 1
 target_rating = 600
+think_time = "fast"
 "#,
         sb.base_url(),
         o.shutdown_grace_s

@@ -54,8 +54,14 @@ struct Running {
     results: PathBuf,
 }
 
-/// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`.
+/// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`
+/// (`think_time = "fast"` unless they set it: these tests are about other things).
 async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, level: u32, keys: &str) -> Running {
+    let keys = if keys.contains("think_time") {
+        keys.to_string()
+    } else {
+        format!("think_time = \"fast\"\n{keys}")
+    };
     let text = format!(
         r#"
 [lichess]

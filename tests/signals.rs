@@ -63,6 +63,7 @@ username = "{bot}"
 token_env = "{TOKEN_ENV}"
 level = 1
 target_rating = 600
+think_time = "fast"
 "#
     );
     std::fs::write(dir.join("accounts.toml"), config).unwrap();
@@ -479,7 +480,7 @@ async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
     let bad_env = "LADDER_SIGNALS_TEST_BAD_TOKEN";
     let mut config = std::fs::read_to_string(dir.path().join("accounts.toml")).unwrap();
     config.push_str(&format!(
-        "\n[[accounts]]\nusername = \"notify2\"\ntoken_env = \"{bad_env}\"\nlevel = 2\ntarget_rating = 800\n"
+        "\n[[accounts]]\nusername = \"notify2\"\ntoken_env = \"{bad_env}\"\nlevel = 2\ntarget_rating = 800\nthink_time = \"fast\"\n"
     ));
     std::fs::write(dir.path().join("accounts.toml"), config).unwrap();
     let socket = NotifySocket::bind(dir.path());
