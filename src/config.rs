@@ -127,6 +127,9 @@ pub struct ChallengePolicy {
     pub rated: bool,
     pub casual: bool,
     pub accept_bots: bool,
+    /// Accept challenges from people who are not logged in (`challenger: null`); declined
+    /// by default.
+    pub accept_anonymous: bool,
     /// Games of this account at once.
     pub max_games: usize,
     /// Games of this account against the same opponent at once.
@@ -149,6 +152,7 @@ impl Default for ChallengePolicy {
             rated: true,
             casual: true,
             accept_bots: true,
+            accept_anonymous: false,
             max_games: 2,
             max_games_per_opponent: 1,
             block: Vec::new(),
@@ -331,6 +335,7 @@ struct RawChallenge {
     rated: Option<bool>,
     casual: Option<bool>,
     accept_bots: Option<bool>,
+    accept_anonymous: Option<bool>,
     max_games: Option<Spanned<i64>>,
     max_games_per_opponent: Option<Spanned<i64>>,
     block: Option<Vec<String>>,
@@ -727,6 +732,9 @@ impl Validator<'_> {
         if let Some(v) = raw.accept_bots {
             p.accept_bots = v;
         }
+        if let Some(v) = raw.accept_anonymous {
+            p.accept_anonymous = v;
+        }
         if let Some(v) = &raw.block {
             p.block = v.iter().map(|u| u.to_lowercase()).collect();
         }
@@ -839,7 +847,7 @@ target_rating = 600
     fn think_time_and_conduct_default_by_level_and_are_validated() {
         let c = parse(MINIMAL).unwrap();
         let a = &c.accounts[0];
-        assert_eq!(a.think.mode, ThinkMode::Fast);
+        assert_eq!(a.think.mode, ThinkMode::Human, "people play the ladder");
         assert_eq!(a.think.max_think, DEFAULT_MAX_THINK);
         assert_eq!(a.conduct, Conduct::defaults_for(1.0));
         assert_eq!(a.conduct.takebacks, 2);

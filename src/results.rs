@@ -158,6 +158,8 @@ pub mod fault {
     pub const DAEMON_DOWN: &str = "daemon_down";
     /// Lost on time (or by the opponent's claim) after its game actor gave up on it.
     pub const ABANDONED: &str = "abandoned";
+    /// Won (or drawn) by a claim after the opponent left the game (`opponentGone`).
+    pub const OPPONENT_GONE: &str = "opponent_gone";
     /// Ended before the daemon took the game up: its `gameStart` never came (a lost event
     /// stream, a restart between the accept and the start), so we never moved in it.
     pub const NOT_PLAYED: &str = "not_played";

@@ -1,8 +1,11 @@
 //! The account side of reliability, end to end against the sandbox over real HTTP on 127.0.0.1:
 //! a revoked token or a closed account never stops the other accounts and is retried until it
 //! works again; Lichess down at start-up is waited out; lowering `max_games` by reload takes
-//! effect without drift; the daily bot-game limit counts across restarts; challenge answers of
-//! all accounts share one 429 pause but no pace; each account names itself in the User-Agent.
+//! effect without drift; the daily bot-game limit counts across restarts, and Lichess's 429 on
+//! accept for it closes bot challenges without delaying running games; challenge answers take
+//! no pace, and a 429 silences only the account that got it, for as long as it asks; one
+//! client per account, so many reconnects never put two requests of a token in flight; an
+//! anonymous challenger is answered; each account names itself in the User-Agent.
 
 mod common {
     pub mod config;
@@ -423,8 +426,10 @@ fn unix_ms_now() -> i64 {
         .as_millis() as i64
 }
 
-/// 99 bot games today in the results log (an earlier run): one more bot game is accepted, the
-/// next bot challenge is declined with `later`, a human is still welcome.
+/// 99 bot games in lila's current window in the results log (an earlier run): one more bot
+/// game is accepted, the next bot challenge is declined with `later`, a human is still
+/// welcome. A bot game of an earlier window (30 h ago: its window closed 6 h ago) does not
+/// count.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
     capture_logs();
@@ -447,7 +452,7 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
                 r.finished_at_ms = now;
                 log.append(&r).unwrap();
             }
-            // A human game and a bot game of yesterday do not count.
+            // A human game and a bot game of an earlier window do not count.
             let mut human = sample_record("human0", Outcome::Win);
             human.account = "botday1".into();
             human.started_at_ms = now;
@@ -455,7 +460,7 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
             let mut old = sample_record("yday0", Outcome::Win);
             old.account = "botday1".into();
             old.opponent.bot = true;
-            old.started_at_ms = now - 86_400_000;
+            old.started_at_ms = now - 30 * 3_600_000;
             log.append(&old).unwrap();
         }
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
@@ -483,11 +488,11 @@ fn slow_pacing(c: ClientConfig) -> ClientConfig {
 }
 
 /// Challenge answers of two accounts take no turns of the pacer of challenge creations (lila
-/// limits creations per IP, not answers, and a person's challenge expires in 20 s), but a 429 on
-/// one account holds the other's answers for the whole pause. Each account names itself in the
+/// limits creations per IP, not answers, and a person's challenge expires in 20 s), and a 429
+/// on one account never holds the other's answers. Each account names itself in the
 /// User-Agent.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn challenge_answers_are_not_held_to_the_creation_pace_but_share_one_429_pause() {
+async fn challenge_answers_are_not_held_to_the_creation_pace_nor_to_another_accounts_429() {
     capture_logs();
     bounded(async {
         let bots = ["pace1", "pace2"];
@@ -535,7 +540,7 @@ async fn challenge_answers_are_not_held_to_the_creation_pace_but_share_one_429_p
         let span = calls[3].0 - calls[0].0;
         assert!(span < Duration::from_secs(2), "4 answers took {span:?}");
 
-        // A 429 on pace1's decline pauses pace2's calls too.
+        // A 429 on pace1's decline pauses pace1 only: pace2 answers at once.
         sb.fail_next("pace1", 1, 429);
         let first = sb.challenge("Rita", "pace1", &corr).unwrap().id;
         sb.wait_until("the 429", Duration::from_secs(5), |w| {
@@ -555,10 +560,247 @@ async fn challenge_answers_are_not_held_to_the_creation_pace_but_share_one_429_p
             .expect("pace2 answered")
             .0;
         assert!(
-            pace2_at - limited_at >= Duration::from_millis(1400),
-            "pace2 answered {:?} after pace1's 429",
+            pace2_at - limited_at < Duration::from_millis(1000),
+            "pace2 answered {:?} after pace1's 429: held by another account's pause",
             pace2_at - limited_at
         );
+        let pace1_again = calls
+            .iter()
+            .skip(5)
+            .find(|(_, a)| a == "pace1")
+            .expect("pace1 answered after its pause")
+            .0;
+        assert!(
+            pace1_again - limited_at >= Duration::from_millis(1400),
+            "pace1 answered again {:?} after its own 429",
+            pace1_again - limited_at
+        );
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+/// Like `tuned`, with a policy pause of 3 s after a 429: long enough that a pause of the wrong
+/// account, or a pause where there should be none, shows.
+fn long_pause(c: ClientConfig) -> ClientConfig {
+    let mut c = tuned(c);
+    c.rate_limit.pause = Duration::from_secs(3);
+    c
+}
+
+/// A 429 that asks for 6 s (the policy's pause being 3 s) silences its account for the whole
+/// 6 s — its health check after a dropped event stream included — while the other account
+/// answers a challenge at once and plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_silences_only_its_own_account_for_as_long_as_it_asks() {
+    capture_logs();
+    bounded(async {
+        let bots = ["quiet1", "loud2"];
+        let sb = Sandbox::start(config_with(
+            &bots,
+            &[challenger("Rita"), challenger("Carl")],
+        ))
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, long_pause).await;
+        stream_open(&sb, "quiet1", Duration::from_secs(10)).await;
+        stream_open(&sb, "loud2", Duration::from_secs(10)).await;
+        let asked = Duration::from_secs(6);
+        sb.rate_limit_next("quiet1", 1, asked);
+        // A correspondence challenge: quiet1's decline meets the 429.
+        let corr = ChallengeSpec {
+            time_control: TimeControl::Correspondence {
+                days_per_turn: Some(3),
+            },
+            ..ChallengeSpec::clock(60, 0)
+        };
+        let first = sb.challenge("Rita", "quiet1", &corr).unwrap().id;
+        let limited_at = sb
+            .wait_until("quiet1's 429", Duration::from_secs(5), |w| {
+                w.served_faults
+                    .iter()
+                    .find(|f| f.account == "quiet1" && f.status == 429)
+                    .map(|f| f.at)
+            })
+            .await
+            .unwrap();
+        // quiet1 must check itself again (a new event stream starts with a health check).
+        sb.drop_event_stream("quiet1");
+        // loud2 answers at once and plays.
+        let game = as_white(&sb, "Carl", "loud2").game_id();
+        game_under_way(&sb, &game, Duration::from_secs(5)).await;
+        let answered_at = sb
+            .challenge_calls()
+            .iter()
+            .find(|(at, a)| a == "loud2" && *at > limited_at)
+            .expect("loud2 answered")
+            .0;
+        assert!(
+            answered_at - limited_at < Duration::from_millis(2000),
+            "loud2 answered {:?} after quiet1's 429",
+            answered_at - limited_at
+        );
+        // quiet1 asks nothing of Lichess for the whole wait, then answers and plays on.
+        assert_eq!(declined_reason(&sb, &first).await, "tooslow");
+        stream_open(&sb, "quiet1", Duration::from_secs(10)).await;
+        let after: Vec<Duration> = sb
+            .requests_of("quiet1")
+            .into_iter()
+            .filter(|(at, _)| *at > limited_at)
+            .map(|(at, _)| at - limited_at)
+            .collect();
+        assert!(!after.is_empty());
+        assert!(
+            after.iter().all(|&d| d >= asked),
+            "quiet1 called Lichess within the {asked:?} its 429 asked for: {after:?}"
+        );
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+/// Lichess refuses an accept with its 429 for the bot-game limit (`bot.vsBot.day`, an hour
+/// left): no pause follows — the running game against a person goes on move after move —
+/// further bot challenges are declined with `later`, and people are still welcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_bot_limit_answer_closes_bot_challenges_and_never_delays_running_games() {
+    capture_logs();
+    bounded(async {
+        let bots = ["cap1"];
+        let mut robo = challenger("RoboRita");
+        robo.title = Some("BOT".into());
+        let mut robo2 = challenger("RoboRon");
+        robo2.title = Some("BOT".into());
+        let sb = Sandbox::start(config_with(
+            &bots,
+            &[robo, robo2, challenger("Rita"), challenger("Carl")],
+        ))
+        .await
+        .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, long_pause).await;
+        stream_open(&sb, "cap1", Duration::from_secs(10)).await;
+        let human = as_white(&sb, "Rita", "cap1").game_id();
+        game_under_way(&sb, &human, Duration::from_secs(10)).await;
+        sb.bot_limit_reached("cap1", Duration::from_secs(3600));
+        let log_at = logs().len();
+        sb.challenge("RoboRita", "cap1", &ChallengeSpec::clock(60, 0))
+            .unwrap();
+        wait_log_after(
+            log_at,
+            "the bot-game limit refusal",
+            Duration::from_secs(10),
+            |l| l.contains("refused the accept for the bot-game limit"),
+        )
+        .await;
+        let plies = sb.game(&human).unwrap().moves.len();
+        // A pause of the account (3 s here, a minute on Lichess) would hold these moves.
+        sb.wait_until(
+            "the running game goes on",
+            Duration::from_millis(2500),
+            |w| {
+                w.summary(&human)
+                    .filter(|g| g.moves.len() >= plies + 2 || g.is_over())
+                    .map(|_| ())
+            },
+        )
+        .await
+        .unwrap();
+        let over = sb
+            .challenge("RoboRon", "cap1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
+        assert_eq!(declined_reason(&sb, &over).await, "later");
+        let person = as_white(&sb, "Carl", "cap1").game_id();
+        game_under_way(&sb, &person, Duration::from_secs(10)).await;
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+/// One client per account for the daemon's lifetime: the event stream is dropped ten
+/// times while two games run and every response is slowed (so two requests in flight at once
+/// would be seen): no two requests of the token ever overlap, and the games go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_stream_reconnects_never_put_two_requests_of_one_token_in_flight() {
+    capture_logs();
+    bounded(async {
+        let bots = ["onec1"];
+        // People who take their time: the games outlast the reconnects (a reopened stream
+        // that re-sends running games also resets the reconnect backoff).
+        let slow = |name: &str| {
+            let mut c = challenger(name);
+            c.think_time = Duration::from_millis(300);
+            c
+        };
+        let sb = Sandbox::start(config_with(&bots, &[slow("Rita"), slow("Carl")]))
+            .await
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        stream_open(&sb, "onec1", Duration::from_secs(10)).await;
+        let a = as_white(&sb, "Rita", "onec1").game_id();
+        let b = as_white(&sb, "Carl", "onec1").game_id();
+        game_under_way(&sb, &a, Duration::from_secs(10)).await;
+        game_under_way(&sb, &b, Duration::from_secs(10)).await;
+        sb.delay_responses("onec1", Duration::from_millis(20), None);
+        let opens = |w: &ladder::sandbox::World| {
+            w.event_stream_opens
+                .iter()
+                .filter(|(_, account)| account == "onec1")
+                .count()
+        };
+        let plies =
+            |sb: &Sandbox| sb.game(&a).unwrap().moves.len() + sb.game(&b).unwrap().moves.len();
+        let before = plies(&sb);
+        for _ in 0..10 {
+            let n = sb.with_world(|w| opens(w));
+            sb.drop_event_stream("onec1");
+            if let Err(e) = sb
+                .wait_until("the event stream reopened", Duration::from_secs(10), |w| {
+                    (opens(w) > n).then_some(())
+                })
+                .await
+            {
+                let text = logs();
+                let ours: Vec<&str> = text.lines().filter(|l| l.contains("onec1")).collect();
+                panic!(
+                    "{e}; its last log lines:\n{}",
+                    ours[ours.len().saturating_sub(40)..].join("\n")
+                );
+            }
+        }
+        let stats = sb.request_stats("onec1");
+        assert_eq!(
+            stats.max_in_flight, 1,
+            "two requests of one token at once: {stats:?}"
+        );
+        assert!(stats.total >= 30, "{stats:?}");
+        assert!(plies(&sb) > before, "the games stopped");
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
+/// A challenge from a person who is not logged in (`challenger: null`) is read and answered
+/// by the policy: declined by default, saying a rated game (one needs an account) is welcome.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_anonymous_challenger_is_answered_by_the_policy() {
+    capture_logs();
+    bounded(async {
+        let bots = ["anon1"];
+        let mut config = config_with(&bots, &[]);
+        config.accounts.push(AccountConfig::human("Alice"));
+        let sb = Sandbox::start(config).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        stream_open(&sb, "anon1", Duration::from_secs(10)).await;
+        let id = sb
+            .challenge_anonymously("Alice", "anon1", &ChallengeSpec::clock(180, 2))
+            .unwrap()
+            .id;
+        assert_eq!(declined_reason(&sb, &id).await, "rated");
         stop_now(daemon).await;
     })
     .await;

@@ -578,7 +578,8 @@ fn an_absurd_opponent_rating_never_reaches_the_estimate() {
 
 /// `--fetch` and `--lichess-ratings` against a local stand-in for Lichess: the exported games
 /// are merged with the log without counting the logged one twice, the aborted one is left out,
-/// the export resumes after the newest logged game, and the account's rating is shown.
+/// the export resumes after the newest logged game, and the account's rating is shown. The
+/// export names the account in its User-Agent, as the daemon does.
 #[test]
 fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     use std::sync::{Arc, Mutex};
@@ -593,10 +594,17 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
         .route(
             "/api/games/user/{name}",
             get(
-                move |UrlPath(name): UrlPath<String>, RawQuery(q): RawQuery| {
+                move |UrlPath(name): UrlPath<String>,
+                      RawQuery(q): RawQuery,
+                      headers: axum::http::HeaderMap| {
+                    let agent = headers
+                        .get("user-agent")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_string();
                     seen.lock()
                         .unwrap()
-                        .push(format!("{name}?{}", q.unwrap_or_default()));
+                        .push(format!("{name}?{} agent={agent}", q.unwrap_or_default()));
                     let body = if name == "Ladder-L3" {
                         export.clone()
                     } else {
@@ -673,6 +681,10 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
     assert_eq!(queries.len(), 1, "{queries:?}");
     assert!(queries[0].contains("since=1700000500001"), "{queries:?}");
     assert!(queries[0].contains("perfType=blitz"), "{queries:?}");
+    assert!(
+        queries[0].ends_with(" user:Ladder-L3"),
+        "the export does not name the account: {queries:?}"
+    );
 }
 
 /// Games against people and against bots are estimated apart: by default the levels' table

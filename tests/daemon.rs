@@ -1,6 +1,7 @@
 //! The daemon end to end, against the sandbox over real HTTP on 127.0.0.1: many games at once,
-//! one test per lichess-bot failure mode of PEERS.md, configuration and token errors, and the
-//! logs never showing a token. Every test is bounded in time; streams use short keep-alives
+//! one test per lichess-bot failure mode of PEERS.md, games Lichess ends for us (an opponent
+//! who left, a stream refused for good), configuration and token errors, and the logs never
+//! showing a token. Every test is bounded in time; streams use short keep-alives
 //! and idle timeouts.
 
 mod common {
@@ -730,6 +731,163 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         assert!(
             logs().contains("reload: "),
             "the broken file was not reported"
+        );
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- games Lichess ends for us
+
+/// Alice (white) opens, or the bot does; the game is under way once both have moved.
+async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
+    let mut spec = ChallengeSpec::clock(60, 0);
+    spec.color = ladder::lichess::ChallengeColor::White;
+    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while sb
+            .act(
+                "alice",
+                &id,
+                Action::Move {
+                    uci: "e2e4".to_string(),
+                    offering_draw: false,
+                },
+            )
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("Alice could not open");
+    sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
+        w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
+    })
+    .await
+    .unwrap();
+    id
+}
+
+/// Alice leaves (`opponentGone`, claimable after 1 s): the bot claims the game once Lichess
+/// allows it instead of waiting out her clock, the slot is free again, and the record says
+/// why the game ended (calibration leaves such a game out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opponent_who_left_is_claimed_against_once_lichess_allows_it() {
+    capture_logs();
+    bounded(async {
+        let bots = ["claim1"];
+        let sb = sandbox(&bots, &["Rita"], &[AccountConfig::human("Alice")]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let options = Options {
+            account_max_games: 1,
+            ..Options::default()
+        };
+        let run = start_daemon(&sb, dir.path(), &bots, &options)
+            .await
+            .unwrap();
+        let id = open_game_with_alice(&sb, "claim1").await;
+        sb.set_gone(&id, "alice", true, Duration::from_secs(1))
+            .unwrap();
+        // Her clock has most of its minute left: only a claim ends the game this soon.
+        let games = sb.wait_finished(1, Duration::from_secs(8)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        // The account's one slot is free again (once the game actor has said goodbye):
+        // Rita's challenge is played.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            let next = challenge(&sb, "Rita", "claim1", 60, 0);
+            let played = sb
+                .wait_until("an answer", Duration::from_secs(10), |w| {
+                    if w.declined.iter().any(|c| c.id == next) {
+                        Some(false)
+                    } else {
+                        w.summary(&next.game_id())
+                            .filter(|g| g.moves.len() >= 2)
+                            .map(|_| true)
+                    }
+                })
+                .await
+                .unwrap();
+            if played {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the slot of the claimed game was never freed"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        stop_now(&run).await;
+        run.daemon.join().await.unwrap();
+        let records = read_results(&[run.results]).unwrap().records;
+        let r = records.iter().find(|r| r.game_id == id).expect("recorded");
+        assert_eq!(r.result, expected(game, "claim1"));
+        assert!(matches!(r.result, Outcome::Win | Outcome::Draw), "{r:?}");
+        assert_eq!(r.fault_kind(), Some("opponent_gone"), "{r:?}");
+    })
+    .await;
+}
+
+/// Lichess answers the game's stream with 400 (a game the bot API cannot play): the game is
+/// not asked for again and again; the settling task records it once when it ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_stream_refused_with_400_is_settled_not_retried() {
+    capture_logs();
+    bounded(async {
+        let bots = ["refuse1"];
+        let sb = sandbox(&bots, &[], &[AccountConfig::human("Alice")]).await;
+        sb.with_world(|w| w.config.no_start_timeout = Duration::from_secs(3));
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, &Options::default())
+            .await
+            .unwrap();
+        sb.wait_event_stream("refuse1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        // Alice has black: the bot would move first, and never can.
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ladder::lichess::ChallengeColor::Black;
+        let id = sb
+            .challenge("alice", "refuse1", &spec)
+            .unwrap()
+            .id
+            .game_id();
+        sb.refuse_game_stream(&id, 400);
+        let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
+        assert_eq!(games[0].status, GameStatus::NoStart, "{:?}", games[0]);
+        // The settling task looks every 5 s.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+        while !read_results(std::slice::from_ref(&run.results))
+            .unwrap()
+            .records
+            .iter()
+            .any(|r| r.game_id == id)
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the game was never recorded"
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        let stream = format!("/api/bot/game/stream/{id}");
+        let asked = sb
+            .requests_of("refuse1")
+            .iter()
+            .filter(|(_, path)| *path == stream)
+            .count();
+        assert_eq!(
+            asked, 1,
+            "the refused game stream was asked for {asked} times"
+        );
+        let records = drain(run).await;
+        let ours: Vec<_> = records.iter().filter(|r| r.game_id == id).collect();
+        assert_eq!(ours.len(), 1, "{ours:?}");
+        assert_eq!(
+            (ours[0].status.as_str(), ours[0].result),
+            ("noStart", Outcome::None),
+            "{:?}",
+            ours[0]
         );
     })
     .await;

@@ -39,7 +39,8 @@ async fn sandbox(bot: &str, humans: &[&str]) -> Sandbox {
     Sandbox::start(one_bot_config(bot, humans)).await.unwrap()
 }
 
-/// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`.
+/// The daemon for one account at `level`; `account_keys` are added to its `[[accounts]]`
+/// (`think_time = "fast"` unless they set it: these tests are about other things).
 async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, level: u32, keys: &str) -> Running {
     let text = ladder_toml(
         sb.base_url(),

@@ -15,8 +15,11 @@
 //! - unanswered challenges: a challenge to a bot that expired although it went out on the
 //!   account's open event stream, the daemon never sent an answer for it (an answer refused
 //!   by an injected 5xx or 429 counts as sent) and no fault that stops answers was on during
-//!   its life ([`Cause`]; a 429 on any account counts: it pauses every account's challenge
-//!   calls);
+//!   its life for its account ([`Cause`]; a 429 on another account does not count: it pauses
+//!   only the account that got it);
+//! - requests within a 429 pause: a request of an account less than a minute after a 429 was
+//!   served to it (a restart of the daemon during the pause excepted: a new process cannot
+//!   know);
 //! - flags caused by the daemon: a bot lost on time in a game during which no fault that
 //!   holds its moves back was on for its account (the daemon down, Lichess down, its token
 //!   refused, a 429 pause, a spell of 5xx answers or slow responses). Dropped and silent
@@ -106,8 +109,10 @@ const CLOCKS: [(u32, u32); 5] = [(60, 1), (120, 1), (180, 0), (180, 2), (60, 0)]
 const GRACE_S: u64 = 15;
 /// A challenge not answered within this expires (Lichess: 20 s).
 const CHALLENGE_TIMEOUT: Duration = Duration::from_secs(20);
-/// How long a 429 holds an account's calls (and every account's challenge calls) back.
+/// How long a 429 holds the account's calls back (and may hold its moves: a little more).
 const RATE_LIMIT_PAUSE: Duration = Duration::from_secs(62);
+/// The daemon's pause after a 429 (its policy: a minute; the soak's 429s ask for no more).
+const CLIENT_PAUSE: Duration = Duration::from_secs(60);
 /// The longest retry pause after 5xx answers (the client's backoff cap).
 const BACKOFF_CAP: Duration = Duration::from_secs(30);
 
@@ -123,8 +128,7 @@ enum Cause {
     LichessDown,
     /// The token revoked or the account closed (until its event stream was open again).
     TokenRefused,
-    /// A 429 was served: the account's calls wait a minute, and every account's challenge
-    /// calls too.
+    /// A 429 was served: the account's calls wait a minute (the other accounts' do not).
     RateLimited,
     /// Every request of the account answered 5xx for a few seconds (plus the longest backoff).
     ServerErrors,
@@ -173,23 +177,18 @@ impl Timeline {
     }
 
     /// The first cause among the windows that overlap `[from, to]` for `account` and pass
-    /// `keep`; a 429 served to any account counts when `any_account_rate_limit` is set.
+    /// `keep`.
     fn excuse(
         &self,
         account: &str,
         from: Instant,
         to: Instant,
-        any_account_rate_limit: bool,
         keep: impl Fn(Cause) -> bool,
     ) -> Option<Cause> {
         self.windows
             .iter()
             .filter(|w| keep(w.cause))
-            .filter(|w| match &w.account {
-                None => true,
-                Some(_) if any_account_rate_limit && w.cause == Cause::RateLimited => true,
-                Some(a) => a == account,
-            })
+            .filter(|w| w.account.as_ref().is_none_or(|a| a == account))
             .filter(|w| w.start <= to && self.effective_end(w, account) >= from)
             .map(|w| w.cause)
             .min()
@@ -1149,7 +1148,7 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
                 Some("answered, refused by an injected 5xx/429".to_string())
             }
             Some(_) => timeline
-                .excuse(&c.dest, c.created, c.ended, true, |_| true)
+                .excuse(&c.dest, c.created, c.ended, |_| true)
                 .map(|cause| format!("{cause:?}")),
         };
         match why {
@@ -1159,6 +1158,31 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
     }
     let count_fate = |fate| to_bots.iter().filter(|c| c.fate == fate).count();
 
+    // Requests of an account within its own 429 pause (a minute).
+    let within_pause: Vec<String> = soak.sb.with_world(|w| {
+        w.served_faults
+            .iter()
+            .filter(|f| f.status == 429)
+            .filter(|f| {
+                timeline
+                    .excuse(&f.account, f.at, f.at + CLIENT_PAUSE, |c| {
+                        c == Cause::DaemonDown
+                    })
+                    .is_none()
+            })
+            .flat_map(|f| {
+                w.request_log
+                    .iter()
+                    .filter(move |(at, account, _)| {
+                        *account == f.account && *at > f.at && *at < f.at + CLIENT_PAUSE
+                    })
+                    .map(move |(at, account, path)| {
+                        format!("{account} {path} {:?} after its 429", *at - f.at)
+                    })
+            })
+            .collect()
+    });
+
     // Flags.
     let mut daemon_flags = Vec::new();
     let mut excused_flags: BTreeMap<String, usize> = BTreeMap::new();
@@ -1167,7 +1191,7 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
         .filter(|g| g.flagged.as_ref() == Some(&g.bot))
     {
         let ended = g.ended.unwrap_or(end_of_run);
-        match timeline.excuse(&g.bot, g.started, ended, false, Cause::holds_moves_back) {
+        match timeline.excuse(&g.bot, g.started, ended, Cause::holds_moves_back) {
             Some(cause) => *excused_flags.entry(format!("{cause:?}")).or_default() += 1,
             None => daemon_flags.push(format!(
                 "{} ({} {}, {} plies)",
@@ -1256,6 +1280,10 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
         report.row(format!("  expired, excused: {why}"), n);
     }
     report.zero("unanswered challenges while the daemon ran", &unanswered);
+    report.zero(
+        "requests of an account within its own 429 pause",
+        &within_pause,
+    );
     for (why, n) in &excused_flags {
         report.row(format!("bot flags excused: {why}"), n);
     }

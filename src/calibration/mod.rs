@@ -345,10 +345,11 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         let mut progress = fetch::FetchProgress::start(if args.fetch { accounts.len() } else { 0 });
         for account in &accounts {
             let token = account.load_token().map_err(|e| anyhow::anyhow!("{e}"))?;
-            let client = crate::lichess::Client::new(crate::lichess::ClientConfig::new(
-                config.lichess.base_url.clone(),
-                token,
-            ))?;
+            // Named like the daemon's client of the account, as Lichess asks of bots.
+            let mut client_config =
+                crate::lichess::ClientConfig::new(config.lichess.base_url.clone(), token);
+            client_config.user_agent = crate::lichess::user_agent(Some(&account.username));
+            let client = crate::lichess::Client::new(client_config)?;
             let who = AccountRef {
                 username: account.username.clone(),
                 level: account.level,

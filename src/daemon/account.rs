@@ -1,4 +1,8 @@
-//! The account actor: one task per bot account. It checks the account with Lichess (and keeps
+//! The account actor: one task per bot account. It makes the account's one `lichess::Client`
+//! at its first check and keeps it for the daemon's lifetime: the event stream at every
+//! reconnect, the game actors, the health checks and the settling task all share it, so one
+//! request at a time per token and a 429 pause hold by construction (a replaced token file is
+//! swapped into the same client). It checks the account with Lichess (and keeps
 //! checking, with backoff, while Lichess refuses it or cannot be reached: see health.rs), keeps
 //! the account's event stream open (reconnecting with jittered backoff when it ends or goes
 //! silent), answers challenges by policy, starts one game actor per game and owns them in a
@@ -12,10 +16,13 @@
 //! counted): lichess-bot queued such games behind running ones until they lost on time, and a
 //! game that has started costs the same whether we like it or not. A `gameStart` for a game
 //! that already has an actor (the stream reopened and Lichess re-sent it) is ignored: one game,
-//! one actor. Answers to challenges are sent from their own tasks, since challenge calls wait
-//! out the 429 pause all accounts share (a minute) and game starts must not; an answer still
+//! one actor. Answers to challenges are sent from their own tasks, since they may wait behind the
+//! account's other calls (or its own 429 pause) and game starts must not; an answer still
 //! waiting when its challenge is canceled (it expired meanwhile) is dropped, so the calls after
-//! a pause go to challenges someone still waits on, not to answers Lichess refuses (404).
+//! a pause go to challenges someone still waits on, not to answers Lichess refuses (404). An
+//! accept Lichess refuses for the account's bot-game limit (429 `bot.vsBot.day`) closes the
+//! account to bot challenges until the limit's window reopens (bot_limit.rs); its running
+//! games never wait for it.
 //!
 //! An accepted challenge is remembered as an open game before the accept is sent (its seed
 //! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.
@@ -25,7 +32,7 @@
 //! starts like a `gameStart`. The actor runs in its account's span and starts each game actor in a child
 //! span, so log lines name the account and the game without repeating them.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -37,12 +44,13 @@ use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{
-    BackoffPolicy, ChallengeId, ChallengeJson, Client, Event, GameEventInfo, GameId, LichessError,
+    BackoffPolicy, ChallengeId, ChallengeJson, Client, ClientConfig, Event, GameEventInfo, GameId,
+    LichessError,
 };
 use crate::logging::game_span;
 use crate::results::Source;
 
-use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames};
+use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames, time_of_ms};
 use super::game::{self, GameContext, GameExit};
 use super::health::{self, RetrySchedule, Trouble};
 use super::open_games::OpenGame;
@@ -50,7 +58,7 @@ use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::pool::PoolHandle;
 use super::reader::Reader;
 use super::results_writer::ResultsStub;
-use super::settle::{self, Adopt};
+use super::settle::{self, News};
 use super::shutdown::{RunState, sleep_or_stop};
 use super::slots::{GameSlots, Slot};
 use super::status::{AccountProblem, AccountStatus, DailyTally, show_wait};
@@ -69,10 +77,11 @@ pub struct AccountSettings {
     pub abort_after: Duration,
 }
 
-/// Makes the account's client: its token (from the environment, a file, the sandbox), the
-/// shared pacer and its User-Agent. Called again at every check after a refusal, so a token
+/// Makes the configuration of the account's client: its token (from the environment, a file,
+/// the sandbox), the shared pacer and its User-Agent. Called at every check: the first makes
+/// the account's one client, later ones only hand it the token read again, so a token
 /// replaced on disk is picked up. Errors never contain the token.
-pub type MakeClient = Arc<dyn Fn(&Account) -> Result<Client, String> + Send + Sync>;
+pub type MakeClient = Arc<dyn Fn(&Account) -> Result<ClientConfig, String> + Send + Sync>;
 
 /// Everything an account actor is given.
 pub struct AccountContext {
@@ -110,6 +119,8 @@ struct Running {
 /// How a challenge answer sent from its own task went.
 struct Answered {
     challenge: ChallengeId,
+    /// The challenger's name as Lichess shows it (a bot-game limit answer names it).
+    challenger: String,
     accepted: bool,
     result: Result<(), LichessError>,
 }
@@ -123,6 +134,8 @@ struct Connected {
 struct Actor {
     ctx: AccountContext,
     username: String,
+    /// The account's one client, made at the first check and kept until the actor ends.
+    client: Option<Client>,
     connected: Option<Connected>,
     /// Set while the account cannot play, for the status line.
     problem: Option<AccountProblem>,
@@ -136,11 +149,14 @@ struct Actor {
     games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, GameId>,
+    /// Games whose stream Lichess refused for good: left to the settling task, never started
+    /// again (a re-sent `gameStart` or the settling task's hand-back is ignored).
+    unplayable: HashSet<GameId>,
     /// Settles the open games no game actor has taken up, with the client of the latest check.
     settle: Option<JoinHandle<()>>,
     /// Running games the settling task found without a game actor.
-    adopt_tx: mpsc::UnboundedSender<Adopt>,
-    adopt_rx: mpsc::UnboundedReceiver<Adopt>,
+    adopt_tx: mpsc::UnboundedSender<News>,
+    adopt_rx: mpsc::UnboundedReceiver<News>,
     /// Games recorded today, for the status line.
     today: DailyTally,
     bot_games: BotGames,
@@ -169,6 +185,7 @@ pub async fn run(ctx: AccountContext) {
     let mut actor = Actor {
         ctx,
         username,
+        client: None,
         connected: None,
         problem: None,
         reserved: HashMap::new(),
@@ -178,6 +195,7 @@ pub async fn run(ctx: AccountContext) {
         answering: HashMap::new(),
         games: JoinSet::new(),
         tasks: HashMap::new(),
+        unplayable: HashSet::new(),
         settle: None,
         adopt_tx,
         adopt_rx,
@@ -277,11 +295,28 @@ impl Actor {
         }
     }
 
-    /// Makes a client and checks the account with Lichess.
+    /// Checks the account with Lichess, with its one client (made at the first check; later
+    /// checks hand it the token read again).
     async fn connect(&mut self) -> Result<(), Trouble> {
         let account = self.ctx.settings.borrow().account.clone();
-        let client =
+        let config =
             (self.ctx.make_client)(&account).map_err(|e| Trouble::refused("no usable token", e))?;
+        let client = match &self.client {
+            Some(client) => {
+                client.set_token(config.token);
+                client.clone()
+            }
+            None => {
+                let client = Client::new(config).map_err(|e| {
+                    Trouble::refused(
+                        "no usable client",
+                        format!("account {}: {e}", account.username),
+                    )
+                })?;
+                self.client = Some(client.clone());
+                client
+            }
+        };
         // Kept before the check, so its retry policy applies to the retries.
         self.connected = Some(Connected {
             client: client.clone(),
@@ -293,12 +328,11 @@ impl Actor {
     }
 
     /// Starts settling the open games no game actor has taken up (open_games.rs), with the
-    /// client that just passed its check. A settling still running with an older client is
-    /// replaced: settling twice is harmless (a game is recorded once, and has one actor), a
-    /// client whose token was replaced is not.
+    /// account's client, unless a settling task already runs (it shares the client, and with
+    /// it any new token).
     fn settle_open_games(&mut self) {
-        if let Some(old) = self.settle.take() {
-            old.abort();
+        if self.settle.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
         }
         let settle = settle::settle(
             self.client().clone(),
@@ -354,9 +388,17 @@ impl Actor {
                 Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
                     self.on_answered(answered);
                 }
-                Some(adopt) = self.adopt_rx.recv() => {
-                    self.start_game(adopt.game_id, adopt.opponent);
-                }
+                Some(news) = self.adopt_rx.recv() => match news {
+                    News::Adopt(adopt) => {
+                        if let Some(ms) = adopt.bot_started_at_ms {
+                            self.bot_games.count(&adopt.game_id, time_of_ms(ms));
+                        }
+                        self.start_game(adopt.game_id, adopt.opponent);
+                    }
+                    News::BotGameRecorded { game_id, started_at_ms } => {
+                        self.bot_games.count(&game_id, time_of_ms(started_at_ms));
+                    }
+                },
                 _ = tick.tick() => {
                     self.purge();
                     self.publish_status();
@@ -418,10 +460,26 @@ impl Actor {
                 self.tasks.remove(&task);
                 self.running.remove(&id);
                 match exit {
-                    GameExit::Recorded => self.today.record(&self.username, SystemTime::now()),
+                    GameExit::Recorded { bot_started_at_ms } => {
+                        self.today.record(&self.username, SystemTime::now());
+                        // Counted at its start when we knew it was a bot (a reserved
+                        // challenge); otherwise now, at the time it started.
+                        if let Some(ms) = bot_started_at_ms {
+                            self.bot_games.count(&id, time_of_ms(ms));
+                        }
+                    }
                     GameExit::Stopped => {}
                     GameExit::Failed(why) => {
                         tracing::warn!(game = %id, "game abandoned: {why}; settling it instead");
+                        self.ctx.results.release(id);
+                    }
+                    GameExit::Unplayable(why) => {
+                        tracing::warn!(
+                            game = %id,
+                            "Lichess refuses the game's stream ({why}); not playing it, it is \
+                             recorded when it ends"
+                        );
+                        self.unplayable.insert(id.clone());
                         self.ctx.results.release(id);
                     }
                 }
@@ -442,6 +500,7 @@ impl Actor {
         // A dropped answer (its challenge was canceled) has nothing to report.
         let Ok(Answered {
             challenge,
+            challenger,
             accepted,
             result,
         }) = answered
@@ -449,6 +508,26 @@ impl Actor {
             return;
         };
         self.answering.remove(&challenge);
+        if let Err(LichessError::BotLimit { message, wait, .. }) = &result
+            && accepted
+        {
+            // lila names the other bot when the limit is theirs ("X played 100 games …").
+            let theirs = message
+                .to_lowercase()
+                .starts_with(&format!("{} played", challenger.to_lowercase()));
+            if theirs {
+                tracing::info!(challenge = %challenge, "{challenger} is at its bot-game limit: {message}");
+            } else {
+                let reopens = SystemTime::now() + *wait;
+                self.bot_games.refused_until(reopens);
+                tracing::warn!(
+                    challenge = %challenge,
+                    "Lichess refused the accept for the bot-game limit ({message}); bot challenges \
+                     are declined for {}",
+                    show_wait(*wait)
+                );
+            }
+        }
         if let Err(e) = result {
             let what = if accepted { "accept" } else { "decline" };
             tracing::warn!(challenge = %challenge, "{what} failed: {e}");
@@ -509,9 +588,10 @@ impl Actor {
         }
     }
 
-    /// Bot games today, started or promised.
+    /// Bot games in lila's current window, started or promised.
     fn bot_games_today(&self) -> usize {
-        self.bot_games.today(SystemTime::now()) + self.reserved.values().filter(|r| r.bot).count()
+        self.bot_games.in_window(SystemTime::now())
+            + self.reserved.values().filter(|r| r.bot).count()
     }
 
     fn load_for(&self, opponent: &str) -> Load {
@@ -526,7 +606,8 @@ impl Actor {
             account_games: self.running.len() + self.reserved.len(),
             opponent_games,
             global_full: self.ctx.slots.is_full(),
-            bot_games_full: self.bot_games_today() >= BOT_GAMES_PER_DAY,
+            bot_games_full: self.bot_games_today() >= BOT_GAMES_PER_DAY
+                || self.bot_games.is_refused(SystemTime::now()),
             draining: *self.ctx.run_state.borrow() != RunState::Running,
         }
     }
@@ -562,6 +643,7 @@ impl Actor {
             Decision::Decline(_) => None,
         };
         let id = c.id.clone();
+        let challenger = c.challenger.name.clone();
         match (decision, slot) {
             (Decision::Accept, Some(slot)) => {
                 tracing::info!(
@@ -595,6 +677,7 @@ impl Actor {
                     let result = client.accept_challenge(&id).await;
                     Answered {
                         challenge: id,
+                        challenger,
                         accepted: true,
                         result,
                     }
@@ -614,6 +697,7 @@ impl Actor {
                     let result = client.decline_challenge(&id, reason).await;
                     Answered {
                         challenge: id,
+                        challenger,
                         accepted: false,
                         result,
                     }
@@ -655,6 +739,10 @@ impl Actor {
     fn start_game(&mut self, id: GameId, opponent: String) {
         if self.running.contains_key(&id) {
             tracing::debug!(game = %id, "gameStart for a running game ignored");
+            return;
+        }
+        if self.unplayable.contains(&id) {
+            tracing::debug!(game = %id, "a game whose stream Lichess refuses: left to settling");
             return;
         }
         let Some(setup) = self.setup(id.clone(), rand::random()) else {
@@ -707,9 +795,16 @@ impl Actor {
 
 /// The policy's view of a wire challenge.
 pub fn facts_of(c: &ChallengeJson) -> ChallengeFacts {
+    let anonymous = c.challenger.is_anonymous();
     ChallengeFacts {
-        challenger_id: c.challenger.id.to_lowercase(),
+        // Anonymous people are told apart by their challenge (each is someone else).
+        challenger_id: if anonymous {
+            format!("anonymous:{}", c.id)
+        } else {
+            c.challenger.id.to_lowercase()
+        },
         challenger_is_bot: c.challenger.is_bot(),
+        challenger_is_anonymous: anonymous,
         variant: c.variant.key.clone(),
         speed: c.speed,
         rated: c.rated,

@@ -4,9 +4,14 @@
 //! the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves, chats, aborts
 //! a game whose opponent never moves, answers offers and resigns lost games under the
 //! account's conduct, waits out human think time after a search, ends the game honestly when the
-//! shutdown grace period runs out, and writes the game's record once — with a fault when a
-//! loss on time came from a 429 pause or the game was ended by the shutdown. It runs in its
-//! game's span (`logging::game_span`): its log lines name the game through it.
+//! shutdown grace period runs out, claims the win (or, where the level's conduct would take a
+//! draw, the draw) once Lichess allows it after the opponent left (`opponentGone` with
+//! `claimWinInSeconds`), and writes the game's record once — with a fault when a loss on time
+//! came from a 429 pause, the game was ended by the shutdown or won by the opponent leaving.
+//! A game stream Lichess refuses for good (400 or another permanent 4xx: a game the bot API
+//! cannot play) is not retried: the game is handed to the settling task, which records it
+//! when it ends. It runs in its game's span (`logging::game_span`): its log lines name the
+//! game through it.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -54,12 +59,16 @@ pub struct GameContext {
 /// How a game actor ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum GameExit {
-    /// The game ended and its record is in the log (or already was).
-    Recorded,
+    /// The game ended and its record is in the log (or already was); against a bot, when it
+    /// started (Unix ms: it counts against the bot-game limit).
+    Recorded { bot_started_at_ms: Option<i64> },
     /// Stopped by the second shutdown signal before the game ended.
     Stopped,
     /// The game cannot be followed (not ours, gone, unreadable); nothing recorded.
     Failed(String),
+    /// Lichess refuses the game's stream for good (HTTP 400 or another permanent answer):
+    /// the game is left to the settling task, never taken up again by a game actor.
+    Unplayable(String),
 }
 
 struct Pending {
@@ -122,6 +131,10 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
     let mut our_turn_since: Option<(usize, tokio::time::Instant)> = None;
     // Set once we ended the game ourselves at the end of the grace period: the fault to record.
     let mut ended_by_shutdown: Option<String> = None;
+    // The opponent left: when Lichess lets us claim the game (`claimWinInSeconds`).
+    let mut claim_at: Option<tokio::time::Instant> = None;
+    // Set once we claimed the game after the opponent left: the fault to record.
+    let mut claimed: Option<String> = None;
     loop {
         if *run_state.borrow() == RunState::Stopped {
             return GameExit::Stopped;
@@ -131,6 +144,9 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                 refusals = 0;
                 Reader::spawn(s)
             }
+            // A 400 (a game the bot API cannot play) or another permanent answer: settled,
+            // never retried.
+            Err(e) if is_permanent(&e) => return GameExit::Unplayable(e.to_string()),
             // Not found, or refused: retried a few times (a server hiccup must not cost a
             // game), then given up on.
             Err(e) if refusals >= 5 => return GameExit::Failed(e.to_string()),
@@ -156,6 +172,8 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
             let abort_armed = !abort_sent
                 && ended_by_shutdown.is_none()
                 && tracker.awaiting_opponent_first_move();
+            let claim_armed =
+                claim_at.is_some() && ended_by_shutdown.is_none() && !tracker.is_finished();
             let mut actions = tokio::select! {
                 event = stream.next() => {
                     let now_ms = unix_ms();
@@ -180,7 +198,21 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                             Err(e) => return GameExit::Failed(e.to_string()),
                         },
                         Ok(GameEvent::OpponentGone(gone)) => {
-                            tracing::info!(gone = gone.gone, "opponent gone");
+                            claim_at = match (gone.gone, gone.claim_win_in_seconds) {
+                                (true, Some(wait)) if claimed.is_none() => {
+                                    let wait = Duration::from_secs(u64::from(wait));
+                                    tracing::info!("opponent gone: claiming the game in {wait:?}");
+                                    Some(tokio::time::Instant::now() + wait)
+                                }
+                                (true, _) => {
+                                    tracing::info!("opponent gone");
+                                    claim_at
+                                }
+                                (false, _) => {
+                                    tracing::info!("opponent back");
+                                    None
+                                }
+                            };
                             Vec::new()
                         }
                         Ok(_) => Vec::new(),
@@ -236,6 +268,11 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                     if let Err(e) = ctx.client.abort(&id).await {
                         tracing::warn!("abort: {e}");
                     }
+                    Vec::new()
+                }
+                _ = tokio::time::sleep_until(claim_at.unwrap_or_else(tokio::time::Instant::now)), if claim_armed => {
+                    claim_at = None;
+                    claimed = claim(&ctx, &tracker).await;
                     Vec::new()
                 }
                 _ = grace_over(&mut grace_state), if ended_by_shutdown.is_none() => {
@@ -334,12 +371,17 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                             our_turn_since.map(|(_, since)| since),
                             &ctx.client,
                         );
+                        // Won (or drawn) because the opponent left: no strength in it.
+                        if record.fault.is_none() && record.status == "timeout" {
+                            record.fault.clone_from(&claimed);
+                        }
                         tracing::info!(
                             result = ?record.result,
                             status = %record.status, moves = record.moves.split_whitespace().count(),
                             opponent = %record.opponent.name,
                             fault = record.fault.as_deref().unwrap_or(""), "game over"
                         );
+                        let bot_started_at_ms = record.opponent.bot.then_some(record.started_at_ms);
                         match ctx.results.append(record).await {
                             Ok(true) => {}
                             Ok(false) => tracing::info!("already in the results log"),
@@ -355,7 +397,7 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
                                 tracing::debug!("goodbye chat: {e}");
                             }
                         }
-                        return GameExit::Recorded;
+                        return GameExit::Recorded { bot_started_at_ms };
                     }
                 }
             }
@@ -434,6 +476,43 @@ async fn end_now(ctx: &GameContext, tracker: &Tracker) -> String {
     )
 }
 
+/// Whether a refused game stream is refused for good: a 400 (the bot API cannot play this
+/// game) or another 4xx that is no refusal of the token, no 404 and no rate limit.
+fn is_permanent(e: &LichessError) -> bool {
+    matches!(
+        e,
+        LichessError::BadRequest { .. }
+            | LichessError::Status { .. }
+            | LichessError::BotLimit { .. }
+    )
+}
+
+/// Claims the game after the opponent left and Lichess's wait is over: the win, or the draw
+/// where the level's conduct would accept a draw offer in this position. Returns the fault
+/// to record if the game ends so (`None` when Lichess refused the claim: the game goes on).
+async fn claim(ctx: &GameContext, tracker: &Tracker) -> Option<String> {
+    let id = &ctx.setup.game_id;
+    let draw = tracker.prefers_draw();
+    let (what, result) = if draw {
+        ("draw", ctx.client.claim_draw(id).await)
+    } else {
+        ("victory", ctx.client.claim_victory(id).await)
+    };
+    match result {
+        Ok(()) => {
+            tracing::info!("the opponent left: {what} claimed");
+            Some(fault::text(
+                fault::OPPONENT_GONE,
+                &format!("the opponent left the game; {what} claimed"),
+            ))
+        }
+        Err(e) => {
+            tracing::warn!("claim {what}: {e}");
+            None
+        }
+    }
+}
+
 /// Sets the fault of a finished game whose result is not the level's doing: the shutdown
 /// ended it (only if it ended the way we ended it, not by a move that came first), or it was
 /// lost on time while the account waited out a 429 pause that began or lasted after our turn
@@ -461,7 +540,9 @@ fn explain_fault(
             &format!(
                 "lost on time while the account waited out an HTTP 429 pause of {:?} \
                  (no request, our moves included, goes out during it)",
-                client.config().rate_limit.pause
+                client
+                    .last_pause_length()
+                    .unwrap_or(client.config().rate_limit.pause)
             ),
         ));
     }

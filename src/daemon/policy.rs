@@ -9,6 +9,8 @@ use crate::lichess::{Speed, TimeControl};
 pub struct ChallengeFacts {
     pub challenger_id: String,
     pub challenger_is_bot: bool,
+    /// A person who is not logged in (`challenger: null`).
+    pub challenger_is_anonymous: bool,
     /// Lichess variant key: standard, chess960, fromPosition, …
     pub variant: String,
     pub speed: Speed,
@@ -50,6 +52,14 @@ pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decis
     if c.challenger_is_bot && !policy.accept_bots {
         return Decline(Reason::NoBot);
     }
+    if c.challenger_is_anonymous && !policy.accept_anonymous {
+        // Only a logged-in person can send a rated challenge: "rated" says log in.
+        return Decline(if policy.rated {
+            Reason::Rated
+        } else {
+            Reason::Generic
+        });
+    }
     if !policy.variants.iter().any(|v| v == &c.variant) {
         let standard_only = policy.variants.iter().all(|v| v == "standard");
         return Decline(if standard_only {
@@ -79,6 +89,10 @@ pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decis
 }
 
 fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<Reason> {
+    if c.speed == Speed::Other {
+        // A speed this build does not know: neither too fast nor too slow, just not ours.
+        return Some(Reason::TimeControl);
+    }
     if !policy.speeds.contains(&c.speed) {
         // Speeds are ordered fastest first.
         return Some(
@@ -124,6 +138,7 @@ mod tests {
         ChallengeFacts {
             challenger_id: "alice".into(),
             challenger_is_bot: false,
+            challenger_is_anonymous: false,
             variant: "standard".into(),
             speed: Speed::Blitz,
             rated: true,
@@ -200,6 +215,28 @@ mod tests {
         c.speed = Speed::Correspondence;
         c.time_control = TimeControl::Unlimited;
         assert_eq!(decline(&corr, &c), Some(Reason::TimeControl));
+    }
+
+    #[test]
+    fn anonymous_people_are_declined_by_default_with_a_reason_and_unknown_speeds_too() {
+        let mut c = blitz();
+        c.challenger_id = "anonymous:abcd1234".into();
+        c.challenger_is_anonymous = true;
+        let p = ChallengePolicy::default();
+        assert_eq!(decline(&p, &c), Some(Reason::Rated), "rated: log in");
+        let casual_only = ChallengePolicy {
+            rated: false,
+            ..ChallengePolicy::default()
+        };
+        assert_eq!(decline(&casual_only, &c), Some(Reason::Generic));
+        let welcome = ChallengePolicy {
+            accept_anonymous: true,
+            ..ChallengePolicy::default()
+        };
+        assert_eq!(decline(&welcome, &c), None);
+        let mut other = blitz();
+        other.speed = Speed::Other;
+        assert_eq!(decline(&p, &other), Some(Reason::TimeControl));
     }
 
     #[test]

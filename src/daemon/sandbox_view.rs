@@ -87,6 +87,7 @@ pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String
                 let facts = ChallengeFacts {
                     challenger_id: challenger.name.to_lowercase(),
                     challenger_is_bot: bot,
+                    challenger_is_anonymous: false,
                     variant: variant.clone(),
                     speed: time_control.speed(),
                     rated: challenger.rated,

@@ -98,6 +98,19 @@ pub struct Adopt {
     pub game_id: GameId,
     /// The opponent's user id (lowercase; empty for Lichess's AI).
     pub opponent: String,
+    /// When the game started (Unix ms), if the opponent is a bot: it counts against the
+    /// bot-game limit.
+    pub bot_started_at_ms: Option<i64>,
+}
+
+/// What the settling task tells its account actor.
+#[derive(Clone, Debug, PartialEq)]
+pub enum News {
+    /// Start a game actor for this running game.
+    Adopt(Adopt),
+    /// A game against a bot was recorded from the export (it started at this Unix ms): it
+    /// counts against the bot-game limit like any other.
+    BotGameRecorded { game_id: GameId, started_at_ms: i64 },
 }
 
 /// Looks after the open games of `account` that no game actor has taken up (see the module
@@ -107,7 +120,7 @@ pub async fn settle(
     client: Client,
     results: ResultsStub,
     account: String,
-    adopt: mpsc::UnboundedSender<Adopt>,
+    adopt: mpsc::UnboundedSender<News>,
     mut run_state: watch::Receiver<RunState>,
 ) {
     loop {
@@ -139,7 +152,7 @@ pub async fn settle(
 async fn settle_one(
     client: &Client,
     results: &ResultsStub,
-    adopt: &mpsc::UnboundedSender<Adopt>,
+    adopt: &mpsc::UnboundedSender<News>,
     account: &str,
     open: &Unclaimed,
 ) {
@@ -173,19 +186,16 @@ async fn settle_one(
             results.forget(id.clone()).await.ok();
             return;
         };
-        let opponent = game
-            .players
-            .get(color.other())
-            .user
-            .as_ref()
-            .map(|u| u.id.to_lowercase())
-            .unwrap_or_default();
+        let user = game.players.get(color.other()).user.as_ref();
+        let opponent = user.map(|u| u.id.to_lowercase()).unwrap_or_default();
+        let bot = user.is_some_and(|u| u.title.as_deref() == Some("BOT"));
         tracing::info!("an open game is running with no game actor of ours: taking it up");
         adopt
-            .send(Adopt {
+            .send(News::Adopt(Adopt {
                 game_id: id.clone(),
                 opponent,
-            })
+                bot_started_at_ms: bot.then_some(game.created_at),
+            }))
             .ok();
         return;
     }
@@ -199,10 +209,17 @@ async fn settle_one(
         fault = record.fault.as_deref().unwrap_or(""),
         "game over with no game actor of ours playing it: settled from the export"
     );
+    let bot_game = record.opponent.bot.then(|| News::BotGameRecorded {
+        game_id: id.clone(),
+        started_at_ms: record.started_at_ms,
+    });
     match results.append(record).await {
         Ok(true) => {}
         Ok(false) => tracing::info!("already in the results log"),
         Err(e) => tracing::error!("results log: {e}"),
+    }
+    if let Some(news) = bot_game {
+        adopt.send(news).ok();
     }
 }
 

@@ -25,7 +25,7 @@ use tracing::Instrument;
 
 use crate::config::{Account, Config};
 use crate::levels::Coefficients;
-use crate::lichess::{Client, ClientConfig, Pacer, user_agent};
+use crate::lichess::{ClientConfig, Pacer, user_agent};
 use crate::logging::account_span;
 use crate::results::Source;
 
@@ -101,8 +101,8 @@ struct Starter {
 }
 
 impl Starter {
-    /// How an account actor makes its client: the factory's configuration, plus the shared
-    /// pacer and a User-Agent naming the account.
+    /// How an account actor configures its client: the factory's configuration, plus the
+    /// shared pacer and a User-Agent naming the account.
     fn make_client(&self) -> MakeClient {
         let clients = Arc::clone(&self.clients);
         let base_url = self.base_url.clone();
@@ -112,7 +112,7 @@ impl Starter {
             config.user_agent = user_agent(Some(&account.username));
             let pacing = config.pacing;
             config.pacer = Some(pacer.get_or_init(|| Pacer::new(pacing)).clone());
-            Client::new(config).map_err(|e| format!("account {}: {e}", account.username))
+            Ok(config)
         })
     }
 

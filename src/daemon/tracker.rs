@@ -312,6 +312,12 @@ impl Tracker {
         })
     }
 
+    /// Whether the level's conduct would take a draw here (it would accept a draw offer, by
+    /// its latest search): after the opponent left, a draw is claimed instead of the win.
+    pub fn prefers_draw(&self) -> bool {
+        self.accepts_draw(self.last_score)
+    }
+
     fn accepts_draw(&self, score: Option<Score>) -> bool {
         let fullmove = self
             .game
@@ -429,10 +435,8 @@ impl Tracker {
             finished_at_ms: now_ms,
             rated: full.rated,
             speed: full.speed.key().to_string(),
-            // `perf.name` is a display name ("Blitz", "Chess960"; "From Position" games count
-            // in their speed's pool); the record wants the perf key.
-            perf: Perf::from_name(&full.perf.name)
-                .unwrap_or(Perf::from(full.speed))
+            // From the keys: `perf.name` is translated into the account's language.
+            perf: Perf::of_game(&full.variant.key, full.speed)
                 .key()
                 .to_string(),
             variant: full.variant.key.clone(),
@@ -586,6 +590,34 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    /// The record's perf comes from the keys (variant, speed), not from `perf.name`, which
+    /// Lichess translates into the account's language; an unknown speed records `other`.
+    #[test]
+    fn record_perf_comes_from_the_keys_not_the_translated_name() {
+        let finished = |f: Box<GameFull>| {
+            let mut t = Tracker::new(setup());
+            t.on_game_full(f, 0).unwrap();
+            let a = t
+                .on_game_state(state("f2f3 e7e5 g2g4 d8h4", "mate", Some("black")), 9)
+                .unwrap();
+            let Some(Action::Finished(r)) = a.into_iter().last() else {
+                panic!("no record")
+            };
+            r
+        };
+        let mut f = full("", false);
+        f.variant = crate::lichess::Variant::from_key("chess960");
+        f.perf.name = "Échecs960".into();
+        assert_eq!(finished(f).perf, "chess960");
+        let mut f = full("", false);
+        f.perf.name = "Partie éclair".into();
+        assert_eq!(finished(f).perf, "blitz");
+        let mut f = full("", false);
+        f.speed = crate::lichess::Speed::Other;
+        let r = finished(f);
+        assert_eq!((r.perf.as_str(), r.speed.as_str()), ("other", "other"));
     }
 
     #[test]

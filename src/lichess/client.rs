@@ -1,10 +1,14 @@
 //! `Client`: the only place the ladder talks HTTP to Lichess. One client per account (per
-//! token): one ordinary request in flight at a time, streams beside it; HTTP 429 pauses every
-//! call of that client (and the shared [`Pacer`] of challenge calls); 5xx and network errors
-//! are retried with decorrelated jitter; other 4xx come back as typed errors. Streams get an
-//! idle timeout per read, never a total one. Challenge creations take turns of the pacer the
-//! clients of one process share, answers to challenges only wait out its 429 pause; game calls
-//! never wait for it.
+//! token) for the daemon's lifetime, shared by everything the account does (its event stream,
+//! game actors, health checks, settling): one ordinary request in flight at a time, streams
+//! beside it; HTTP 429 pauses every call of that client — of that account only — for at least
+//! the policy's pause, longer when the answer asks (`Retry-After`, or lila's
+//! `ratelimit.seconds`); 5xx and network errors are retried with decorrelated jitter; other
+//! 4xx come back as typed errors. A 429 for the bot-game limit (`bot.vsBot.day`) is no request
+//! rate: it pauses nothing and comes back at once as [`LichessError::BotLimit`]. Streams get
+//! an idle timeout per read, never a total one. Only challenge creations take turns of the
+//! pacer the clients of one process share (lila limits creations per IP), and only a 429 on a
+//! creation pauses that pacer; answers to challenges and game calls never wait for it.
 
 use std::net::IpAddr;
 use std::sync::Arc;
@@ -31,6 +35,13 @@ pub const LICHESS_URL: &str = "https://lichess.org";
 
 /// How long an error body may be when quoted in an error message.
 const MAX_ERROR_TEXT: usize = 300;
+
+/// The longest pause a 429 answer can ask of an account (a wrong header cannot silence it
+/// for days).
+const MAX_ASKED_PAUSE: Duration = Duration::from_secs(24 * 3600);
+
+/// lila's key of the bot-game limit in a 429 body (`{"ratelimit": {"key": …}}`).
+pub const BOT_LIMIT_KEY: &str = "bot.vsBot.day";
 
 /// Everything a client needs; `ClientConfig::new` fills in production defaults.
 #[derive(Clone, Debug)]
@@ -151,7 +162,7 @@ impl ChallengeRequest {
                 match self.color {
                     ChallengeColor::White => "white",
                     ChallengeColor::Black => "black",
-                    ChallengeColor::Random => "random",
+                    ChallengeColor::Random | ChallengeColor::Other => "random",
                 }
                 .to_string(),
             ),
@@ -236,20 +247,17 @@ pub struct TokenOwner {
 /// How a call waits for the shared [`Pacer`].
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Pacing {
-    /// Game and account calls: never wait for it.
+    /// Game, account and challenge-answer calls: never wait for it.
     None,
-    /// Answers to challenges: wait out a 429 pause on any account, take no turn.
-    PauseOnly,
-    /// Challenge creations: a turn of the bucket (lila's per-IP creation limit), after any pause.
+    /// Challenge creations: a turn of the bucket (lila's per-IP creation limit), after any
+    /// pause a 429 on a creation set.
     Turn,
 }
 
 impl Pacing {
     async fn wait(self, pacer: Option<&Pacer>) {
-        match (self, pacer) {
-            (Pacing::Turn, Some(pacer)) => pacer.turn().await,
-            (Pacing::PauseOnly, Some(pacer)) => pacer.pause_over().await,
-            _ => {}
+        if let (Pacing::Turn, Some(pacer)) = (self, pacer) {
+            pacer.turn().await;
         }
     }
 }
@@ -312,13 +320,22 @@ impl Req {
 struct Inner {
     http: reqwest::Client,
     base: Url,
-    token: Token,
+    /// The account's token; replaced in place when the account's token file changes
+    /// ([`Client::set_token`]), so the gate and the pause outlive a new token.
+    token: std::sync::RwLock<Token>,
     config: ClientConfig,
     /// Held for the whole of an ordinary call (retries and pauses included): one request at
     /// a time per token, as Lichess asks.
     gate: tokio::sync::Mutex<()>,
-    /// Set by a 429: no call of this client starts before this instant.
-    paused_until: std::sync::Mutex<Option<Instant>>,
+    /// Set by a 429: no call of this client starts before its end.
+    pause: std::sync::Mutex<Option<Pause>>,
+}
+
+/// The latest 429 pause of a client.
+#[derive(Clone, Copy, Debug)]
+struct Pause {
+    until: Instant,
+    length: Duration,
 }
 
 /// A Lichess API client for one account. Cheap to clone; clones share the request gate and
@@ -332,7 +349,7 @@ impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
             .field("base", &self.inner.base.as_str())
-            .field("token", &self.inner.token)
+            .field("token", &*self.token())
             .finish()
     }
 }
@@ -355,10 +372,10 @@ impl Client {
             inner: Arc::new(Inner {
                 http,
                 base,
-                token: config.token.clone(),
+                token: std::sync::RwLock::new(config.token.clone()),
                 config,
                 gate: tokio::sync::Mutex::new(()),
-                paused_until: std::sync::Mutex::new(None),
+                pause: std::sync::Mutex::new(None),
             }),
         })
     }
@@ -376,16 +393,48 @@ impl Client {
         &self.inner.config
     }
 
+    /// The token calls go out with now.
+    fn token(&self) -> std::sync::RwLockReadGuard<'_, Token> {
+        // A token is replaced whole: a panic elsewhere cannot leave it half written.
+        self.inner.token.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Sends later calls with `token` (the account's token file was replaced). The client
+    /// stays the same: its one-request gate and any running 429 pause hold across the change.
+    pub fn set_token(&self, token: Token) {
+        *self.inner.token.write().unwrap_or_else(|e| e.into_inner()) = token;
+    }
+
+    fn last_pause(&self) -> Option<Pause> {
+        *self.inner.pause.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// When the current 429 pause ends, if one is running.
     pub fn paused_until(&self) -> Option<Instant> {
-        let until = *self.inner.paused_until.lock().expect("pause lock");
-        until.filter(|&t| t > Instant::now())
+        self.last_pause()
+            .map(|p| p.until)
+            .filter(|&t| t > Instant::now())
     }
 
     /// When the latest 429 pause ended or will end (`None`: never paused). A game lost on
     /// time asks whether such a pause overlapped its last turn.
     pub fn last_pause_end(&self) -> Option<Instant> {
-        *self.inner.paused_until.lock().expect("pause lock")
+        self.last_pause().map(|p| p.until)
+    }
+
+    /// How long the latest 429 pause was (the policy's pause, or longer when Lichess asked).
+    pub fn last_pause_length(&self) -> Option<Duration> {
+        self.last_pause().map(|p| p.length)
+    }
+
+    /// Pauses every call of this client for `length` from now (never shortens a running
+    /// pause).
+    fn pause_for(&self, length: Duration) {
+        let until = Instant::now() + length;
+        let mut pause = self.inner.pause.lock().unwrap_or_else(|e| e.into_inner());
+        if pause.is_none_or(|p| p.until < until) {
+            *pause = Some(Pause { until, length });
+        }
     }
 
     // ------------------------------------------------------------ endpoints
@@ -423,12 +472,12 @@ impl Client {
             scopes: String,
         }
         let mut req = Req::new(Method::POST, &["api", "token", "test"]);
-        req.text = Some(self.inner.token.expose().to_string());
+        req.text = Some(self.token().expose().to_string());
         let (map, _) = self
             .json::<std::collections::HashMap<String, Option<TokenInfo>>>(req)
             .await
             .ok()?;
-        map.get(self.inner.token.expose())?
+        map.get(self.token().expose())?
             .as_ref()
             .map(|info| parse_scopes(&info.scopes))
     }
@@ -551,9 +600,8 @@ impl Client {
         self.ok(Req::new(
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "accept"],
-        )
-        .pacing(Pacing::PauseOnly))
-            .await
+        ))
+        .await
     }
 
     /// `POST /api/challenge/{challengeId}/decline` with a reason.
@@ -567,8 +615,7 @@ impl Client {
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "decline"],
         )
-        .form(form)
-        .pacing(Pacing::PauseOnly))
+        .form(form))
             .await
     }
 
@@ -577,9 +624,8 @@ impl Client {
         self.ok(Req::new(
             Method::POST,
             &["api", "challenge", challenge_id.as_str(), "cancel"],
-        )
-        .pacing(Pacing::PauseOnly))
-            .await
+        ))
+        .await
     }
 
     /// `POST /api/challenge/{username}`: challenges a user; once accepted, the game is
@@ -752,7 +798,7 @@ impl Client {
                 .request(req.method.clone(), self.url(req))
                 .header(reqwest::header::ACCEPT, req.accept);
             if !req.anonymous {
-                builder = builder.bearer_auth(self.inner.token.expose());
+                builder = builder.bearer_auth(self.token().expose());
             }
             if let Some(form) = &req.form {
                 builder = builder.form(form);
@@ -775,16 +821,29 @@ impl Client {
                         return Ok(response);
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
+                        let asked = RateLimitAnswer::read(response).await;
+                        if asked.key.as_deref() == Some(BOT_LIMIT_KEY) {
+                            // A limit on games, not on requests: nothing to pause or retry.
+                            return Err(LichessError::BotLimit {
+                                endpoint: label,
+                                message: asked.message,
+                                wait: asked.wait.unwrap_or(config.rate_limit.pause),
+                            });
+                        }
                         rate_limited += 1;
-                        let pause = config.rate_limit.pause;
+                        let pause = asked.wait.map_or(config.rate_limit.pause, |w| {
+                            w.min(MAX_ASKED_PAUSE).max(config.rate_limit.pause)
+                        });
                         tracing::warn!(
                             endpoint = %label,
                             "HTTP 429: pausing all calls of this account for {pause:?}"
                         );
-                        *self.inner.paused_until.lock().expect("pause lock") =
-                            Some(Instant::now() + pause);
-                        // Lichess's limits are per IP too: every account's challenge calls wait.
-                        if let Some(pacer) = &config.pacer {
+                        self.pause_for(pause);
+                        // lila limits challenge creations per IP: every account's creations
+                        // wait. Other limits are the token's: the other accounts play on.
+                        if req.pacing == Pacing::Turn
+                            && let Some(pacer) = &config.pacer
+                        {
                             pacer.pause(pause);
                         }
                         if rate_limited >= config.rate_limit.max_attempts {
@@ -817,8 +876,51 @@ impl Client {
     }
 
     async fn wait_for_pause(&self) {
-        if let Some(until) = self.paused_until() {
+        // A pause may grow while we wait (another call's 429): wait until none is running.
+        while let Some(until) = self.paused_until() {
             tokio::time::sleep_until(until).await;
+        }
+    }
+}
+
+/// What a 429 answer says about itself: how long to wait (the `Retry-After` header in
+/// seconds, or lila's body `{"error": …, "ratelimit": {"key": …, "seconds": …}}`; the longer
+/// of the two) and which limit it is.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct RateLimitAnswer {
+    wait: Option<Duration>,
+    key: Option<String>,
+    message: String,
+}
+
+impl RateLimitAnswer {
+    async fn read(response: reqwest::Response) -> RateLimitAnswer {
+        let header = response
+            .headers()
+            .get(reqwest::header::RETRY_AFTER)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let body = response.text().await.unwrap_or_default();
+        RateLimitAnswer::parse(header.as_deref(), &body)
+    }
+
+    fn parse(retry_after: Option<&str>, body: &str) -> RateLimitAnswer {
+        let header = retry_after
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .map(Duration::from_secs);
+        let value = serde_json::from_str::<serde_json::Value>(body).ok();
+        let limit = value.as_ref().and_then(|v| v.get("ratelimit"));
+        let seconds = limit
+            .and_then(|l| l.get("seconds"))
+            .and_then(serde_json::Value::as_u64)
+            .map(Duration::from_secs);
+        RateLimitAnswer {
+            wait: header.max(seconds),
+            key: limit
+                .and_then(|l| l.get("key"))
+                .and_then(serde_json::Value::as_str)
+                .map(str::to_string),
+            message: error_text(body),
         }
     }
 }
@@ -908,6 +1010,27 @@ mod tests {
             "This account has already played games"
         );
         assert_eq!(error_text("  <html>oops"), "<html>oops");
+    }
+
+    #[test]
+    fn a_429_says_how_long_to_wait_and_which_limit() {
+        let plain = RateLimitAnswer::parse(None, "Too many requests");
+        assert_eq!(plain.wait, None);
+        assert_eq!(plain.key, None);
+        let header = RateLimitAnswer::parse(Some(" 120 "), "");
+        assert_eq!(header.wait, Some(Duration::from_secs(120)));
+        let body = r#"{"error":"You played 100 games against other bots today, please wait before challenging another bot.","ratelimit":{"key":"bot.vsBot.day","seconds":3600}}"#;
+        let bot = RateLimitAnswer::parse(Some("90"), body);
+        assert_eq!(bot.wait, Some(Duration::from_secs(3600)), "the longer wait");
+        assert_eq!(bot.key.as_deref(), Some(BOT_LIMIT_KEY));
+        assert!(
+            bot.message.starts_with("You played 100 games"),
+            "{}",
+            bot.message
+        );
+        // Nonsense is no wait, and never a panic.
+        let junk = RateLimitAnswer::parse(Some("soon"), r#"{"ratelimit":{"seconds":-5}}"#);
+        assert_eq!(junk.wait, None);
     }
 
     #[test]

@@ -30,6 +30,15 @@ pub enum LichessError {
         status: u16,
         message: String,
     },
+    /// HTTP 429 for Lichess's limit on games between bots (`ratelimit.key` `bot.vsBot.day`):
+    /// not a request rate, so nothing is paused or retried; `wait` is how long Lichess says
+    /// the limit lasts. `message` says whose limit it is (ours, or the other bot's).
+    #[error("{endpoint}: bot-game limit reached (HTTP 429, for {wait:?}): {message}")]
+    BotLimit {
+        endpoint: String,
+        message: String,
+        wait: Duration,
+    },
     /// Still 429 after the configured number of pauses.
     #[error("{endpoint} still rate limited (HTTP 429) after {attempts} attempts")]
     RateLimited { endpoint: String, attempts: u32 },
@@ -57,7 +66,7 @@ impl LichessError {
             LichessError::NotFound { .. } => Some(404),
             LichessError::BadRequest { .. } => Some(400),
             LichessError::Status { status, .. } => Some(*status),
-            LichessError::RateLimited { .. } => Some(429),
+            LichessError::RateLimited { .. } | LichessError::BotLimit { .. } => Some(429),
             _ => None,
         }
     }

@@ -8,7 +8,7 @@
 //! - [`ndjson`]: line streams with an idle timeout,
 //! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause, refused-account retries),
 //! - [`pacer`]: the challenge creations of all accounts, paced together (one IP), and the
-//!   429 pause every challenge call waits out,
+//!   pause a 429 on a creation sets for all of them,
 //! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, the
 //!   base-URL rule (https, or http to loopback) and the User-Agent,
 //! - [`error`]: the `LichessError` type.

@@ -2,11 +2,12 @@
 //! `challenge.create.ip`: 500 per 10 minutes, in `controllers/Challenge.scala`'s `apiCreate`),
 //! and every account of one process shares the process's IP. So creating challenges — of all
 //! accounts — goes through one [`Pacer`]: a token bucket (a burst, then one call per interval).
-//! An HTTP 429 on any account pauses every challenge call for a full minute, answers included.
-//! Answers (accept, decline, cancel) take no turn of the bucket: lila limits none of them, and
-//! a person's challenge expires 20 s after it is made, so an answer queued behind others' turns
-//! is a game lost (the soak saw 61 challenges expire while their answers waited). Moves and other
-//! game calls are never paced.
+//! An HTTP 429 on a challenge creation pauses every account's creations for its pause.
+//! Answers (accept, decline, cancel) never go through the pacer: lila limits none of them per
+//! IP, and a person's challenge expires 20 s after it is made, so an answer queued behind
+//! others' turns or another account's 429 is a game lost (the soak saw 61 challenges expire
+//! while their answers waited; an emulator run saw 4 expire while another account waited out
+//! its 429). Moves and other game calls are never paced.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -37,7 +38,7 @@ struct State {
     /// When the bucket is full again; a call may go while this is at most
     /// `burst · interval` ahead of now (GCRA, the "theoretical arrival time").
     full_at: Instant,
-    /// Set by a 429 anywhere: no paced call before this instant.
+    /// Set by a 429 on a creation: no paced call before this instant.
     paused_until: Option<Instant>,
 }
 
@@ -104,14 +105,7 @@ impl Pacer {
         }
     }
 
-    /// Waits out a 429 pause, without taking a turn of the bucket (answers to challenges).
-    pub async fn pause_over(&self) {
-        while let Some(until) = self.paused_until() {
-            tokio::time::sleep_until(until).await;
-        }
-    }
-
-    /// Stops every paced call for `pause` (after an HTTP 429 on any account).
+    /// Stops every paced call for `pause` (after an HTTP 429 on a challenge creation).
     pub fn pause(&self, pause: Duration) {
         let until = Instant::now() + pause;
         let mut state = self.lock();

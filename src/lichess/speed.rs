@@ -2,7 +2,9 @@
 //! real-time clock's speed follows from its estimated duration (initial + 40 × increment), a
 //! correspondence or unlimited game is correspondence, and a game counts in its speed's pool
 //! unless it is a variant with a pool of its own. [`Clock::speed`] is the one place the speed
-//! boundaries are written.
+//! boundaries are written. A speed or perf key this build does not know (Lichess may add one)
+//! reads as `Other` instead of failing the whole line: the game is played, its record says
+//! `other`, and calibration, which asks for a known perf, leaves it out.
 
 use std::fmt;
 use std::str::FromStr;
@@ -20,6 +22,9 @@ pub enum Speed {
     Rapid,
     Classical,
     Correspondence,
+    /// A speed key this build does not know (never in [`Speed::ALL`], never configured).
+    #[serde(other)]
+    Other,
 }
 
 impl Speed {
@@ -41,6 +46,7 @@ impl Speed {
             Speed::Rapid => "rapid",
             Speed::Classical => "classical",
             Speed::Correspondence => "correspondence",
+            Speed::Other => "other",
         }
     }
 
@@ -53,6 +59,7 @@ impl Speed {
             Speed::Rapid => "Rapid",
             Speed::Classical => "Classical",
             Speed::Correspondence => "Correspondence",
+            Speed::Other => "Other",
         }
     }
 
@@ -102,6 +109,9 @@ pub enum Perf {
     KingOfTheHill,
     RacingKings,
     ThreeCheck,
+    /// A perf key this build does not know (never in [`Perf::ALL`]).
+    #[serde(other)]
+    Other,
 }
 
 impl Perf {
@@ -154,6 +164,7 @@ impl Perf {
             Perf::KingOfTheHill => "kingOfTheHill",
             Perf::RacingKings => "racingKings",
             Perf::ThreeCheck => "threeCheck",
+            Perf::Other => "other",
         }
     }
 
@@ -168,6 +179,7 @@ impl Perf {
             Perf::KingOfTheHill => "King of the Hill",
             Perf::RacingKings => "Racing Kings",
             Perf::ThreeCheck => "Three-check",
+            Perf::Other => "Other",
             speed => speed.speed().map_or("", Speed::name),
         }
     }
@@ -189,6 +201,7 @@ impl From<Speed> for Perf {
             Speed::Rapid => Perf::Rapid,
             Speed::Classical => Perf::Classical,
             Speed::Correspondence => Perf::Correspondence,
+            Speed::Other => Perf::Other,
         }
     }
 }

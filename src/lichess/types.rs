@@ -1,7 +1,10 @@
 //! Serde wire types of the Lichess API subset the ladder uses, spelled as the OpenAPI spec
 //! spells them. Every type ignores unknown fields; unknown event types become `Unknown`
-//! variants instead of errors, so a new Lichess feature never breaks a running daemon. The
-//! sandbox serializes the very same types, so both sides agree on the shapes.
+//! variants instead of errors, and a value of a closed list Lichess may extend (perf, speed,
+//! challenge colour, chat room) reads as its `Other` variant (an optional colour as absent),
+//! so a new Lichess feature never drops a line or breaks a running daemon. A challenge from an
+//! anonymous person (`challenger: null`) reads as [`ChallengeUser::anonymous`]. The sandbox
+//! serializes the very same types, so both sides agree on the shapes.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -68,6 +71,20 @@ pub enum ChallengeColor {
     White,
     Black,
     Random,
+    /// A value this build does not know (the colour is Lichess's to decide).
+    #[serde(other)]
+    Other,
+}
+
+/// An optional field read leniently: a value that does not parse (an unknown colour) is
+/// absent instead of failing the whole line.
+fn lenient<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::de::DeserializeOwned,
+{
+    let value = Option::<Value>::deserialize(d)?;
+    Ok(value.and_then(|v| T::deserialize(v).ok()))
 }
 
 /// `GameStatusName`: how a game stands or ended.
@@ -341,6 +358,42 @@ impl ChallengeUser {
     pub fn is_bot(&self) -> bool {
         self.title.as_deref() == Some("BOT")
     }
+
+    /// The challenger of a challenge from a person who is not logged in (`challenger: null`):
+    /// an empty id.
+    pub fn anonymous() -> ChallengeUser {
+        ChallengeUser {
+            id: String::new(),
+            name: "Anonymous".to_string(),
+            rating: None,
+            title: None,
+            provisional: false,
+            online: None,
+            lag: None,
+        }
+    }
+
+    pub fn is_anonymous(&self) -> bool {
+        self.id.is_empty()
+    }
+}
+
+/// `challenger`: a user, or `null` for an anonymous person.
+fn challenger_or_anonymous<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> Result<ChallengeUser, D::Error> {
+    Ok(Option::<ChallengeUser>::deserialize(d)?.unwrap_or_else(ChallengeUser::anonymous))
+}
+
+fn serialize_challenger<S: serde::Serializer>(
+    user: &ChallengeUser,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    if user.is_anonymous() {
+        s.serialize_none()
+    } else {
+        user.serialize(s)
+    }
 }
 
 /// `ChallengeStatus`.
@@ -371,6 +424,11 @@ pub struct ChallengeJson {
     pub id: ChallengeId,
     pub url: String,
     pub status: ChallengeStatus,
+    /// [`ChallengeUser::anonymous`] for `null`.
+    #[serde(
+        deserialize_with = "challenger_or_anonymous",
+        serialize_with = "serialize_challenger"
+    )]
     pub challenger: ChallengeUser,
     /// `null` for open challenges.
     pub dest_user: Option<ChallengeUser>,
@@ -379,7 +437,11 @@ pub struct ChallengeJson {
     pub speed: Speed,
     pub time_control: TimeControl,
     pub color: ChallengeColor,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub final_color: Option<Color>,
     pub perf: ChallengePerf,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -427,7 +489,11 @@ pub struct GameEventInfo {
     pub game_id: GameId,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fen: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub color: Option<Color>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_move: Option<String>,
@@ -451,7 +517,11 @@ pub struct GameEventInfo {
     pub is_my_turn: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seconds_left: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub winner: Option<Color>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating: Option<i32>,
@@ -636,7 +706,11 @@ pub struct GameState {
     pub winc: u64,
     pub binc: u64,
     pub status: GameStatus,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub winner: Option<Color>,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub wdraw: bool,
@@ -744,6 +818,9 @@ impl GameFull {
 pub enum ChatRoom {
     Player,
     Spectator,
+    /// A room this build does not know (a line from it is read, never answered).
+    #[serde(other)]
+    Other,
 }
 
 impl ChatRoom {
@@ -751,6 +828,7 @@ impl ChatRoom {
         match self {
             ChatRoom::Player => "player",
             ChatRoom::Spectator => "spectator",
+            ChatRoom::Other => "other",
         }
     }
 }
@@ -1012,7 +1090,11 @@ pub struct GameJson {
     pub players: GamePlayers,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_fen: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "lenient",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub winner: Option<Color>,
     /// SAN moves separated by spaces.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -1090,6 +1172,70 @@ mod tests {
         let line = serde_json::to_string(&gone).unwrap();
         assert!(line.contains("\"claimWinInSeconds\":8"), "{line}");
         assert_eq!(serde_json::from_str::<GameEvent>(&line).unwrap(), gone);
+    }
+
+    /// A `gameStart` line of the spec's example with `perf`, `speed` and `color` replaced.
+    fn game_start(perf: &str, speed: &str, color: &str) -> String {
+        format!(
+            r#"{{"type":"gameStart","game":{{"fullId":"0FgNPGRzhDaW","gameId":"0FgNPGRz","fen":"rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1","color":"{color}","lastMove":"","source":"friend","status":{{"id":20,"name":"started"}},"variant":{{"key":"standard","name":"Standard"}},"speed":"{speed}","perf":"{perf}","rated":true,"hasMoved":false,"opponent":{{"id":"aaron","username":"Aaron","rating":776}},"isMyTurn":true,"secondsLeft":300,"rating":724,"compat":{{"bot":false,"board":true}},"id":"0FgNPGRz"}}}}"#
+        )
+    }
+
+    #[test]
+    fn unknown_perf_speed_and_colour_keep_the_line() {
+        let known: Event = serde_json::from_str(&game_start("blitz", "blitz", "white")).unwrap();
+        let Event::GameStart { game } = known else {
+            panic!("{known:?}")
+        };
+        assert_eq!(
+            (game.perf, game.speed, game.color),
+            (Some(Perf::Blitz), Some(Speed::Blitz), Some(Color::White))
+        );
+        let new: Event =
+            serde_json::from_str(&game_start("hyperBlitz", "hyper", "purple")).unwrap();
+        let Event::GameStart { game } = new else {
+            panic!("the line was not kept: {new:?}")
+        };
+        assert_eq!(game.game_id.as_str(), "0FgNPGRz");
+        assert_eq!(
+            (game.perf, game.speed, game.color),
+            (Some(Perf::Other), Some(Speed::Other), None)
+        );
+        assert_eq!(Perf::of_game("standard", Speed::Other).key(), "other");
+
+        let chat: GameEvent = serde_json::from_str(
+            r#"{"type":"chatLine","username":"thibault","text":"hi","room":"team"}"#,
+        )
+        .unwrap();
+        assert!(
+            matches!(&chat, GameEvent::ChatLine(line) if line.room == ChatRoom::Other),
+            "{chat:?}"
+        );
+
+        let export: GameJson = serde_json::from_str(
+            r#"{"id":"g1","rated":false,"variant":"standard","speed":"hyper","perf":"hyperBlitz",
+            "createdAt":1,"lastMoveAt":2,"status":"mate","winner":"green",
+            "players":{"white":{"user":{"id":"a","name":"A"}},"black":{"user":{"id":"b","name":"B"}}}}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            (export.perf, export.speed, export.winner),
+            (Perf::Other, Speed::Other, None)
+        );
+    }
+
+    #[test]
+    fn an_anonymous_challenger_parses_and_writes_back_as_null() {
+        let line = r#"{"type":"challenge","challenge":{"id":"H9fIRZUk","url":"https://lichess.org/H9fIRZUk","status":"created","challenger":null,"destUser":{"id":"bot1","name":"Bot1","rating":1500,"title":"BOT"},"variant":{"key":"standard","name":"Standard","short":"Std"},"rated":false,"speed":"blitz","timeControl":{"type":"clock","limit":300,"increment":0,"show":"5+0"},"color":"mauve","perf":{"icon":"","name":"Blitz"}},"compat":{"bot":true,"board":true}}"#;
+        let event: Event = serde_json::from_str(line).unwrap();
+        let Event::Challenge { challenge, .. } = &event else {
+            panic!("{event:?}")
+        };
+        assert!(challenge.challenger.is_anonymous());
+        assert!(!challenge.challenger.is_bot());
+        assert_eq!(challenge.color, ChallengeColor::Other);
+        let written = serde_json::to_value(&**challenge).unwrap();
+        assert!(written["challenger"].is_null(), "{written}");
     }
 
     #[test]

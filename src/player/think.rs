@@ -79,7 +79,8 @@ const HAND_MS: f64 = 350.0;
 impl Default for ThinkSettings {
     fn default() -> Self {
         ThinkSettings {
-            mode: ThinkMode::Fast,
+            // The ladder's levels exist to be played by people.
+            mode: ThinkMode::Human,
             max_think: DEFAULT_MAX_THINK,
         }
     }

@@ -3,8 +3,10 @@
 //! [`Sandbox::start`] binds real HTTP on 127.0.0.1 (port chosen by the OS) and returns the
 //! in-process control handle the daemon's tests drive: create challenges, list games, wait for
 //! results, and inject faults (dropped or silent streams, 429/5xx answers, delays, raw lines,
-//! duplicate events, revoked tokens, closed accounts, the whole of Lichess down). It records
-//! what a test checks about the clients: User-Agents, challenge calls over time.
+//! duplicate events, revoked tokens, closed accounts, the whole of Lichess down, a 429 asking
+//! for a longer wait, lila's 429 on accept for the bot-game limit, a game stream answering 400,
+//! an anonymous challenger, an opponent leaving). It records what a test checks about the
+//! clients: User-Agents, challenge calls and every request over time.
 //!
 //! - [`config`]: accounts, challengers, timings, `SandboxConfig::demo`,
 //! - [`game`]: one game's rules and clocks,
@@ -326,6 +328,62 @@ impl Sandbox {
             .or_default();
         faults.fail_next = n;
         faults.fail_status = status;
+        faults.retry_after = None;
+    }
+
+    /// Answers the account's next `n` requests with a 429 that asks for `wait` (a
+    /// `Retry-After` header and lila's `ratelimit.seconds`).
+    pub fn rate_limit_next(&self, username: &str, n: u32, wait: Duration) {
+        let mut world = self.lock();
+        let faults = world
+            .faults
+            .entry(username.to_ascii_lowercase())
+            .or_default();
+        faults.fail_next = n;
+        faults.fail_status = 429;
+        faults.retry_after = Some(wait);
+    }
+
+    /// For `duration`, the account's accepts of bots' challenges are answered as lila answers
+    /// a bot at its bot-game limit: 429 `bot.vsBot.day` with the seconds left.
+    pub fn bot_limit_reached(&self, username: &str, duration: Duration) {
+        let mut world = self.lock();
+        let faults = world
+            .faults
+            .entry(username.to_ascii_lowercase())
+            .or_default();
+        faults.bot_limit_until = Some(tokio::time::Instant::now() + duration);
+    }
+
+    /// The game's stream answers `status` (400: a game the bot API cannot play) to every
+    /// player from now on.
+    pub fn refuse_game_stream(&self, game_id: &GameId, status: u16) {
+        self.lock()
+            .refused_game_streams
+            .insert(game_id.clone(), status);
+    }
+
+    /// Every request of the account (streams included): when it arrived, and its path.
+    pub fn requests_of(&self, username: &str) -> Vec<(tokio::time::Instant, String)> {
+        let id = username.to_ascii_lowercase();
+        self.lock()
+            .request_log
+            .iter()
+            .filter(|(_, account, _)| *account == id)
+            .map(|(at, _, path)| (*at, path.clone()))
+            .collect()
+    }
+
+    /// A challenge `from` plays that shows an anonymous person (`challenger: null`), as
+    /// Lichess shows one who is not logged in.
+    pub fn challenge_anonymously(
+        &self,
+        from: &str,
+        to: &str,
+        spec: &ChallengeSpec,
+    ) -> Result<ChallengeJson, ApiError> {
+        let from = from.to_ascii_lowercase();
+        self.lock().create_challenge_as(&from, to, spec, true)
     }
 
     /// Answers every request of the account with `status` for `duration`.
@@ -337,6 +395,7 @@ impl Sandbox {
             .or_default();
         faults.fail_until = Some(tokio::time::Instant::now() + duration);
         faults.fail_status = status;
+        faults.retry_after = None;
     }
 
     /// Delays every response to the account by `delay`, for `duration` (`None`: until

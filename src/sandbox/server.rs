@@ -229,6 +229,11 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
         }
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
         if let Some(account) = &account {
+            world.request_log.push((
+                tokio::time::Instant::now(),
+                account.clone(),
+                request.uri().path().to_string(),
+            ));
             if let Some(agent) = request
                 .headers()
                 .get(header::USER_AGENT)
@@ -245,8 +250,8 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
         }
         account.map(|account| {
             let now = tokio::time::Instant::now();
-            let (fail, delay) = match world.faults.get_mut(&account) {
-                None => (None, Duration::ZERO),
+            let (fail, delay, retry_after) = match world.faults.get_mut(&account) {
+                None => (None, Duration::ZERO, None),
                 Some(f) => {
                     let fail = if f.fail_next > 0 {
                         f.fail_next -= 1;
@@ -260,7 +265,7 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                         Some(t) if now >= t => Duration::ZERO,
                         _ => f.delay,
                     };
-                    (fail, delay)
+                    (fail, delay, f.retry_after)
                 }
             };
             if let Some(status) = fail {
@@ -282,10 +287,10 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                     account,
                 }
             });
-            (fail, delay, guard)
+            (fail, delay, retry_after, guard)
         })
     };
-    let Some((fail, delay, _in_flight)) = armed else {
+    let Some((fail, delay, retry_after, _in_flight)) = armed else {
         return next.run(request).await;
     };
     if !delay.is_zero() {
@@ -293,6 +298,21 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
     }
     if let Some(status) = fail {
         let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        if status == StatusCode::TOO_MANY_REQUESTS
+            && let Some(wait) = retry_after
+        {
+            // lila's shape of a limit that asks for a longer wait.
+            let body = json!({
+                "error": "Too many requests. Try again later.",
+                "ratelimit": { "key": "api.sandbox", "seconds": wait.as_secs() },
+            });
+            return (
+                status,
+                [(header::RETRY_AFTER, wait.as_secs().to_string())],
+                axum::Json(body),
+            )
+                .into_response();
+        }
         let text = if status == StatusCode::TOO_MANY_REQUESTS {
             "Too many requests. Try again later."
         } else {
@@ -385,11 +405,19 @@ async fn game_stream(
         let account = auth(&shared, &headers)?;
         let mut world = lock(&shared);
         world.check_api(&account, api)?;
+        if let Some(&status) = world.refused_game_streams.get(&id) {
+            return Ok(Err(status));
+        }
         let keepalive = world.config.keepalive_interval;
-        Ok::<_, ApiError>((world.open_game_stream(&account, &id)?, keepalive))
+        Ok::<_, ApiError>(Ok((world.open_game_stream(&account, &id)?, keepalive)))
     })();
     match result {
-        Ok((reader, keepalive)) => ndjson_response(reader, keepalive),
+        Ok(Ok((reader, keepalive))) => ndjson_response(reader, keepalive),
+        Ok(Err(status)) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
+            let text = "This game cannot be played with the Bot API.";
+            (status, axum::Json(json!({ "error": text }))).into_response()
+        }
         Err(e) => e.into_response(),
     }
 }
@@ -477,10 +505,23 @@ async fn accept(
 ) -> Response {
     let result = (|| {
         let account = auth(&shared, &headers)?;
-        lock(&shared).accept_challenge(&account, &id)
+        let mut world = lock(&shared);
+        if let Some(seconds) = world.bot_limit_left(&account, &id) {
+            return Ok(Err(seconds));
+        }
+        world.accept_challenge(&account, &id).map(Ok)
     })();
     match result {
-        Ok(_) => ok(),
+        Ok(Ok(_)) => ok(),
+        // lila's answer when the accepting bot reached its bot-game limit.
+        Ok(Err(seconds)) => {
+            let body = json!({
+                "error": "You played 100 games against other bots today, please wait before \
+                          challenging another bot.",
+                "ratelimit": { "key": "bot.vsBot.day", "seconds": seconds },
+            });
+            (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
+        }
         Err(e) => e.into_response(),
     }
 }

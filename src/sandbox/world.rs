@@ -224,6 +224,9 @@ fn send_json<T: serde::Serialize>(slot: &StreamSlot, value: &T) {
 #[derive(Clone, Debug)]
 pub struct ChallengeEntry {
     pub json: ChallengeJson,
+    /// The account that plays the challenger's side (the challenger's own, also when the
+    /// challenge shows an anonymous person).
+    pub player: String,
     pub created: Instant,
     /// When the challenge first went out on an open, not silenced event stream of its
     /// destination (`None`: its destination has not been told yet).
@@ -321,6 +324,11 @@ pub struct AccountFaults {
     /// Delay every response by this much until `delay_until` (`None`: for good).
     pub delay: Duration,
     pub delay_until: Option<Instant>,
+    /// An injected 429 asks for this wait (`Retry-After` and lila's `ratelimit.seconds`).
+    pub retry_after: Option<Duration>,
+    /// Until then, accepting a bot's challenge answers lila's 429 for the bot-game limit
+    /// (`bot.vsBot.day`, with the seconds left).
+    pub bot_limit_until: Option<Instant>,
 }
 
 /// What an account asked of the sandbox (streams excluded from the concurrency count).
@@ -387,6 +395,10 @@ pub struct World {
     pub served_faults: Vec<ServedFault>,
     /// When each account opened an event stream, in order.
     pub event_stream_opens: Vec<(Instant, String)>,
+    /// Every request of an account (streams included) when it arrived, with its path.
+    pub request_log: Vec<(Instant, String, String)>,
+    /// Games whose stream Lichess refuses with this status (a game the bot API cannot play).
+    pub refused_game_streams: HashMap<GameId, u16>,
     /// The simulated challengers send no new challenge while this is set (their games go on).
     pub challengers_paused: bool,
     /// Per account, how many of its next `gameStart` events are lost on the way (the game
@@ -425,6 +437,8 @@ impl World {
             refused_moves: Vec::new(),
             served_faults: Vec::new(),
             event_stream_opens: Vec::new(),
+            request_log: Vec::new(),
+            refused_game_streams: HashMap::new(),
             challengers_paused: false,
             lost_game_starts: HashMap::new(),
             rng,
@@ -577,6 +591,18 @@ impl World {
         to: &str,
         spec: &ChallengeSpec,
     ) -> Result<ChallengeJson, ApiError> {
+        self.create_challenge_as(from, to, spec, false)
+    }
+
+    /// Creates a challenge `from` plays; with `anonymous` it shows `challenger: null`, as
+    /// Lichess shows a person who is not logged in.
+    pub fn create_challenge_as(
+        &mut self,
+        from: &str,
+        to: &str,
+        spec: &ChallengeSpec,
+        anonymous: bool,
+    ) -> Result<ChallengeJson, ApiError> {
         let challenger = self.account(from).ok_or(ApiError::Unauthorized)?.clone();
         let dest = self
             .account(to)
@@ -625,7 +651,7 @@ impl World {
         let final_color = match spec.color {
             ChallengeColor::White => Color::White,
             ChallengeColor::Black => Color::Black,
-            ChallengeColor::Random => {
+            ChallengeColor::Random | ChallengeColor::Other => {
                 if self.rng.r#gen::<bool>() {
                     Color::White
                 } else {
@@ -637,7 +663,11 @@ impl World {
             id: id.clone(),
             url: format!("{}/{id}", self.base_url),
             status: ChallengeStatus::Created,
-            challenger: challenger.challenge_user(perf),
+            challenger: if anonymous {
+                ChallengeUser::anonymous()
+            } else {
+                challenger.challenge_user(perf)
+            },
             dest_user: Some(dest.challenge_user(perf)),
             variant: Variant::from_key(&variant_key),
             rated: spec.rated,
@@ -660,6 +690,7 @@ impl World {
             id.clone(),
             ChallengeEntry {
                 json: json.clone(),
+                player: challenger.id.clone(),
                 created: Instant::now(),
                 delivered: delivered.then(Instant::now),
             },
@@ -706,6 +737,15 @@ impl World {
         });
     }
 
+    /// The seconds left of `account`'s bot-game limit (armed by the control API) when `id` is
+    /// a bot's challenge to it: lila refuses the accept with a 429 then.
+    pub fn bot_limit_left(&self, account: &str, id: &ChallengeId) -> Option<u64> {
+        let until = self.faults.get(account)?.bot_limit_until?;
+        let now = Instant::now();
+        let from_bot = self.challenges.get(id)?.json.challenger.is_bot();
+        (from_bot && until > now).then(|| (until - now).as_secs().max(1))
+    }
+
     pub fn accept_challenge(
         &mut self,
         account: &str,
@@ -718,7 +758,7 @@ impl World {
         }
         let entry = self.challenges.remove(id).expect("checked above");
         self.log_challenge(&entry, ChallengeFate::Accepted);
-        self.start_game(entry.json)
+        self.start_game(entry.json, &entry.player)
     }
 
     pub fn decline_challenge(
@@ -795,11 +835,8 @@ impl World {
 
     // -------------------------------------------------------------- games
 
-    fn start_game(&mut self, challenge: ChallengeJson) -> Result<GameId, ApiError> {
-        let challenger = self
-            .account(&challenge.challenger.id)
-            .ok_or_else(not_found)?
-            .clone();
+    fn start_game(&mut self, challenge: ChallengeJson, player: &str) -> Result<GameId, ApiError> {
+        let challenger = self.account(player).ok_or_else(not_found)?.clone();
         let dest_id = challenge
             .dest_user
             .as_ref()

@@ -21,8 +21,14 @@ pub fn account_table(
     target_rating: impl Display,
     extra: &str,
 ) -> String {
+    // Tests play fast: the default think time is a person's ("human").
+    let think_time = if extra.contains("think_time") {
+        ""
+    } else {
+        "think_time = \"fast\"\n"
+    };
     format!(
         "\n[[accounts]]\nusername = \"{username}\"\ntoken_env = \"{token_env}\"\nlevel = {level}\n\
-         target_rating = {target_rating}\n{extra}"
+         target_rating = {target_rating}\n{think_time}{extra}"
     )
 }
