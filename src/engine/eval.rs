@@ -199,32 +199,80 @@ pub fn accumulate<A: Accumulator>(board: &Board, acc: &mut A) -> i32 {
     phase.min(MAX_PHASE)
 }
 
+/// The bitboards every term of one side looks at, computed once.
+struct SideView {
+    color: Color,
+    us: Bitboard,
+    them: Bitboard,
+    our_pawns: u64,
+    their_pawns: u64,
+    our_pawn_attacks: u64,
+    their_pawn_attacks: u64,
+    our_king: Option<Square>,
+    their_king: Option<Square>,
+}
+
+impl SideView {
+    #[inline]
+    fn new(board: &Board, color: Color) -> SideView {
+        let us = board.by_color(color);
+        let them = board.by_color(!color);
+        let our_pawns = (board.pawns() & us).0;
+        let their_pawns = (board.pawns() & them).0;
+        SideView {
+            color,
+            us,
+            them,
+            our_pawns,
+            their_pawns,
+            our_pawn_attacks: pawn_attacks_of(color, our_pawns),
+            their_pawn_attacks: pawn_attacks_of(!color, their_pawns),
+            our_king: board.king_of(color),
+            their_king: board.king_of(!color),
+        }
+    }
+}
+
+/// What the pieces of one side reach, for the threat terms.
+struct Reach {
+    minor: u64,
+    rook: u64,
+}
+
 /// All terms of one side; returns its phase contribution.
+#[inline]
 fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
-    let us = board.by_color(color);
-    let them = board.by_color(!color);
+    let side = SideView::new(board, color);
+    let (phase, reach) = piece_terms(board, &side, acc);
+    threat_terms(board, &side, &reach, acc);
+    if (board.bishops() & side.us).more_than_one() {
+        acc.add(color, w::BISHOP_PAIR, 1);
+    }
+    pawn_terms(board, &side, acc);
+    king_shelter_terms(&side, acc);
+    phase
+}
+
+/// Piece-square values, mobility, outposts, rooks on open files and the attack on the enemy
+/// king; returns the side's phase and what its minor pieces and rooks reach.
+#[inline]
+fn piece_terms<A: Accumulator>(board: &Board, side: &SideView, acc: &mut A) -> (i32, Reach) {
+    let color = side.color;
     let occupied = board.occupied();
-    let our_pawns = (board.pawns() & us).0;
-    let their_pawns = (board.pawns() & them).0;
-    let their_pawn_attacks = pawn_attacks_of(!color, their_pawns);
-    let mobility_area = !(us.0 | their_pawn_attacks);
-    let their_king = board.king_of(!color);
-    let king_zone = their_king.map_or(0, |k| {
+    let mobility_area = !(side.us.0 | side.their_pawn_attacks);
+    let king_zone = side.their_king.map_or(0, |k| {
         (attacks::king_attacks(k) | Bitboard::from_square(k)).0
     });
-
-    let our_pawn_attacks = pawn_attacks_of(color, our_pawns);
     // Squares enemy pawns attack now or after advancing: no outpost there.
-    let their_pawn_reach = pawn_attacks_of(!color, forward_fill(!color, their_pawns));
+    let their_pawn_reach = pawn_attacks_of(!color, forward_fill(!color, side.their_pawns));
 
     let mut phase = 0;
     let mut attack_weight = 0;
     let mut attackers = 0;
-    let mut minor_reach = 0u64;
-    let mut rook_reach = 0u64;
+    let mut reached = Reach { minor: 0, rook: 0 };
 
     for (role_index, role) in Role::ALL.into_iter().enumerate() {
-        let pieces = board.by_role(role) & us;
+        let pieces = board.by_role(role) & side.us;
         phase += PHASE_WEIGHT[role_index] * pieces.count() as i32;
         for sq in pieces {
             acc.piece(color, role_index, relative(color, sq));
@@ -238,17 +286,17 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
                 .0;
                 match role {
                     Role::Knight | Role::Bishop => {
-                        minor_reach |= reach;
+                        reached.minor |= reach;
                         let bit = 1u64 << (sq as u32);
                         let rank = relative(color, sq) / 8;
                         if (3..=5).contains(&rank)
-                            && bit & our_pawn_attacks != 0
+                            && bit & side.our_pawn_attacks != 0
                             && bit & their_pawn_reach == 0
                         {
                             acc.add(color, w::OUTPOST + usize::from(role == Role::Bishop), 1);
                         }
                     }
-                    Role::Rook => rook_reach |= reach,
+                    Role::Rook => reached.rook |= reach,
                     _ => {}
                 }
                 let count = (reach & mobility_area).count_ones() as usize;
@@ -261,41 +309,44 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
                 }
                 if role == Role::Rook {
                     let file = FILE_A << (sq as u32 % 8);
-                    if file & our_pawns == 0 {
-                        let half_open = usize::from(file & their_pawns != 0);
+                    if file & side.our_pawns == 0 {
+                        let half_open = usize::from(file & side.their_pawns != 0);
                         acc.add(color, w::ROOK_FILE + half_open, 1);
                     }
                 }
             }
         }
     }
-
-    // Threats: enemy pieces our pawns, minor pieces and rooks attack, by the victim.
-    for (victim, role) in Role::ALL.into_iter().enumerate().take(5) {
-        let victims = (board.by_role(role) & them).0;
-        for (term, reach) in [
-            (w::THREAT_BY_PAWN, our_pawn_attacks),
-            (w::THREAT_BY_MINOR, minor_reach),
-            (w::THREAT_BY_ROOK, rook_reach),
-        ] {
-            let count = (victims & reach).count_ones() as i32;
-            if count > 0 {
-                acc.add(color, term + victim, count);
-            }
-        }
-    }
-
     if attackers >= 2 {
         let danger = (attack_weight.max(0) as usize).min(KING_DANGER_MAX);
         acc.add(color, w::KING_DANGER + danger, 1);
     }
+    (phase, reached)
+}
 
-    if (board.bishops() & us).more_than_one() {
-        acc.add(color, w::BISHOP_PAIR, 1);
+/// Threats: enemy pieces our pawns, minor pieces and rooks attack, by the victim.
+#[inline]
+fn threat_terms<A: Accumulator>(board: &Board, side: &SideView, reach: &Reach, acc: &mut A) {
+    for (victim, role) in Role::ALL.into_iter().enumerate().take(5) {
+        let victims = (board.by_role(role) & side.them).0;
+        for (term, reach) in [
+            (w::THREAT_BY_PAWN, side.our_pawn_attacks),
+            (w::THREAT_BY_MINOR, reach.minor),
+            (w::THREAT_BY_ROOK, reach.rook),
+        ] {
+            let count = (victims & reach).count_ones() as i32;
+            if count > 0 {
+                acc.add(side.color, term + victim, count);
+            }
+        }
     }
+}
 
-    // Pawn structure, file by file with bit tricks: one pass instead of one per pawn.
-    let our_king = board.king_of(color);
+/// Pawn structure, file by file with bit tricks (one pass instead of one per pawn): doubled,
+/// isolated, connected and backward pawns, and passed pawns with the kings' distances.
+#[inline]
+fn pawn_terms<A: Accumulator>(board: &Board, side: &SideView, acc: &mut A) {
+    let (color, our_pawns, their_pawns) = (side.color, side.our_pawns, side.their_pawns);
     let files = file_set(our_pawns);
     let pawn_count = our_pawns.count_ones() as i32;
     let doubled = pawn_count - files.count_ones() as i32;
@@ -308,7 +359,7 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
         acc.add(color, w::PAWN_FAULTS + 1, isolated);
     }
     let phalanx = ((our_pawns << 1) & !FILE_A) | ((our_pawns >> 1) & !FILE_H);
-    for sq in Bitboard(our_pawns & (our_pawn_attacks | phalanx)) {
+    for sq in Bitboard(our_pawns & (side.our_pawn_attacks | phalanx)) {
         acc.add(color, w::CONNECTED_PAWN + relative(color, sq) / 8, 1);
     }
     let step = if color == Color::White { 8 } else { -8 };
@@ -321,7 +372,7 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
         Color::White => lonely << 8,
         Color::Black => lonely >> 8,
     };
-    let backward = (stops & their_pawn_attacks).count_ones() as i32;
+    let backward = (stops & side.their_pawn_attacks).count_ones() as i32;
     if backward > 0 {
         acc.add(color, w::BACKWARD_PAWN, backward);
     }
@@ -334,7 +385,9 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
             acc.add(color, w::PASSER_BLOCKED + rank, 1);
         }
         // A passer is worth more when the defending king is far from its path.
-        if let (Some(stop), Some(ours), Some(theirs)) = (sq.offset(step), our_king, their_king) {
+        if let (Some(stop), Some(ours), Some(theirs)) =
+            (sq.offset(step), side.our_king, side.their_king)
+        {
             acc.add(
                 color,
                 w::PASSER_THEIR_KING + rank,
@@ -343,42 +396,40 @@ fn side_terms<A: Accumulator>(board: &Board, color: Color, acc: &mut A) -> i32 {
             acc.add(color, w::PASSER_OUR_KING + rank, ours.distance(stop) as i32);
         }
     }
+}
 
-    // Open files at the king: its own file and the neighbours without a pawn of ours.
-    if let Some(k) = our_king {
-        let file = k as u32 % 8;
-        let open = (file.saturating_sub(1)..=(file + 1).min(7))
-            .filter(|&f| our_pawns & (FILE_A << f) == 0)
-            .count();
-        if open > 0 {
-            acc.add(color, w::KING_OPEN_FILES + open, 1);
-        }
+/// Open files at our king (its own file and the neighbours without a pawn of ours) and the
+/// pawn shield in front of a king still near its own back rank.
+#[inline]
+fn king_shelter_terms<A: Accumulator>(side: &SideView, acc: &mut A) {
+    let (color, our_pawns) = (side.color, side.our_pawns);
+    let Some(k) = side.our_king else {
+        return;
+    };
+    let file = k as u32 % 8;
+    let open = (file.saturating_sub(1)..=(file + 1).min(7))
+        .filter(|&f| our_pawns & (FILE_A << f) == 0)
+        .count();
+    if open > 0 {
+        acc.add(color, w::KING_OPEN_FILES + open, 1);
     }
-
-    // Pawn shield in front of a king still near its own back rank.
-    if let Some(k) = our_king {
-        let rel = relative(color, k);
-        if rel / 8 <= 1 {
-            let file = k as u32 % 8;
-            let files = (FILE_A << file)
-                | ((FILE_A << file << 1) & !FILE_A)
-                | ((FILE_A << file >> 1) & !FILE_H);
-            let rank = k as u32 / 8;
-            let ranks = match color {
-                Color::White => (0xffu64 << (8 * (rank + 1))) | (0xffu64 << (8 * (rank + 2))),
-                Color::Black => {
-                    (0xffu64 << (8 * rank.saturating_sub(1)))
-                        | (0xffu64 << (8 * rank.saturating_sub(2)))
-                }
-            };
-            let shield = (our_pawns & files & ranks).count_ones().min(3) as i32;
-            if shield > 0 {
-                acc.add(color, w::SHIELD_PAWN, shield);
+    if relative(color, k) / 8 <= 1 {
+        let files = (FILE_A << file)
+            | ((FILE_A << file << 1) & !FILE_A)
+            | ((FILE_A << file >> 1) & !FILE_H);
+        let rank = k as u32 / 8;
+        let ranks = match color {
+            Color::White => (0xffu64 << (8 * (rank + 1))) | (0xffu64 << (8 * (rank + 2))),
+            Color::Black => {
+                (0xffu64 << (8 * rank.saturating_sub(1)))
+                    | (0xffu64 << (8 * rank.saturating_sub(2)))
             }
+        };
+        let shield = (our_pawns & files & ranks).count_ones().min(3) as i32;
+        if shield > 0 {
+            acc.add(color, w::SHIELD_PAWN, shield);
         }
     }
-
-    phase
 }
 
 /// Non-pawn material of a side in exchange units (N=B=3, R=5, Q=9), times 100.

@@ -18,7 +18,7 @@
 use std::sync::LazyLock;
 
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
-use shakmaty::{Chess, EnPassantMode, Move, MoveList, Position, Role};
+use shakmaty::{Chess, Color, EnPassantMode, Move, MoveList, Position, Role};
 
 use super::blindness::Blindness;
 use std::sync::Arc;
@@ -495,33 +495,16 @@ impl Searcher<'_> {
             return self.qsearch(node, ply, alpha, beta);
         }
         let (pos, key, in_check) = (&node.pos, node.key, node.in_check);
-        self.pv_len[ply] = ply;
-        if self.enter_node() {
-            return 0;
-        }
-        self.seldepth = self.seldepth.max(ply);
-        if self.is_draw(pos, key, in_check, floor) {
-            return DRAW;
-        }
-        if ply >= MAX_PLY - 1 {
-            return evaluate_with(pos, self.weights);
-        }
-        // Mate distance pruning: no line from here beats a mate already found nearer the root.
-        alpha = alpha.max(mated_in(ply));
-        beta = beta.min(mate_in(ply + 1));
-        if alpha >= beta {
-            return alpha;
-        }
+        (alpha, beta) = match self.enter(node, ply, alpha, beta, floor) {
+            Ok(window) => window,
+            Err(score) => return score,
+        };
         let pv_node = beta - alpha > 1;
         let hit = self.tt.probe(key, ply);
         if let Some(h) = hit
             && !pv_node
             && h.depth >= depth
-            && match h.bound {
-                Bound::Exact => true,
-                Bound::Lower => h.score >= beta,
-                Bound::Upper => h.score <= alpha,
-            }
+            && h.bound.cuts(h.score, alpha, beta)
         {
             return h.score;
         }
@@ -538,51 +521,12 @@ impl Searcher<'_> {
         };
         let us = pos.turn();
 
-        if !pv_node && !in_check && !is_mate(beta) {
-            // Reverse futility: far above beta with little depth left, assume it holds.
-            if depth <= RFP_MAX_DEPTH && eval - RFP_MARGIN * depth >= beta {
-                return eval;
-            }
-            // Null move: if passing still fails high, a real move will too (not in zugzwang-
-            // prone positions without pieces).
-            let board = pos.board();
-            let has_pieces = (board.by_color(us) & !(board.pawns() | board.kings())).any();
-            if allow_null && depth >= NMP_MIN_DEPTH && eval >= beta && has_pieces {
-                let reduction = 3 + depth / 4 + ((eval - beta) / 200).min(3);
-                if let Ok(null_pos) = pos.clone().swap_turn() {
-                    let null_pos = Node {
-                        pos: null_pos,
-                        key: 0,
-                        in_check: false,
-                    };
-                    let mut null_key = key ^ Zobrist64::zobrist_for_white_turn().0;
-                    if let Some(ep) = pos.ep_square(EnPassantMode::Legal) {
-                        null_key ^= Zobrist64::zobrist_for_en_passant_file(ep.file()).0;
-                    }
-                    let null_pos = Node {
-                        key: null_key,
-                        ..null_pos
-                    };
-                    self.keys.push(null_key);
-                    let child_floor = self.keys.len() - 1;
-                    let score = -self.negamax(
-                        &null_pos,
-                        depth - 1 - reduction,
-                        ply + 1,
-                        -beta,
-                        -beta + 1,
-                        child_floor,
-                        false,
-                    );
-                    self.keys.pop();
-                    if self.stopped {
-                        return 0;
-                    }
-                    if score >= beta {
-                        return if is_mate(score) { beta } else { score };
-                    }
-                }
-            }
+        if !pv_node
+            && !in_check
+            && !is_mate(beta)
+            && let Some(score) = self.prune_before_moves(node, depth, ply, eval, beta, allow_null)
+        {
+            return score;
         }
 
         let mut moves = pos.legal_moves();
@@ -617,43 +561,13 @@ impl Searcher<'_> {
             {
                 continue;
             }
-            let child = Node::child(pos, key, m);
-            let gives_check = child.in_check;
-            let new_depth = depth - 1 + i32::from(gives_check);
-            self.keys.push(child.key);
-            let mut score;
-            if i == 0 {
-                score = -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true);
-            } else {
-                let mut reduction = 0;
-                if depth >= LMR_MIN_DEPTH && i >= 2 && quiet && !in_check && !gives_check {
-                    reduction = LMR[depth.min(63) as usize][i.min(63)];
-                    if pv_node {
-                        reduction -= 1;
-                    }
-                    if self.heuristics.history(us, m) > 4096 {
-                        reduction -= 1;
-                    }
-                    reduction = reduction.clamp(0, new_depth - 1);
-                }
-                score = -self.negamax(
-                    &child,
-                    new_depth - reduction,
-                    ply + 1,
-                    -alpha - 1,
-                    -alpha,
-                    floor,
-                    true,
-                );
-                if score > alpha && reduction > 0 && !self.stopped {
-                    score =
-                        -self.negamax(&child, new_depth, ply + 1, -alpha - 1, -alpha, floor, true);
-                }
-                if score > alpha && score < beta && !self.stopped {
-                    score = -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true);
-                }
-            }
-            self.keys.pop();
+            let tried = Tried {
+                index: i,
+                quiet,
+                pv_node,
+                in_check,
+            };
+            let score = self.search_child(node, m, tried, depth, ply, (alpha, beta), floor);
             if self.stopped {
                 return 0;
             }
@@ -679,13 +593,7 @@ impl Searcher<'_> {
             }
         }
 
-        let bound = if best_score >= beta {
-            Bound::Lower
-        } else if best_score > original_alpha {
-            Bound::Exact
-        } else {
-            Bound::Upper
-        };
+        let bound = Bound::of(best_score, original_alpha, beta);
         self.tt.store(
             key,
             ply,
@@ -696,6 +604,186 @@ impl Searcher<'_> {
             bound,
         );
         best_score
+    }
+
+    /// What every node checks before searching: the node budget and stop, draws, the ply
+    /// limit, and mate distance pruning (no line from here beats a mate already found nearer
+    /// the root). `Err(score)` ends the node; `Ok` gives the window narrowed by mate distance.
+    fn enter(
+        &mut self,
+        node: &Node,
+        ply: usize,
+        alpha: i32,
+        beta: i32,
+        floor: usize,
+    ) -> Result<(i32, i32), i32> {
+        self.pv_len[ply] = ply;
+        if self.enter_node() {
+            return Err(0);
+        }
+        self.seldepth = self.seldepth.max(ply);
+        if self.is_draw(&node.pos, node.key, node.in_check, floor) {
+            return Err(DRAW);
+        }
+        if ply >= MAX_PLY - 1 {
+            return Err(evaluate_with(&node.pos, self.weights));
+        }
+        let (alpha, beta) = (alpha.max(mated_in(ply)), beta.min(mate_in(ply + 1)));
+        if alpha >= beta {
+            return Err(alpha);
+        }
+        Ok((alpha, beta))
+    }
+
+    /// Pruning before any move is tried, in a non-PV node not in check: reverse futility (far
+    /// above beta with little depth left, assume it holds) and the null move (if passing still
+    /// fails high, a real move will too; not in zugzwang-prone positions without pieces).
+    fn prune_before_moves(
+        &mut self,
+        node: &Node,
+        depth: i32,
+        ply: usize,
+        eval: i32,
+        beta: i32,
+        allow_null: bool,
+    ) -> Option<i32> {
+        if depth <= RFP_MAX_DEPTH && eval - RFP_MARGIN * depth >= beta {
+            return Some(eval);
+        }
+        let board = node.pos.board();
+        let us = node.pos.turn();
+        let has_pieces = (board.by_color(us) & !(board.pawns() | board.kings())).any();
+        if allow_null && depth >= NMP_MIN_DEPTH && eval >= beta && has_pieces {
+            return self.null_move(node, depth, ply, eval, beta);
+        }
+        None
+    }
+
+    /// The null-move search: passing and searching shallower. `Some(score)` when it fails
+    /// high (or the search was stopped: 0), `None` when the real moves must be searched.
+    fn null_move(
+        &mut self,
+        node: &Node,
+        depth: i32,
+        ply: usize,
+        eval: i32,
+        beta: i32,
+    ) -> Option<i32> {
+        let (pos, key) = (&node.pos, node.key);
+        let reduction = 3 + depth / 4 + ((eval - beta) / 200).min(3);
+        let null_pos = pos.clone().swap_turn().ok()?;
+        let mut null_key = key ^ Zobrist64::zobrist_for_white_turn().0;
+        if let Some(ep) = pos.ep_square(EnPassantMode::Legal) {
+            null_key ^= Zobrist64::zobrist_for_en_passant_file(ep.file()).0;
+        }
+        let null_node = Node {
+            pos: null_pos,
+            key: null_key,
+            in_check: false,
+        };
+        self.keys.push(null_key);
+        let child_floor = self.keys.len() - 1;
+        let score = -self.negamax(
+            &null_node,
+            depth - 1 - reduction,
+            ply + 1,
+            -beta,
+            -beta + 1,
+            child_floor,
+            false,
+        );
+        self.keys.pop();
+        if self.stopped {
+            return Some(0);
+        }
+        (score >= beta).then(|| if is_mate(score) { beta } else { score })
+    }
+
+    /// Searches move `m` of `node`, the `tried.index`th in order: the first with the full
+    /// window, the later ones by [`Self::later_move`], a quiet one reduced when it is late.
+    #[allow(clippy::too_many_arguments)]
+    fn search_child(
+        &mut self,
+        node: &Node,
+        m: Move,
+        tried: Tried,
+        depth: i32,
+        ply: usize,
+        (alpha, beta): (i32, i32),
+        floor: usize,
+    ) -> i32 {
+        let child = Node::child(&node.pos, node.key, m);
+        let gives_check = child.in_check;
+        let new_depth = depth - 1 + i32::from(gives_check);
+        self.keys.push(child.key);
+        let score = if tried.index == 0 {
+            -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true)
+        } else {
+            let reduction = if depth >= LMR_MIN_DEPTH
+                && tried.index >= 2
+                && tried.quiet
+                && !tried.in_check
+                && !gives_check
+            {
+                let us = node.pos.turn();
+                self.late_move_reduction(depth, tried.index, new_depth, tried.pv_node, us, m)
+            } else {
+                0
+            };
+            self.later_move(&child, new_depth, reduction, ply, (alpha, beta), floor)
+        };
+        self.keys.pop();
+        score
+    }
+
+    /// How much shallower the `index`th quiet move is searched first (late move reductions):
+    /// less in PV nodes and for moves with a good history, never below depth 1.
+    fn late_move_reduction(
+        &self,
+        depth: i32,
+        index: usize,
+        new_depth: i32,
+        pv_node: bool,
+        us: Color,
+        m: Move,
+    ) -> i32 {
+        let mut reduction = LMR[depth.min(63) as usize][index.min(63)];
+        if pv_node {
+            reduction -= 1;
+        }
+        if self.heuristics.history(us, m) > 4096 {
+            reduction -= 1;
+        }
+        reduction.clamp(0, new_depth - 1)
+    }
+
+    /// A move after the first (principal variation search): a reduced null-window search,
+    /// then the full depth if it beats alpha, then the full window if it lands inside it.
+    fn later_move(
+        &mut self,
+        child: &Node,
+        new_depth: i32,
+        reduction: i32,
+        ply: usize,
+        (alpha, beta): (i32, i32),
+        floor: usize,
+    ) -> i32 {
+        let mut score = -self.negamax(
+            child,
+            new_depth - reduction,
+            ply + 1,
+            -alpha - 1,
+            -alpha,
+            floor,
+            true,
+        );
+        if score > alpha && reduction > 0 && !self.stopped {
+            score = -self.negamax(child, new_depth, ply + 1, -alpha - 1, -alpha, floor, true);
+        }
+        if score > alpha && score < beta && !self.stopped {
+            score = -self.negamax(child, new_depth, ply + 1, -beta, -alpha, floor, true);
+        }
+        score
     }
 
     fn noisy(&self, raw_eval: i32, key: u64) -> i32 {
@@ -782,6 +870,15 @@ impl Searcher<'_> {
         }
         best_score
     }
+}
+
+/// Where a move stands in its node's move loop, for the reductions.
+#[derive(Clone, Copy)]
+struct Tried {
+    index: usize,
+    quiet: bool,
+    pv_node: bool,
+    in_check: bool,
 }
 
 /// A position in the search with what its parent already knows about it.

@@ -24,6 +24,28 @@ pub enum Bound {
     Exact = 3,
 }
 
+impl Bound {
+    /// The bound of a search's best score against the window it was given.
+    pub fn of(best: i32, alpha: i32, beta: i32) -> Bound {
+        if best >= beta {
+            Bound::Lower
+        } else if best > alpha {
+            Bound::Exact
+        } else {
+            Bound::Upper
+        }
+    }
+
+    /// Whether a stored score with this bound settles a search of window (alpha, beta).
+    pub fn cuts(self, score: i32, alpha: i32, beta: i32) -> bool {
+        match self {
+            Bound::Exact => true,
+            Bound::Lower => score >= beta,
+            Bound::Upper => score <= alpha,
+        }
+    }
+}
+
 /// One packed entry: 10 bytes.
 #[derive(Clone, Copy, Default)]
 #[repr(C)]
