@@ -318,25 +318,7 @@ async fn check_account(
     report: &mut Report,
 ) -> LadderRow {
     let subject = format!("account {}", account.username);
-    let params = coefficients.map(|c| LevelParams::new(c, account.level));
-    let mut row = LadderRow {
-        account: account.username.clone(),
-        level: account.level,
-        target: format!("{} {}", account.target_rating, account.target_perf),
-        nodes: params.as_ref().map_or(0, |p| p.nodes),
-        noise_cp: params.as_ref().map_or(f64::NAN, |p| p.noise_cp),
-        hash_mb: params.as_ref().map_or(0, |p| p.hash_mb),
-        token_source: match &account.token {
-            TokenSource::Env(var) => format!("env {var}"),
-            TokenSource::File(path) => format!("file {}", path.display()),
-            TokenSource::Credential(name) => match account.token.file() {
-                Some(Ok(path)) => format!("file {}", path.display()),
-                _ => format!("credential {name}"),
-            },
-        },
-        lichess: "not asked".into(),
-    };
-
+    let mut row = ladder_row(account, coefficients);
     if let TokenSource::File(path) = &account.token
         && let Some(problem) = token_file_permission_problem(path)
     {
@@ -353,47 +335,84 @@ async fn check_account(
     let token = match account.read_token() {
         Ok(token) => token,
         Err(e) => {
-            let fix = match &account.token {
-                TokenSource::Env(var) => format!(
-                    "export {var}=<the account's token> before running ladder (create one with \
-                     the bot:play scope at {TOKEN_URL}), or use token_file instead"
-                ),
-                TokenSource::File(path) if !path.exists() => format!(
-                    "write the account's token (one line, scope bot:play, from {TOKEN_URL}) to {}, \
-                     or correct token_file",
-                    path.display()
-                ),
-                TokenSource::File(path) => format!(
-                    "make {} a readable file holding only the token: owned by the user that runs \
-                     ladder, mode 600",
-                    path.display()
-                ),
-                TokenSource::Credential(_) => "run ladder the way its unit does (LoadCredential=; \
-                     for `ladder check`: systemd-run, see docs/operating.md) or use a token_file \
-                     path"
-                    .to_string(),
-            };
             // The subject already names the account.
             let problem = match e {
                 crate::config::ConfigError::Token { problem, .. } => problem,
                 other => other.to_string(),
             };
-            report.error(&subject, problem, fix);
+            report.error(&subject, problem, token_fix(&account.token));
             row.lichess = "no token".into();
             return row;
         }
     };
+    if let Some(base_url) = base_url {
+        row.lichess = ask_lichess(account, token, base_url, &subject, report).await;
+    }
+    row
+}
 
-    let Some(base_url) = base_url else {
-        return row;
-    };
+/// The account's row of the ladder, before Lichess is asked: its level's parameters (when the
+/// coefficients loaded) and where its token comes from.
+fn ladder_row(account: &Account, coefficients: Option<&Coefficients>) -> LadderRow {
+    let params = coefficients.map(|c| LevelParams::new(c, account.level));
+    LadderRow {
+        account: account.username.clone(),
+        level: account.level,
+        target: format!("{} {}", account.target_rating, account.target_perf),
+        nodes: params.as_ref().map_or(0, |p| p.nodes),
+        noise_cp: params.as_ref().map_or(f64::NAN, |p| p.noise_cp),
+        hash_mb: params.as_ref().map_or(0, |p| p.hash_mb),
+        token_source: match &account.token {
+            TokenSource::Env(var) => format!("env {var}"),
+            TokenSource::File(path) => format!("file {}", path.display()),
+            TokenSource::Credential(name) => match account.token.file() {
+                Some(Ok(path)) => format!("file {}", path.display()),
+                _ => format!("credential {name}"),
+            },
+        },
+        lichess: "not asked".into(),
+    }
+}
+
+/// What to do about a token that cannot be read from `source`.
+fn token_fix(source: &TokenSource) -> String {
+    match source {
+        TokenSource::Env(var) => format!(
+            "export {var}=<the account's token> before running ladder (create one with \
+             the bot:play scope at {TOKEN_URL}), or use token_file instead"
+        ),
+        TokenSource::File(path) if !path.exists() => format!(
+            "write the account's token (one line, scope bot:play, from {TOKEN_URL}) to {}, \
+             or correct token_file",
+            path.display()
+        ),
+        TokenSource::File(path) => format!(
+            "make {} a readable file holding only the token: owned by the user that runs \
+             ladder, mode 600",
+            path.display()
+        ),
+        TokenSource::Credential(_) => "run ladder the way its unit does (LoadCredential=; \
+             for `ladder check`: systemd-run, see docs/operating.md) or use a token_file \
+             path"
+            .to_string(),
+    }
+}
+
+/// Asks Lichess whose `token` this is (and, for a rejected token, whether the account was
+/// closed); every problem goes to `report`. Returns the row's Lichess column.
+async fn ask_lichess(
+    account: &Account,
+    token: Token,
+    base_url: &str,
+    subject: &str,
+    report: &mut Report,
+) -> String {
     let client = match client(base_url, &account.username, token) {
         Ok(client) => client,
         Err(e) => {
             let failure = Failure::of(&e, base_url);
-            row.lichess = failure.short.into();
-            report.error(&subject, failure.problem, failure.fix);
-            return row;
+            report.error(subject, failure.problem, failure.fix);
+            return failure.short.into();
         }
     };
     match client.token_owner().await {
@@ -405,89 +424,101 @@ async fn check_account(
                 .await
                 .is_ok_and(|user| user.disabled) =>
         {
-            row.lichess = "account closed".into();
             report.error(
-                &subject,
+                subject,
                 format!("the Lichess account {} is closed", account.username),
                 "reopen it (log in on Lichess), or remove it from accounts.toml",
             );
+            "account closed".into()
         }
         Err(e) => {
             let failure = Failure::of(&e, base_url);
-            row.lichess = failure.short.into();
-            report.error(&subject, failure.problem, failure.fix);
+            report.error(subject, failure.problem, failure.fix);
+            failure.short.into()
         }
-        Ok(TokenOwner {
-            account: me,
-            scopes,
-        }) => {
-            let mut verdict = Vec::new();
-            if !me.username.eq_ignore_ascii_case(&account.username) {
-                report.error(
-                    &subject,
-                    format!(
-                        "the token belongs to {}, not {}",
-                        me.username, account.username
-                    ),
-                    format!(
-                        "give {} a token created while logged in as {} (or correct username)",
-                        account.username, account.username
-                    ),
-                );
-                verdict.push(format!("token of {}", me.username));
-            }
-            if me.is_bot() {
-                verdict.push("BOT".to_string());
-            } else {
-                report.error(
-                    &subject,
-                    format!(
-                        "{} is not a BOT account (title: {})",
-                        me.username,
-                        me.title.as_deref().unwrap_or("none")
-                    ),
-                    format!(
-                        "upgrade it with `ladder upgrade {} --config <accounts.toml>` (irreversible; \
-                         only an account that has never played a game can be upgraded)",
-                        account.username
-                    ),
-                );
-                verdict.push("not a BOT".to_string());
-            }
-            match &scopes {
-                Some(scopes) if scopes.iter().any(|s| s == BOT_SCOPE) => {
-                    verdict.push(BOT_SCOPE.to_string())
-                }
-                Some(scopes) => {
-                    report.error(
-                        &subject,
-                        format!(
-                            "the token lacks the {BOT_SCOPE} scope (it has: {})",
-                            if scopes.is_empty() {
-                                "none".to_string()
-                            } else {
-                                scopes.join(", ")
-                            }
-                        ),
-                        format!(
-                            "create a new token with {BOT_SCOPE} at {TOKEN_URL} and replace the old one"
-                        ),
-                    );
-                    verdict.push(format!("no {BOT_SCOPE}"));
-                }
-                None => {
-                    report.warning(
-                        &subject,
-                        "Lichess did not say which scopes the token has",
-                        format!("make sure the token was created with {BOT_SCOPE}"),
-                    );
-                    verdict.push("scopes unknown".to_string());
-                }
-            }
-            row.lichess = verdict.join(", ");
+        Ok(owner) => owner_verdict(account, owner, subject, report),
+    }
+}
+
+/// Whether the token's `owner` is the account, a BOT, and gave the token the bot scope; every
+/// problem goes to `report`. Returns the verdict for the row ("BOT, bot:play").
+fn owner_verdict(
+    account: &Account,
+    owner: TokenOwner,
+    subject: &str,
+    report: &mut Report,
+) -> String {
+    let TokenOwner {
+        account: me,
+        scopes,
+    } = owner;
+    let mut verdict = Vec::new();
+    if !me.username.eq_ignore_ascii_case(&account.username) {
+        report.error(
+            subject,
+            format!(
+                "the token belongs to {}, not {}",
+                me.username, account.username
+            ),
+            format!(
+                "give {} a token created while logged in as {} (or correct username)",
+                account.username, account.username
+            ),
+        );
+        verdict.push(format!("token of {}", me.username));
+    }
+    if me.is_bot() {
+        verdict.push("BOT".to_string());
+    } else {
+        report.error(
+            subject,
+            format!(
+                "{} is not a BOT account (title: {})",
+                me.username,
+                me.title.as_deref().unwrap_or("none")
+            ),
+            format!(
+                "upgrade it with `ladder upgrade {} --config <accounts.toml>` (irreversible; \
+                 only an account that has never played a game can be upgraded)",
+                account.username
+            ),
+        );
+        verdict.push("not a BOT".to_string());
+    }
+    verdict.push(scope_verdict(scopes.as_deref(), subject, report));
+    verdict.join(", ")
+}
+
+/// Whether the token's `scopes` (when Lichess said) hold [`BOT_SCOPE`].
+fn scope_verdict(scopes: Option<&[String]>, subject: &str, report: &mut Report) -> String {
+    match scopes {
+        Some(scopes) if scopes.iter().any(|s| s == BOT_SCOPE) => BOT_SCOPE.to_string(),
+        Some(scopes) => {
+            report.error(
+                subject,
+                format!(
+                    "the token lacks the {BOT_SCOPE} scope (it has: {})",
+                    if scopes.is_empty() {
+                        "none".to_string()
+                    } else {
+                        scopes.join(", ")
+                    }
+                ),
+                format!(
+                    "create a new token with {BOT_SCOPE} at {TOKEN_URL} and replace the old one"
+                ),
+            );
+            format!("no {BOT_SCOPE}")
+        }
+        None => {
+            report.warning(
+                subject,
+                "Lichess did not say which scopes the token has",
+                format!("make sure the token was created with {BOT_SCOPE}"),
+            );
+            "scopes unknown".to_string()
         }
     }
-    row
 }
 
 // ---- Talking to Lichess ----

@@ -16,7 +16,7 @@ use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
 use crate::player::chat::{LONGEST_USERNAME, longest_line};
 use crate::player::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::player::think::{DEFAULT_MAX_THINK, ThinkMode, ThinkSettings};
-use crate::toml_file::FileError;
+use crate::toml_file::{FileError, FileText};
 
 /// Variants the engine can play (the `variant.key` of a challenge).
 pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
@@ -274,8 +274,10 @@ impl Config {
         let raw: RawConfig = crate::toml_file::parse_toml(text, &origin)?;
         let base_dir = path.parent().unwrap_or(Path::new(""));
         Validator {
-            text,
-            origin: &origin,
+            file: FileText {
+                text,
+                origin: &origin,
+            },
         }
         .build(raw, path, base_dir)
     }
@@ -308,7 +310,7 @@ struct RawLichess {
     base_url: Option<Spanned<String>>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawDaemon {
     results: Option<String>,
@@ -362,21 +364,12 @@ struct RawAccount {
     challenge: Option<RawChallenge>,
 }
 
+/// Turns the file as written into a [`Config`], checking every value where its span is known.
 struct Validator<'a> {
-    text: &'a str,
-    origin: &'a str,
+    file: FileText<'a>,
 }
 
 impl Validator<'_> {
-    fn invalid<T>(
-        &self,
-        span: std::ops::Range<usize>,
-        key: &str,
-        problem: &str,
-    ) -> Result<T, ConfigError> {
-        Err(FileError::invalid(self.origin, self.text, span.start, key, problem).into())
-    }
-
     /// An integer in `bounds` with its default. The upper bounds keep every accepted value
     /// usable: a duration that overflows when added to the clock, or more threads than the
     /// unit's TasksMax, would panic or abort long after the file was accepted.
@@ -390,12 +383,13 @@ impl Validator<'_> {
         match value {
             None => Ok(default),
             Some(v) if *v.get_ref() < *bounds.start() => {
-                self.invalid(v.span(), key, &format!("must be >= {}", bounds.start()))
+                self.file
+                    .invalid(v.span(), key, format!("must be >= {}", bounds.start()))
             }
-            Some(v) if *v.get_ref() > *bounds.end() => self.invalid(
+            Some(v) if *v.get_ref() > *bounds.end() => self.file.invalid(
                 v.span(),
                 key,
-                &format!(
+                format!(
                     "must be <= {}{}",
                     bounds.end(),
                     limit_reason(key.rsplit('.').next().unwrap_or(key))
@@ -405,30 +399,44 @@ impl Validator<'_> {
         }
     }
 
+    /// The whole file, section by section: `[lichess]`, `[daemon]`, the `[challenge]` defaults,
+    /// then every `[[accounts]]` (which may override those defaults).
     fn build(&self, raw: RawConfig, path: &Path, base_dir: &Path) -> Result<Config, ConfigError> {
-        let base_url = match raw.lichess.and_then(|l| l.base_url) {
-            None => "https://lichess.org".to_string(),
+        let base_url = self.base_url(raw.lichess)?;
+        let daemon = self.daemon(raw.daemon.unwrap_or_default(), base_dir)?;
+        let defaults = self.challenge(
+            &raw.challenge.unwrap_or_default(),
+            ChallengePolicy::default(),
+            "challenge",
+        )?;
+        let accounts = self.accounts(&raw.accounts, &defaults, base_dir)?;
+        Ok(Config {
+            path: path.to_path_buf(),
+            lichess: LichessConfig { base_url },
+            daemon,
+            accounts,
+        })
+    }
+
+    /// `lichess.base_url` without a trailing slash; Lichess itself when absent.
+    fn base_url(&self, raw: Option<RawLichess>) -> Result<String, ConfigError> {
+        match raw.and_then(|l| l.base_url) {
+            None => Ok("https://lichess.org".to_string()),
             Some(url) => {
                 self.check_url(&url)?;
-                url.get_ref().trim_end_matches('/').to_string()
+                Ok(url.get_ref().trim_end_matches('/').to_string())
             }
-        };
-        let d = raw.daemon.unwrap_or(RawDaemon {
-            results: None,
-            coefficients: None,
-            search_threads: None,
-            max_games: None,
-            move_overhead_ms: None,
-            abort_after_s: None,
-            shutdown_grace_s: None,
-            status_interval_s: None,
-        });
+        }
+    }
+
+    /// `[daemon]`: paths relative to the file's directory, every count within its bounds.
+    fn daemon(&self, d: RawDaemon, base_dir: &Path) -> Result<DaemonConfig, ConfigError> {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let resolve = |p: Option<String>, default: &str| {
             let p = PathBuf::from(p.unwrap_or_else(|| default.to_string()));
             if p.is_absolute() { p } else { base_dir.join(p) }
         };
-        let daemon = DaemonConfig {
+        Ok(DaemonConfig {
             results: resolve(d.results, "calibration/results.jsonl"),
             coefficients: resolve(d.coefficients, "calibration/coefficients.toml"),
             search_threads: self.count(
@@ -459,180 +467,236 @@ impl Validator<'_> {
                 1..=DAY_S,
                 300,
             )?,
-        };
-        let defaults = self.challenge(
-            &raw.challenge.unwrap_or_default(),
-            ChallengePolicy::default(),
-            "challenge",
-        )?;
+        })
+    }
 
-        if raw.accounts.is_empty() {
-            return self.invalid(0..0, "accounts", "no [[accounts]] configured");
+    /// Every `[[accounts]]` in order, at least one, no username twice.
+    fn accounts(
+        &self,
+        raw: &[Spanned<RawAccount>],
+        defaults: &ChallengePolicy,
+        base_dir: &Path,
+    ) -> Result<Vec<Account>, ConfigError> {
+        if raw.is_empty() {
+            return self
+                .file
+                .invalid(0..0, "accounts", "no [[accounts]] configured");
         }
-        let mut accounts = Vec::new();
         let mut names = HashSet::new();
-        for (i, spanned) in raw.accounts.iter().enumerate() {
-            let key = |k: &str| format!("accounts[{i}].{k}");
-            let a = spanned.get_ref();
-            let username = a.username.get_ref().trim().to_string();
-            if username.is_empty()
-                || !username
-                    .chars()
-                    .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-            {
-                return self.invalid(
-                    a.username.span(),
-                    &key("username"),
-                    "not a Lichess username",
-                );
-            }
-            if !names.insert(username.to_lowercase()) {
-                return self.invalid(a.username.span(), &key("username"), "appears twice");
-            }
-            let token = match (&a.token_env, &a.token_file) {
-                (Some(env), None) => {
-                    if let Err(problem) = crate::credentials::check_token_env(env.get_ref()) {
-                        return self.invalid(env.span(), &key("token_env"), &problem);
-                    }
-                    TokenSource::Env(env.get_ref().clone())
-                }
-                (None, Some(file)) => {
-                    // `credential:NAME` is a systemd credential (src/credentials.rs), looked up
-                    // when the token is read.
-                    match crate::credentials::credential_name(file.get_ref()) {
-                        Some(Ok(name)) => TokenSource::Credential(name),
-                        Some(Err(problem)) => {
-                            return self.invalid(file.span(), &key("token_file"), &problem);
-                        }
-                        None => TokenSource::File(crate::credentials::token_file_path(
-                            file.get_ref(),
-                            base_dir,
-                        )),
-                    }
-                }
-                (Some(env), Some(_)) => {
-                    return self.invalid(
-                        env.span(),
-                        &key("token_env"),
-                        "give token_env or token_file, not both",
-                    );
-                }
-                (None, None) => {
-                    return self.invalid(
-                        spanned.span(),
-                        &key("token_env"),
-                        "missing: give token_env or token_file",
-                    );
-                }
-            };
-            let level = *a.level.get_ref();
-            if !(level.is_finite() && level > 0.0) {
-                return self.invalid(a.level.span(), &key("level"), "must be > 0");
-            }
-            let target_rating = *a.target_rating.get_ref();
-            if !(target_rating.is_finite() && (100.0..=4000.0).contains(&target_rating)) {
-                return self.invalid(
-                    a.target_rating.span(),
-                    &key("target_rating"),
-                    "must be between 100 and 4000",
-                );
-            }
-            let target_perf = match &a.target_perf {
-                None => Perf::Blitz,
-                Some(p) => match p.get_ref().parse::<Perf>() {
-                    Ok(perf) if target_perfs().any(|t| t == perf) => perf,
-                    _ => {
-                        return self.invalid(
-                            p.span(),
-                            &key("target_perf"),
-                            &format!("must be one of {}", list(target_perfs())),
-                        );
-                    }
-                },
-            };
-            let chat = |line: &Option<Spanned<String>>,
-                        name: &str|
-             -> Result<Option<String>, ConfigError> {
-                match line {
-                    None => Ok(None),
-                    Some(l) if l.get_ref().trim().is_empty() => Ok(None),
-                    Some(l) if longest_line(l.get_ref()) > MAX_CHAT_CHARS => self.invalid(
-                        l.span(),
-                        &key(name),
-                        &format!("longer than {MAX_CHAT_CHARS} characters once {{me}}/{{opponent}} are filled ({LONGEST_USERNAME} characters each)"),
-                    ),
-                    Some(l) => Ok(Some(l.get_ref().clone())),
-                }
-            };
-            let greeting = chat(&a.greeting, "greeting")?;
-            let goodbye = chat(&a.goodbye, "goodbye")?;
-            let challenge = match &a.challenge {
-                None => defaults.clone(),
-                Some(c) => self.challenge(c, defaults.clone(), &key("challenge"))?,
-            };
-            let think = ThinkSettings {
-                mode: match &a.think_time {
-                    None => ThinkSettings::default().mode,
-                    Some(t) => match ThinkMode::parse(t.get_ref()) {
-                        Some(mode) => mode,
-                        None => {
-                            return self.invalid(
-                                t.span(),
-                                &key("think_time"),
-                                "must be \"human\" or \"fast\"",
-                            );
-                        }
-                    },
-                },
-                max_think: Duration::from_secs(self.count(
-                    &a.max_think_s,
-                    &key("max_think_s"),
-                    1..=MAX_THINK_S,
-                    DEFAULT_MAX_THINK.as_secs(),
-                )?),
-            };
-            let level_defaults = Conduct::defaults_for(level);
-            let resign = match &a.resign {
-                None => level_defaults.resign,
-                Some(r) if *r.get_ref() && level < NEVER_RESIGN_BELOW => {
-                    return self.invalid(
-                        r.span(),
-                        &key("resign"),
-                        &format!(
-                            "levels below {NEVER_RESIGN_BELOW} never resign (their opponents must learn to mate)"
-                        ),
-                    );
-                }
-                Some(r) => *r.get_ref(),
-            };
-            let conduct = Conduct {
-                takebacks: self.count(
-                    &a.takebacks,
-                    &key("takebacks"),
-                    0..=MAX_TAKEBACKS,
-                    u64::from(level_defaults.takebacks),
-                )? as u32,
-                accept_draws: a.accept_draws.unwrap_or(level_defaults.accept_draws),
-                resign,
-            };
-            accounts.push(Account {
-                username,
-                token,
-                level,
-                target_rating,
-                target_perf,
-                greeting,
-                goodbye,
-                challenge,
-                think,
-                conduct,
-            });
+        raw.iter()
+            .enumerate()
+            .map(|(i, spanned)| self.account(i, spanned, defaults, base_dir, &mut names))
+            .collect()
+    }
+
+    /// Account `i`, its keys checked one after the other (the first problem is the one
+    /// reported); `names` holds the (lowercase) usernames of the accounts before it.
+    fn account(
+        &self,
+        i: usize,
+        spanned: &Spanned<RawAccount>,
+        defaults: &ChallengePolicy,
+        base_dir: &Path,
+        names: &mut HashSet<String>,
+    ) -> Result<Account, ConfigError> {
+        let key = |k: &str| format!("accounts[{i}].{k}");
+        let a = spanned.get_ref();
+        let username = self.username(&a.username, &key("username"), names)?;
+        let token = self.token_source(a, spanned.span(), key, base_dir)?;
+        let level = *a.level.get_ref();
+        if !(level.is_finite() && level > 0.0) {
+            return self
+                .file
+                .invalid(a.level.span(), &key("level"), "must be > 0");
         }
-        Ok(Config {
-            path: path.to_path_buf(),
-            lichess: LichessConfig { base_url },
-            daemon,
-            accounts,
+        let target_rating = *a.target_rating.get_ref();
+        if !(target_rating.is_finite() && (100.0..=4000.0).contains(&target_rating)) {
+            return self.file.invalid(
+                a.target_rating.span(),
+                &key("target_rating"),
+                "must be between 100 and 4000",
+            );
+        }
+        let target_perf = self.target_perf(&a.target_perf, &key("target_perf"))?;
+        let greeting = self.chat_line(&a.greeting, &key("greeting"))?;
+        let goodbye = self.chat_line(&a.goodbye, &key("goodbye"))?;
+        let challenge = match &a.challenge {
+            None => defaults.clone(),
+            Some(c) => self.challenge(c, defaults.clone(), &key("challenge"))?,
+        };
+        let think = self.think(a, key)?;
+        let conduct = self.conduct(a, level, key)?;
+        Ok(Account {
+            username,
+            token,
+            level,
+            target_rating,
+            target_perf,
+            greeting,
+            goodbye,
+            challenge,
+            think,
+            conduct,
+        })
+    }
+
+    /// A Lichess username (letters, digits, `_` and `-`) not in `names`, which it joins.
+    fn username(
+        &self,
+        raw: &Spanned<String>,
+        key: &str,
+        names: &mut HashSet<String>,
+    ) -> Result<String, ConfigError> {
+        let username = raw.get_ref().trim().to_string();
+        if username.is_empty()
+            || !username
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+        {
+            return self.file.invalid(raw.span(), key, "not a Lichess username");
+        }
+        if !names.insert(username.to_lowercase()) {
+            return self.file.invalid(raw.span(), key, "appears twice");
+        }
+        Ok(username)
+    }
+
+    /// Where the account's token comes from: `token_env` or `token_file`, exactly one of them.
+    fn token_source(
+        &self,
+        a: &RawAccount,
+        account_span: std::ops::Range<usize>,
+        key: impl Fn(&str) -> String,
+        base_dir: &Path,
+    ) -> Result<TokenSource, ConfigError> {
+        match (&a.token_env, &a.token_file) {
+            (Some(env), None) => {
+                if let Err(problem) = crate::credentials::check_token_env(env.get_ref()) {
+                    return self.file.invalid(env.span(), &key("token_env"), problem);
+                }
+                Ok(TokenSource::Env(env.get_ref().clone()))
+            }
+            (None, Some(file)) => {
+                // `credential:NAME` is a systemd credential (src/credentials.rs), looked up
+                // when the token is read.
+                match crate::credentials::credential_name(file.get_ref()) {
+                    Some(Ok(name)) => Ok(TokenSource::Credential(name)),
+                    Some(Err(problem)) => {
+                        self.file.invalid(file.span(), &key("token_file"), problem)
+                    }
+                    None => Ok(TokenSource::File(crate::credentials::token_file_path(
+                        file.get_ref(),
+                        base_dir,
+                    ))),
+                }
+            }
+            (Some(env), Some(_)) => self.file.invalid(
+                env.span(),
+                &key("token_env"),
+                "give token_env or token_file, not both",
+            ),
+            (None, None) => self.file.invalid(
+                account_span,
+                &key("token_env"),
+                "missing: give token_env or token_file",
+            ),
+        }
+    }
+
+    /// `target_perf`: a rating pool the account can play in (blitz when absent).
+    fn target_perf(&self, raw: &Option<Spanned<String>>, key: &str) -> Result<Perf, ConfigError> {
+        match raw {
+            None => Ok(Perf::Blitz),
+            Some(p) => match p.get_ref().parse::<Perf>() {
+                Ok(perf) if target_perfs().any(|t| t == perf) => Ok(perf),
+                _ => self.file.invalid(
+                    p.span(),
+                    key,
+                    format!("must be one of {}", list(target_perfs())),
+                ),
+            },
+        }
+    }
+
+    /// A greeting or goodbye that fits a chat message once the names are filled in; a blank
+    /// one is none.
+    fn chat_line(
+        &self,
+        line: &Option<Spanned<String>>,
+        key: &str,
+    ) -> Result<Option<String>, ConfigError> {
+        match line {
+            None => Ok(None),
+            Some(l) if l.get_ref().trim().is_empty() => Ok(None),
+            Some(l) if longest_line(l.get_ref()) > MAX_CHAT_CHARS => self.file.invalid(
+                l.span(),
+                key,
+                format!("longer than {MAX_CHAT_CHARS} characters once {{me}}/{{opponent}} are filled ({LONGEST_USERNAME} characters each)"),
+            ),
+            Some(l) => Ok(Some(l.get_ref().clone())),
+        }
+    }
+
+    /// `think_time` and `max_think_s`: how the account paces its moves.
+    fn think(
+        &self,
+        a: &RawAccount,
+        key: impl Fn(&str) -> String,
+    ) -> Result<ThinkSettings, ConfigError> {
+        let mode = match &a.think_time {
+            None => ThinkSettings::default().mode,
+            Some(t) => match ThinkMode::parse(t.get_ref()) {
+                Some(mode) => mode,
+                None => {
+                    return self.file.invalid(
+                        t.span(),
+                        &key("think_time"),
+                        "must be \"human\" or \"fast\"",
+                    );
+                }
+            },
+        };
+        Ok(ThinkSettings {
+            mode,
+            max_think: Duration::from_secs(self.count(
+                &a.max_think_s,
+                &key("max_think_s"),
+                1..=MAX_THINK_S,
+                DEFAULT_MAX_THINK.as_secs(),
+            )?),
+        })
+    }
+
+    /// `resign`, `takebacks` and `accept_draws`, with the defaults of the account's `level`.
+    fn conduct(
+        &self,
+        a: &RawAccount,
+        level: f64,
+        key: impl Fn(&str) -> String,
+    ) -> Result<Conduct, ConfigError> {
+        let level_defaults = Conduct::defaults_for(level);
+        let resign = match &a.resign {
+            None => level_defaults.resign,
+            Some(r) if *r.get_ref() && level < NEVER_RESIGN_BELOW => {
+                return self.file.invalid(
+                    r.span(),
+                    &key("resign"),
+                    format!(
+                        "levels below {NEVER_RESIGN_BELOW} never resign (their opponents must learn to mate)"
+                    ),
+                );
+            }
+            Some(r) => *r.get_ref(),
+        };
+        Ok(Conduct {
+            takebacks: self.count(
+                &a.takebacks,
+                &key("takebacks"),
+                0..=MAX_TAKEBACKS,
+                u64::from(level_defaults.takebacks),
+            )? as u32,
+            accept_draws: a.accept_draws.unwrap_or(level_defaults.accept_draws),
+            resign,
         })
     }
 
@@ -641,9 +705,11 @@ impl Validator<'_> {
         match crate::lichess::validate_base_url(url.get_ref()) {
             Ok(_) => Ok(()),
             Err(crate::lichess::LichessError::BadBaseUrl { reason, .. }) => {
-                self.invalid(url.span(), "lichess.base_url", &reason)
+                self.file.invalid(url.span(), "lichess.base_url", reason)
             }
-            Err(other) => self.invalid(url.span(), "lichess.base_url", &other.to_string()),
+            Err(other) => self
+                .file
+                .invalid(url.span(), "lichess.base_url", other.to_string()),
         }
     }
 
@@ -657,72 +723,12 @@ impl Validator<'_> {
         let key = |k: &str| format!("{prefix}.{k}");
         let mut p = base;
         if let Some(v) = &raw.variants {
-            if let Some(bad) = v.get_ref().iter().find(|x| !VARIANTS.contains(&x.as_str())) {
-                return self.invalid(
-                    v.span(),
-                    &key("variants"),
-                    &format!("unknown variant {bad:?} (known: {})", VARIANTS.join(", ")),
-                );
-            }
-            p.variants = v.get_ref().clone();
+            p.variants = self.variants(v, &key("variants"))?;
         }
         if let Some(v) = &raw.speeds {
-            let mut speeds = Vec::new();
-            for name in v.get_ref() {
-                match name.parse::<Speed>() {
-                    Ok(speed) if speed.bots_may_play() => speeds.push(speed),
-                    _ => {
-                        return self.invalid(
-                            v.span(),
-                            &key("speeds"),
-                            &format!(
-                                "unknown speed {name:?} (bots may play: {})",
-                                list(bot_speeds())
-                            ),
-                        );
-                    }
-                }
-            }
-            p.speeds = speeds;
+            p.speeds = self.speeds(v, &key("speeds"))?;
         }
-        p.min_initial_s = self.count(
-            &raw.min_initial_s,
-            &key("min_initial_s"),
-            0..=DAY_S,
-            p.min_initial_s,
-        )?;
-        p.max_initial_s = self.count(
-            &raw.max_initial_s,
-            &key("max_initial_s"),
-            0..=DAY_S,
-            p.max_initial_s,
-        )?;
-        p.min_increment_s = self.count(
-            &raw.min_increment_s,
-            &key("min_increment_s"),
-            0..=DAY_S,
-            p.min_increment_s,
-        )?;
-        p.max_increment_s = self.count(
-            &raw.max_increment_s,
-            &key("max_increment_s"),
-            0..=DAY_S,
-            p.max_increment_s,
-        )?;
-        p.min_days = self.count(&raw.min_days, &key("min_days"), 1..=MAX_DAYS, p.min_days)?;
-        p.max_days = self.count(&raw.max_days, &key("max_days"), 1..=MAX_DAYS, p.max_days)?;
-        p.max_games = self.count(
-            &raw.max_games,
-            &key("max_games"),
-            1..=MAX_GAMES,
-            p.max_games as u64,
-        )? as usize;
-        p.max_games_per_opponent = self.count(
-            &raw.max_games_per_opponent,
-            &key("max_games_per_opponent"),
-            1..=MAX_GAMES,
-            p.max_games_per_opponent as u64,
-        )? as usize;
+        self.challenge_counts(raw, &mut p, key)?;
         if let Some(v) = raw.rated {
             p.rated = v;
         }
@@ -738,46 +744,138 @@ impl Validator<'_> {
         if let Some(v) = &raw.block {
             p.block = v.iter().map(|u| u.to_lowercase()).collect();
         }
-        let order = |lo: u64,
-                     hi: u64,
-                     hi_key: &str,
-                     span: &Option<Spanned<i64>>,
-                     lo_span: &Option<Spanned<i64>>| {
-            if lo > hi {
-                let s = span
-                    .as_ref()
-                    .or(lo_span.as_ref())
-                    .map_or(0..0, |s| s.span());
-                return self.invalid(
-                    s,
-                    &key(hi_key),
-                    &format!("must not be below min ({hi} < {lo})"),
-                );
-            }
-            Ok(())
-        };
-        order(
-            p.min_initial_s,
-            p.max_initial_s,
-            "max_initial_s",
-            &raw.max_initial_s,
-            &raw.min_initial_s,
-        )?;
-        order(
-            p.min_increment_s,
-            p.max_increment_s,
-            "max_increment_s",
-            &raw.max_increment_s,
-            &raw.min_increment_s,
-        )?;
-        order(
-            p.min_days,
-            p.max_days,
-            "max_days",
-            &raw.max_days,
-            &raw.min_days,
-        )?;
+        for (lo, hi, hi_name, hi_raw, lo_raw) in [
+            (
+                p.min_initial_s,
+                p.max_initial_s,
+                "max_initial_s",
+                &raw.max_initial_s,
+                &raw.min_initial_s,
+            ),
+            (
+                p.min_increment_s,
+                p.max_increment_s,
+                "max_increment_s",
+                &raw.max_increment_s,
+                &raw.min_increment_s,
+            ),
+            (
+                p.min_days,
+                p.max_days,
+                "max_days",
+                &raw.max_days,
+                &raw.min_days,
+            ),
+        ] {
+            self.min_not_above_max(lo, hi, &key(hi_name), hi_raw, lo_raw)?;
+        }
         Ok(p)
+    }
+
+    /// `variants`: each one the engine can play.
+    fn variants(&self, v: &Spanned<Vec<String>>, key: &str) -> Result<Vec<String>, ConfigError> {
+        if let Some(bad) = v.get_ref().iter().find(|x| !VARIANTS.contains(&x.as_str())) {
+            return self.file.invalid(
+                v.span(),
+                key,
+                format!("unknown variant {bad:?} (known: {})", VARIANTS.join(", ")),
+            );
+        }
+        Ok(v.get_ref().clone())
+    }
+
+    /// `speeds`: each one a speed Lichess lets a bot play.
+    fn speeds(&self, v: &Spanned<Vec<String>>, key: &str) -> Result<Vec<Speed>, ConfigError> {
+        let mut speeds = Vec::new();
+        for name in v.get_ref() {
+            match name.parse::<Speed>() {
+                Ok(speed) if speed.bots_may_play() => speeds.push(speed),
+                _ => {
+                    return self.file.invalid(
+                        v.span(),
+                        key,
+                        format!(
+                            "unknown speed {name:?} (bots may play: {})",
+                            list(bot_speeds())
+                        ),
+                    );
+                }
+            }
+        }
+        Ok(speeds)
+    }
+
+    /// The clock, day and game-count bounds of a challenge policy given in `raw`, each within
+    /// its own limits (their order is checked once all are known).
+    fn challenge_counts(
+        &self,
+        raw: &RawChallenge,
+        p: &mut ChallengePolicy,
+        key: impl Fn(&str) -> String,
+    ) -> Result<(), ConfigError> {
+        for (value, name, bounds, field) in [
+            (
+                &raw.min_initial_s,
+                "min_initial_s",
+                0..=DAY_S,
+                &mut p.min_initial_s,
+            ),
+            (
+                &raw.max_initial_s,
+                "max_initial_s",
+                0..=DAY_S,
+                &mut p.max_initial_s,
+            ),
+            (
+                &raw.min_increment_s,
+                "min_increment_s",
+                0..=DAY_S,
+                &mut p.min_increment_s,
+            ),
+            (
+                &raw.max_increment_s,
+                "max_increment_s",
+                0..=DAY_S,
+                &mut p.max_increment_s,
+            ),
+            (&raw.min_days, "min_days", 1..=MAX_DAYS, &mut p.min_days),
+            (&raw.max_days, "max_days", 1..=MAX_DAYS, &mut p.max_days),
+        ] {
+            *field = self.count(value, &key(name), bounds, *field)?;
+        }
+        for (value, name, field) in [
+            (&raw.max_games, "max_games", &mut p.max_games),
+            (
+                &raw.max_games_per_opponent,
+                "max_games_per_opponent",
+                &mut p.max_games_per_opponent,
+            ),
+        ] {
+            *field = self.count(value, &key(name), 1..=MAX_GAMES, *field as u64)? as usize;
+        }
+        Ok(())
+    }
+
+    /// A maximum (`hi`, key `hi_key`) not below its minimum; the error points at the maximum's
+    /// line, or the minimum's when only that one was given.
+    fn min_not_above_max(
+        &self,
+        lo: u64,
+        hi: u64,
+        hi_key: &str,
+        hi_raw: &Option<Spanned<i64>>,
+        lo_raw: &Option<Spanned<i64>>,
+    ) -> Result<(), ConfigError> {
+        if lo > hi {
+            let s = hi_raw
+                .as_ref()
+                .or(lo_raw.as_ref())
+                .map_or(0..0, |s| s.span());
+            return self
+                .file
+                .invalid(s, hi_key, format!("must not be below min ({hi} < {lo})"));
+        }
+        Ok(())
     }
 }
 

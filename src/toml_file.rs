@@ -51,6 +51,26 @@ impl FileError {
     }
 }
 
+/// A file's text and the name errors give it: what a validator of the file's values needs to
+/// turn a value's span into an error naming the file, the line and the key.
+#[derive(Clone, Copy, Debug)]
+pub struct FileText<'a> {
+    pub text: &'a str,
+    pub origin: &'a str,
+}
+
+impl FileText<'_> {
+    /// The error of the value at `span` (as the caller's error type, which holds a [`FileError`]).
+    pub fn invalid<T, E: From<FileError>>(
+        &self,
+        span: std::ops::Range<usize>,
+        key: &str,
+        problem: impl Into<String>,
+    ) -> Result<T, E> {
+        Err(FileError::invalid(self.origin, self.text, span.start, key, problem).into())
+    }
+}
+
 /// The whole text of `path`, or the error that names it.
 pub fn read_text(path: &Path) -> Result<String, FileError> {
     std::fs::read_to_string(path).map_err(|source| FileError::Read {

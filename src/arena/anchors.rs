@@ -21,6 +21,7 @@ use toml::Spanned;
 use super::player::{MoveLimits, MoverStyle, PlayerKind, PlayerSpec};
 use super::report::{JointFit, Scored};
 use super::uci_client::EngineCommand;
+use crate::toml_file::FileText;
 
 /// The file that ships with the crate.
 pub const BUILTIN_TOML: &str = include_str!("../../calibration/anchors.toml");
@@ -113,7 +114,10 @@ impl AnchorsFile {
     /// Parses and validates `text`; `origin` names the file in errors.
     pub fn parse(text: &str, origin: &str) -> Result<AnchorsFile, AnchorsError> {
         let raw: RawFile = crate::toml_file::parse_toml(text, origin)?;
-        Validator { text, origin }.build(raw)
+        Validator {
+            file: FileText { text, origin },
+        }
+        .build(raw)
     }
 
     pub fn get(&self, name: &str) -> Option<&Anchor> {
@@ -154,113 +158,119 @@ impl AnchorsFile {
     /// unchanged. Free text lives in fields (`source`, `note`), so nothing is lost on rewrite.
     pub fn to_toml(&self) -> String {
         let mut out = String::new();
-        let _ = writeln!(
-            out,
-            "# Anchors of the rating scale: every player the arena can field by name \
-             (`ladder arena --anchor NAME`),\n\
-             # how it is built, and its rating on the declared scale. Ratings come from a joint \
-             maximum-likelihood\n\
-             # fit of games between the anchors (`ladder arena --fit-anchors`), pinned to the \
-             scale at the [[pin]]\n\
-             # points: the games fix the differences, the pins only the common offset. `se` is \
-             the standard error\n\
-             # from the games (relative to the pins); `scale_sd` is the uncertainty of the \
-             offset itself, shared by\n\
-             # every anchor. See calibration/ANCHORS.md. This file is rewritten by \
-             `--update-anchors`: keep notes\n\
-             # in the `note` and `source` fields, not in comments.\n"
-        );
+        write_header(&mut out);
         let _ = writeln!(out, "scale = {}", toml_str(&self.scale));
         if let Some(sd) = self.scale_sd {
             let _ = writeln!(out, "scale_sd = {}", toml_num(sd));
         }
         if let Some(fit) = &self.fit {
-            let _ = writeln!(out, "\n[fit]");
-            let _ = writeln!(out, "date = {}", toml_str(&fit.date));
-            let _ = writeln!(out, "games = {}", fit.games);
-            let _ = writeln!(out, "tournament = {}", toml_str(&fit.tournament));
-            let _ = writeln!(out, "command = {}", toml_str(&fit.command));
-            let _ = writeln!(
-                out,
-                "results = [{}]",
-                fit.results
-                    .iter()
-                    .map(|r| toml_str(r))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            let _ = writeln!(out, "machine = {}", toml_str(&fit.machine));
+            write_fit(&mut out, fit);
         }
         for pin in &self.pins {
-            let _ = writeln!(out, "\n[[pin]]");
-            let _ = writeln!(out, "anchor = {}", toml_str(&pin.anchor));
-            let _ = writeln!(out, "rating = {}", toml_num(pin.rating));
-            let _ = writeln!(out, "sd = {}", toml_num(pin.sd));
-            let _ = writeln!(out, "source = {}", toml_str(&pin.source));
+            write_pin(&mut out, pin);
         }
-        for a in &self.anchors {
-            let _ = writeln!(out, "\n[[anchor]]");
-            let _ = writeln!(out, "name = {}", toml_str(&a.name));
-            match &a.kind {
-                AnchorKind::Mover(style) => {
-                    let _ = writeln!(out, "kind = {}", toml_str(style.name()));
-                }
-                AnchorKind::Uci { command, limits } => {
-                    let _ = writeln!(out, "kind = \"uci\"");
-                    let _ = writeln!(
-                        out,
-                        "command = {}",
-                        toml_str(&command.program.display().to_string())
-                    );
-                    if !command.args.is_empty() {
-                        let _ = writeln!(
-                            out,
-                            "args = [{}]",
-                            command
-                                .args
-                                .iter()
-                                .map(|x| toml_str(x))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        );
-                    }
-                    if !command.options.is_empty() {
-                        let _ = writeln!(
-                            out,
-                            "options = {{ {} }}",
-                            command
-                                .options
-                                .iter()
-                                .map(|(k, v)| format!("{} = {}", toml_key(k), toml_str(v)))
-                                .collect::<Vec<_>>()
-                                .join(", ")
-                        );
-                    }
-                    if let Some(n) = limits.nodes {
-                        let _ = writeln!(out, "nodes = {n}");
-                    }
-                    if let Some(d) = limits.depth {
-                        let _ = writeln!(out, "depth = {d}");
-                    }
-                    if let Some(ms) = limits.movetime_ms {
-                        let _ = writeln!(out, "movetime_ms = {ms}");
-                    }
-                }
-            }
-            if let Some(r) = a.rating {
-                let _ = writeln!(out, "rating = {}", toml_num(r.round()));
-            }
-            if let Some(se) = a.se {
-                let _ = writeln!(out, "se = {}", toml_num(se.round()));
-            }
-            if let Some(g) = a.games {
-                let _ = writeln!(out, "games = {g}");
-            }
-            if let Some(note) = &a.note {
-                let _ = writeln!(out, "note = {}", toml_str(note));
-            }
+        for anchor in &self.anchors {
+            write_anchor(&mut out, anchor);
         }
         out
+    }
+}
+
+/// The comment heading the file: what it is, where its ratings come from, that it is rewritten.
+fn write_header(out: &mut String) {
+    let _ = writeln!(
+        out,
+        "# Anchors of the rating scale: every player the arena can field by name \
+         (`ladder arena --anchor NAME`),\n\
+         # how it is built, and its rating on the declared scale. Ratings come from a joint \
+         maximum-likelihood\n\
+         # fit of games between the anchors (`ladder arena --fit-anchors`), pinned to the \
+         scale at the [[pin]]\n\
+         # points: the games fix the differences, the pins only the common offset. `se` is \
+         the standard error\n\
+         # from the games (relative to the pins); `scale_sd` is the uncertainty of the \
+         offset itself, shared by\n\
+         # every anchor. See calibration/ANCHORS.md. This file is rewritten by \
+         `--update-anchors`: keep notes\n\
+         # in the `note` and `source` fields, not in comments.\n"
+    );
+}
+
+/// The `[fit]` table: how the ratings were obtained.
+fn write_fit(out: &mut String, fit: &FitProvenance) {
+    let _ = writeln!(out, "\n[fit]");
+    let _ = writeln!(out, "date = {}", toml_str(&fit.date));
+    let _ = writeln!(out, "games = {}", fit.games);
+    let _ = writeln!(out, "tournament = {}", toml_str(&fit.tournament));
+    let _ = writeln!(out, "command = {}", toml_str(&fit.command));
+    let _ = writeln!(out, "results = [{}]", toml_strs(&fit.results));
+    let _ = writeln!(out, "machine = {}", toml_str(&fit.machine));
+}
+
+/// One `[[pin]]` table.
+fn write_pin(out: &mut String, pin: &Pin) {
+    let _ = writeln!(out, "\n[[pin]]");
+    let _ = writeln!(out, "anchor = {}", toml_str(&pin.anchor));
+    let _ = writeln!(out, "rating = {}", toml_num(pin.rating));
+    let _ = writeln!(out, "sd = {}", toml_num(pin.sd));
+    let _ = writeln!(out, "source = {}", toml_str(&pin.source));
+}
+
+/// One `[[anchor]]` table: its name, how it is built, then what the fit gave it.
+fn write_anchor(out: &mut String, a: &Anchor) {
+    let _ = writeln!(out, "\n[[anchor]]");
+    let _ = writeln!(out, "name = {}", toml_str(&a.name));
+    match &a.kind {
+        AnchorKind::Mover(style) => {
+            let _ = writeln!(out, "kind = {}", toml_str(style.name()));
+        }
+        AnchorKind::Uci { command, limits } => write_uci(out, command, limits),
+    }
+    if let Some(r) = a.rating {
+        let _ = writeln!(out, "rating = {}", toml_num(r.round()));
+    }
+    if let Some(se) = a.se {
+        let _ = writeln!(out, "se = {}", toml_num(se.round()));
+    }
+    if let Some(g) = a.games {
+        let _ = writeln!(out, "games = {g}");
+    }
+    if let Some(note) = &a.note {
+        let _ = writeln!(out, "note = {}", toml_str(note));
+    }
+}
+
+/// The keys of a UCI anchor: the engine, its arguments and options, its per-move limits.
+fn write_uci(out: &mut String, command: &EngineCommand, limits: &MoveLimits) {
+    let _ = writeln!(out, "kind = \"uci\"");
+    let _ = writeln!(
+        out,
+        "command = {}",
+        toml_str(&command.program.display().to_string())
+    );
+    if !command.args.is_empty() {
+        let _ = writeln!(out, "args = [{}]", toml_strs(&command.args));
+    }
+    if !command.options.is_empty() {
+        let _ = writeln!(
+            out,
+            "options = {{ {} }}",
+            command
+                .options
+                .iter()
+                .map(|(k, v)| format!("{} = {}", toml_key(k), toml_str(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Some(n) = limits.nodes {
+        let _ = writeln!(out, "nodes = {n}");
+    }
+    if let Some(d) = limits.depth {
+        let _ = writeln!(out, "depth = {d}");
+    }
+    if let Some(ms) = limits.movetime_ms {
+        let _ = writeln!(out, "movetime_ms = {ms}");
     }
 }
 
@@ -283,6 +293,15 @@ impl Anchor {
 
 fn toml_str(s: &str) -> String {
     toml::Value::String(s.to_string()).to_string()
+}
+
+/// The items of a TOML array of strings, comma-separated (without the brackets).
+fn toml_strs(items: &[String]) -> String {
+    items
+        .iter()
+        .map(|x| toml_str(x))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn toml_key(k: &str) -> String {
@@ -356,231 +375,311 @@ struct RawAnchor {
     note: Option<String>,
 }
 
+/// An anchor's rating, the rating's standard error and its games, as a fit gave them.
+type FitFields = (Option<f64>, Option<f64>, Option<u64>);
+
+/// Turns the file as written into an [`AnchorsFile`], checking every value where its span is
+/// known.
 struct Validator<'a> {
-    text: &'a str,
-    origin: &'a str,
+    file: FileText<'a>,
 }
 
 impl Validator<'_> {
-    fn invalid<T>(
-        &self,
-        span: std::ops::Range<usize>,
-        key: &str,
-        problem: impl Into<String>,
-    ) -> Result<T, AnchorsError> {
-        Err(AnchorsError::invalid(
-            self.origin,
-            self.text,
-            span.start,
-            key,
-            problem,
-        ))
-    }
-
+    /// A per-move limit (`nodes`, `depth`, `movetime_ms`): absent, or at least 1.
     fn limit(&self, value: &Option<Spanned<i64>>, key: &str) -> Result<Option<u64>, AnchorsError> {
         match value {
             None => Ok(None),
-            Some(v) if *v.get_ref() < 1 => self.invalid(v.span(), key, "must be at least 1"),
+            Some(v) if *v.get_ref() < 1 => self.file.invalid(v.span(), key, "must be at least 1"),
             Some(v) => Ok(Some(*v.get_ref() as u64)),
         }
     }
 
+    /// The whole file: the scale, every `[[anchor]]` in order, then the `[[pin]]`s (which name
+    /// anchors of the file).
     fn build(&self, raw: RawFile) -> Result<AnchorsFile, AnchorsError> {
-        if raw.scale.get_ref().trim().is_empty() {
-            return self.invalid(raw.scale.span(), "scale", "must name the scale");
-        }
-        if let Some(sd) = &raw.scale_sd
-            && !(sd.get_ref().is_finite() && *sd.get_ref() >= 0.0)
-        {
-            return self.invalid(sd.span(), "scale_sd", "must be zero or positive");
-        }
+        self.check_scale(&raw.scale, &raw.scale_sd)?;
         let mut anchors: Vec<Anchor> = Vec::new();
         for (i, spanned) in raw.anchor.iter().enumerate() {
-            let a = spanned.get_ref();
-            let key = |k: &str| format!("anchor[{i}].{k}");
-            let name = a.name.get_ref().trim().to_string();
-            if name.is_empty()
-                || name == "all"
-                || name.contains([',', '=', ' '])
-                || name.starts_with("level-")
-            {
-                return self.invalid(
-                    a.name.span(),
-                    &key("name"),
-                    "must be a non-empty name without spaces, ',' or '=' (and not `all` or level-N)",
-                );
-            }
-            if anchors.iter().any(|b| b.name == name) {
-                return self.invalid(
-                    a.name.span(),
-                    &key("name"),
-                    format!("{name:?} appears twice"),
-                );
-            }
-            let limits = MoveLimits {
-                nodes: self.limit(&a.nodes, &key("nodes"))?,
-                depth: self
-                    .limit(&a.depth, &key("depth"))?
-                    .map(|d| d.min(u32::MAX as u64) as u32),
-                movetime_ms: self.limit(&a.movetime_ms, &key("movetime_ms"))?,
-            };
-            let kind = match a.kind.get_ref().as_str() {
-                "random" | "greedy" => {
-                    let style = if a.kind.get_ref() == "random" {
-                        MoverStyle::Random
-                    } else {
-                        MoverStyle::Greedy
-                    };
-                    if let Some(c) = &a.command {
-                        return self.invalid(
-                            c.span(),
-                            &key("command"),
-                            "a built-in mover runs no engine",
-                        );
-                    }
-                    if let Some(o) = &a.options {
-                        return self.invalid(
-                            o.span(),
-                            &key("options"),
-                            "a built-in mover has no options",
-                        );
-                    }
-                    if !limits.is_empty() {
-                        return self.invalid(
-                            spanned.span(),
-                            &key("nodes"),
-                            "a built-in mover takes no per-move limits",
-                        );
-                    }
-                    AnchorKind::Mover(style)
-                }
-                "uci" => {
-                    let Some(command) = &a.command else {
-                        return self.invalid(
-                            spanned.span(),
-                            &key("command"),
-                            "a uci anchor needs the engine's path",
-                        );
-                    };
-                    if command.get_ref().trim().is_empty() {
-                        return self.invalid(command.span(), &key("command"), "is empty");
-                    }
-                    if limits.is_empty() {
-                        return self.invalid(
-                            a.kind.span(),
-                            &key("nodes"),
-                            "a uci anchor needs a per-move limit (nodes, depth or movetime_ms) \
-                             so its strength does not depend on the match",
-                        );
-                    }
-                    let mut options = Vec::new();
-                    if let Some(o) = &a.options {
-                        for (name, value) in o.get_ref() {
-                            let text = match value {
-                                toml::Value::String(s) => s.clone(),
-                                toml::Value::Integer(n) => n.to_string(),
-                                toml::Value::Float(x) => x.to_string(),
-                                toml::Value::Boolean(b) => b.to_string(),
-                                _ => {
-                                    return self.invalid(
-                                        o.span(),
-                                        &key(&format!("options.{name}")),
-                                        "must be a string, number or boolean",
-                                    );
-                                }
-                            };
-                            options.push((name.clone(), text));
-                        }
-                    }
-                    AnchorKind::Uci {
-                        command: EngineCommand {
-                            program: PathBuf::from(command.get_ref().trim()),
-                            args: a.args.clone(),
-                            options,
-                        },
-                        limits,
-                    }
-                }
-                other => {
-                    return self.invalid(
-                        a.kind.span(),
-                        &key("kind"),
-                        format!("unknown kind {other:?} (expected random, greedy or uci)"),
-                    );
-                }
-            };
-            let rating = match &a.rating {
-                Some(r) if !r.get_ref().is_finite() => {
-                    return self.invalid(r.span(), &key("rating"), "must be a finite number");
-                }
-                r => r.as_ref().map(|r| *r.get_ref()),
-            };
-            let se = match &a.se {
-                Some(s) if !(s.get_ref().is_finite() && *s.get_ref() >= 0.0) => {
-                    return self.invalid(s.span(), &key("se"), "must be zero or positive");
-                }
-                Some(s) if rating.is_none() => {
-                    return self.invalid(s.span(), &key("se"), "given without a rating");
-                }
-                s => s.as_ref().map(|s| *s.get_ref()),
-            };
-            let games = match &a.games {
-                Some(g) if *g.get_ref() < 0 => {
-                    return self.invalid(g.span(), &key("games"), "must be zero or positive");
-                }
-                g => g.as_ref().map(|g| *g.get_ref() as u64),
-            };
-            anchors.push(Anchor {
-                name,
-                kind,
-                rating,
-                se,
-                games,
-                note: a.note.clone(),
-            });
+            let anchor = self.anchor(i, spanned, &anchors)?;
+            anchors.push(anchor);
         }
-        let mut pins = Vec::new();
-        for (i, spanned) in raw.pin.iter().enumerate() {
-            let p = spanned.get_ref();
-            let key = |k: &str| format!("pin[{i}].{k}");
-            let anchor = p.anchor.get_ref().trim().to_string();
-            if !anchors.iter().any(|a| a.name == anchor) {
-                return self.invalid(
-                    p.anchor.span(),
-                    &key("anchor"),
-                    format!("no anchor named {anchor:?} in this file"),
-                );
-            }
-            if !p.rating.get_ref().is_finite() {
-                return self.invalid(p.rating.span(), &key("rating"), "must be a finite number");
-            }
-            if !(p.sd.get_ref().is_finite() && *p.sd.get_ref() > 0.0) {
-                return self.invalid(
-                    p.sd.span(),
-                    &key("sd"),
-                    "must be positive (no pin is exact)",
-                );
-            }
-            if p.source.get_ref().trim().is_empty() {
-                return self.invalid(
-                    p.source.span(),
-                    &key("source"),
-                    "must say where the rating comes from",
-                );
-            }
-            pins.push(Pin {
-                anchor,
-                rating: *p.rating.get_ref(),
-                sd: *p.sd.get_ref(),
-                source: p.source.get_ref().clone(),
-            });
-        }
+        let pins = raw
+            .pin
+            .iter()
+            .enumerate()
+            .map(|(i, spanned)| self.pin(i, spanned, &anchors))
+            .collect::<Result<Vec<_>, _>>()?;
         Ok(AnchorsFile {
             scale: raw.scale.get_ref().trim().to_string(),
             scale_sd: raw.scale_sd.map(|s| *s.get_ref()),
             fit: raw.fit,
             pins,
             anchors,
+        })
+    }
+
+    /// `scale` names one; `scale_sd`, if given, is an uncertainty.
+    fn check_scale(
+        &self,
+        scale: &Spanned<String>,
+        scale_sd: &Option<Spanned<f64>>,
+    ) -> Result<(), AnchorsError> {
+        if scale.get_ref().trim().is_empty() {
+            return self
+                .file
+                .invalid(scale.span(), "scale", "must name the scale");
+        }
+        if let Some(sd) = scale_sd
+            && !(sd.get_ref().is_finite() && *sd.get_ref() >= 0.0)
+        {
+            return self
+                .file
+                .invalid(sd.span(), "scale_sd", "must be zero or positive");
+        }
+        Ok(())
+    }
+
+    /// Anchor `i`: its name (not one of the `before` it), how it is built, and its fit.
+    fn anchor(
+        &self,
+        i: usize,
+        spanned: &Spanned<RawAnchor>,
+        before: &[Anchor],
+    ) -> Result<Anchor, AnchorsError> {
+        let a = spanned.get_ref();
+        let key = |k: &str| format!("anchor[{i}].{k}");
+        let name = self.anchor_name(&a.name, &key("name"), before)?;
+        let limits = MoveLimits {
+            nodes: self.limit(&a.nodes, &key("nodes"))?,
+            depth: self
+                .limit(&a.depth, &key("depth"))?
+                .map(|d| d.min(u32::MAX as u64) as u32),
+            movetime_ms: self.limit(&a.movetime_ms, &key("movetime_ms"))?,
+        };
+        let kind = match a.kind.get_ref().as_str() {
+            "random" => self.mover(MoverStyle::Random, spanned, &limits, key)?,
+            "greedy" => self.mover(MoverStyle::Greedy, spanned, &limits, key)?,
+            "uci" => self.uci(spanned, limits, key)?,
+            other => {
+                return self.file.invalid(
+                    a.kind.span(),
+                    &key("kind"),
+                    format!("unknown kind {other:?} (expected random, greedy or uci)"),
+                );
+            }
+        };
+        let (rating, se, games) = self.fitted(a, key)?;
+        Ok(Anchor {
+            name,
+            kind,
+            rating,
+            se,
+            games,
+            note: a.note.clone(),
+        })
+    }
+
+    /// A name the command line can give (`--anchor a,b`), not a level's, not taken `before`.
+    fn anchor_name(
+        &self,
+        raw: &Spanned<String>,
+        key: &str,
+        before: &[Anchor],
+    ) -> Result<String, AnchorsError> {
+        let name = raw.get_ref().trim().to_string();
+        if name.is_empty()
+            || name == "all"
+            || name.contains([',', '=', ' '])
+            || name.starts_with("level-")
+        {
+            return self.file.invalid(
+                raw.span(),
+                key,
+                "must be a non-empty name without spaces, ',' or '=' (and not `all` or level-N)",
+            );
+        }
+        if before.iter().any(|b| b.name == name) {
+            return self
+                .file
+                .invalid(raw.span(), key, format!("{name:?} appears twice"));
+        }
+        Ok(name)
+    }
+
+    /// A built-in mover: no engine, no options, no per-move limits.
+    fn mover(
+        &self,
+        style: MoverStyle,
+        spanned: &Spanned<RawAnchor>,
+        limits: &MoveLimits,
+        key: impl Fn(&str) -> String,
+    ) -> Result<AnchorKind, AnchorsError> {
+        let a = spanned.get_ref();
+        if let Some(c) = &a.command {
+            return self
+                .file
+                .invalid(c.span(), &key("command"), "a built-in mover runs no engine");
+        }
+        if let Some(o) = &a.options {
+            return self
+                .file
+                .invalid(o.span(), &key("options"), "a built-in mover has no options");
+        }
+        if !limits.is_empty() {
+            return self.file.invalid(
+                spanned.span(),
+                &key("nodes"),
+                "a built-in mover takes no per-move limits",
+            );
+        }
+        Ok(AnchorKind::Mover(style))
+    }
+
+    /// A UCI engine: its path, a per-move limit (so its strength is its own), its options.
+    fn uci(
+        &self,
+        spanned: &Spanned<RawAnchor>,
+        limits: MoveLimits,
+        key: impl Fn(&str) -> String,
+    ) -> Result<AnchorKind, AnchorsError> {
+        let a = spanned.get_ref();
+        let Some(command) = &a.command else {
+            return self.file.invalid(
+                spanned.span(),
+                &key("command"),
+                "a uci anchor needs the engine's path",
+            );
+        };
+        if command.get_ref().trim().is_empty() {
+            return self
+                .file
+                .invalid(command.span(), &key("command"), "is empty");
+        }
+        if limits.is_empty() {
+            return self.file.invalid(
+                a.kind.span(),
+                &key("nodes"),
+                "a uci anchor needs a per-move limit (nodes, depth or movetime_ms) \
+                 so its strength does not depend on the match",
+            );
+        }
+        Ok(AnchorKind::Uci {
+            command: EngineCommand {
+                program: PathBuf::from(command.get_ref().trim()),
+                args: a.args.clone(),
+                options: self.uci_options(&a.options, &key)?,
+            },
+            limits,
+        })
+    }
+
+    /// A UCI anchor's `options` as the text `setoption` sends (strings, numbers or booleans).
+    fn uci_options(
+        &self,
+        raw: &Option<Spanned<BTreeMap<String, toml::Value>>>,
+        key: impl Fn(&str) -> String,
+    ) -> Result<Vec<(String, String)>, AnchorsError> {
+        let mut options = Vec::new();
+        if let Some(o) = raw {
+            for (name, value) in o.get_ref() {
+                let text = match value {
+                    toml::Value::String(s) => s.clone(),
+                    toml::Value::Integer(n) => n.to_string(),
+                    toml::Value::Float(x) => x.to_string(),
+                    toml::Value::Boolean(b) => b.to_string(),
+                    _ => {
+                        return self.file.invalid(
+                            o.span(),
+                            &key(&format!("options.{name}")),
+                            "must be a string, number or boolean",
+                        );
+                    }
+                };
+                options.push((name.clone(), text));
+            }
+        }
+        Ok(options)
+    }
+
+    /// What a fit gave the anchor: its rating, the rating's standard error and its games.
+    fn fitted(
+        &self,
+        a: &RawAnchor,
+        key: impl Fn(&str) -> String,
+    ) -> Result<FitFields, AnchorsError> {
+        let rating = match &a.rating {
+            Some(r) if !r.get_ref().is_finite() => {
+                return self
+                    .file
+                    .invalid(r.span(), &key("rating"), "must be a finite number");
+            }
+            r => r.as_ref().map(|r| *r.get_ref()),
+        };
+        let se = match &a.se {
+            Some(s) if !(s.get_ref().is_finite() && *s.get_ref() >= 0.0) => {
+                return self
+                    .file
+                    .invalid(s.span(), &key("se"), "must be zero or positive");
+            }
+            Some(s) if rating.is_none() => {
+                return self
+                    .file
+                    .invalid(s.span(), &key("se"), "given without a rating");
+            }
+            s => s.as_ref().map(|s| *s.get_ref()),
+        };
+        let games = match &a.games {
+            Some(g) if *g.get_ref() < 0 => {
+                return self
+                    .file
+                    .invalid(g.span(), &key("games"), "must be zero or positive");
+            }
+            g => g.as_ref().map(|g| *g.get_ref() as u64),
+        };
+        Ok((rating, se, games))
+    }
+
+    /// Pin `i`: an anchor of this file, a finite rating, a positive sd and a source.
+    fn pin(
+        &self,
+        i: usize,
+        spanned: &Spanned<RawPin>,
+        anchors: &[Anchor],
+    ) -> Result<Pin, AnchorsError> {
+        let p = spanned.get_ref();
+        let key = |k: &str| format!("pin[{i}].{k}");
+        let anchor = p.anchor.get_ref().trim().to_string();
+        if !anchors.iter().any(|a| a.name == anchor) {
+            return self.file.invalid(
+                p.anchor.span(),
+                &key("anchor"),
+                format!("no anchor named {anchor:?} in this file"),
+            );
+        }
+        if !p.rating.get_ref().is_finite() {
+            return self
+                .file
+                .invalid(p.rating.span(), &key("rating"), "must be a finite number");
+        }
+        if !(p.sd.get_ref().is_finite() && *p.sd.get_ref() > 0.0) {
+            return self.file.invalid(
+                p.sd.span(),
+                &key("sd"),
+                "must be positive (no pin is exact)",
+            );
+        }
+        if p.source.get_ref().trim().is_empty() {
+            return self.file.invalid(
+                p.source.span(),
+                &key("source"),
+                "must say where the rating comes from",
+            );
+        }
+        Ok(Pin {
+            anchor,
+            rating: *p.rating.get_ref(),
+            sd: *p.sd.get_ref(),
+            source: p.source.get_ref().clone(),
         })
     }
 }

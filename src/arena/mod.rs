@@ -13,7 +13,7 @@ pub mod schedule;
 pub mod uci_client;
 
 use std::collections::VecDeque;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -31,7 +31,7 @@ use crate::results::{
 use game::{PlayedGame, Termination};
 use openings::Opening;
 use player::{MoveLimits, PlayerKind, PlayerSpec, Roster, Timeouts};
-use schedule::{Format, Shard};
+use schedule::{Format, ScheduledGame, Shard};
 
 /// `ladder arena` options (boxed: they are many, and the CLI's command enum stays small).
 #[derive(Debug, Clone, clap::Args)]
@@ -358,17 +358,144 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
 /// Plays the match described by `args` and returns its summary (also writing results, PGN
 /// and report files).
 pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
-    let coefficients = match &args.coefficients {
-        Some(path) => Coefficients::load(path)?,
-        None => Coefficients::builtin(),
+    let (plan, mut games) = MatchPlan::new(args)?;
+    let log = ResultsLog::open(&args.results)
+        .with_context(|| format!("opening results file {}", args.results.display()))?;
+    skip_recorded_games(&mut games, &log, &plan.match_id, &args.results);
+    let pgn = open_pgn(args.pgn.as_deref(), &games)?;
+    let perf = args
+        .perf
+        .unwrap_or_else(|| args.tc.map_or(Perf::Blitz, |tc| Perf::from(tc.speed())))
+        .to_string();
+    let mut writer = GameWriter {
+        log,
+        results: &args.results,
+        pgn,
+        date: crate::unix_time::UtcDateTime::now().date('.'),
+        record: RecordContext {
+            match_id: &plan.match_id,
+            tc: args.tc,
+            perf: &perf,
+            openings: &plan.openings,
+        },
     };
-    let (players, levels_count) = players_of(args)?;
-    let fixed = MoveLimits {
-        nodes: args.nodes,
-        depth: args.depth,
-        movetime_ms: args.movetime,
-    };
-    for p in &players {
+
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(plan.concurrency + 2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let started = Instant::now();
+    let played = runtime.block_on(play_games(args, &plan, games, &mut writer, started))?;
+    if let Some(w) = writer.pgn {
+        w.finish().context("writing the PGN")?;
+    }
+    let elapsed = started.elapsed();
+    let text = match_report(args, &plan, &played, elapsed);
+    if let Some(path) = &args.report {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(MatchSummary {
+        quality: played.judged.quality,
+        players: plan.players,
+        games: played.scored,
+        report: text,
+        seed: plan.seed,
+        elapsed,
+        interrupted: played.interrupted,
+    })
+}
+
+/// Everything a match decides before its first game: who plays, with which openings and
+/// seed, on how many workers, under which id.
+struct MatchPlan {
+    players: Vec<PlayerSpec>,
+    /// The players as the games seat them.
+    roster: Arc<Roster>,
+    openings: Vec<Opening>,
+    /// The openings as positions to start the games from.
+    opening_games: Vec<crate::engine::Game>,
+    seed: u64,
+    concurrency: usize,
+    match_id: String,
+}
+
+impl MatchPlan {
+    /// The plan of `args` (checked and logged) with its games: this shard's part of the
+    /// schedule, in schedule order.
+    fn new(args: &ArenaOptions) -> anyhow::Result<(MatchPlan, Vec<ScheduledGame>)> {
+        let coefficients = match &args.coefficients {
+            Some(path) => Coefficients::load(path)?,
+            None => Coefficients::builtin(),
+        };
+        let (players, levels_count) = players_of(args)?;
+        let fixed = MoveLimits {
+            nodes: args.nodes,
+            depth: args.depth,
+            movetime_ms: args.movetime,
+        };
+        check_engine_limits(args, &players, &fixed)?;
+        let openings: Vec<Opening> = match &args.openings {
+            Some(path) => openings::load(path)?,
+            None => openings::builtin(),
+        };
+        let opening_games = openings
+            .iter()
+            .map(|o| o.game().with_context(|| format!("opening {}", o.name)))
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        if args.games_per_pairing == 0 {
+            bail!("--games-per-pairing must be at least 1");
+        }
+        let seed = args.seed.unwrap_or_else(rand::random);
+        let pairings = pairings_of(args, &players, levels_count)?;
+        let games = schedule::shard(
+            schedule::schedule(&pairings, openings.len(), args.games_per_pairing, seed),
+            args.shard,
+        );
+        let concurrency = args
+            .concurrency
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+            .max(1);
+        let match_id = args
+            .match_id
+            .clone()
+            .unwrap_or_else(|| format!("arena-{seed:016x}"));
+        tracing::info!(
+            "arena {match_id}: {} players, {} pairings, {} games in shard {}/{}, seed {seed}, concurrency {concurrency}",
+            players.len(),
+            pairings.len(),
+            games.len(),
+            args.shard.index,
+            args.shard.count
+        );
+        let timeouts = Timeouts {
+            startup: Duration::from_millis(args.startup_timeout),
+            move_timeout: Duration::from_millis(args.move_timeout),
+            margin: Duration::from_millis(args.timeout_margin),
+        };
+        let roster = Arc::new(Roster::new(players.clone(), coefficients, fixed, timeouts));
+        let plan = MatchPlan {
+            players,
+            roster,
+            openings,
+            opening_games,
+            seed,
+            concurrency,
+            match_id,
+        };
+        Ok((plan, games))
+    }
+}
+
+/// Every external engine has a per-move limit of its own, from `fixed` or from a clock: without
+/// one it would think forever.
+fn check_engine_limits(
+    args: &ArenaOptions,
+    players: &[PlayerSpec],
+    fixed: &MoveLimits,
+) -> anyhow::Result<()> {
+    for p in players {
         if let PlayerKind::Uci { limits, .. } = &p.kind
             && args.tc.is_none()
             && limits.is_empty()
@@ -380,58 +507,34 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
             );
         }
     }
-    let openings: Vec<Opening> = match &args.openings {
-        Some(path) => openings::load(path)?,
-        None => openings::builtin(),
-    };
-    let opening_games = openings
-        .iter()
-        .map(|o| o.game().with_context(|| format!("opening {}", o.name)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    if args.games_per_pairing == 0 {
-        bail!("--games-per-pairing must be at least 1");
-    }
-    let seed = args.seed.unwrap_or_else(rand::random);
-    let pairings = match args.neighbours {
+    Ok(())
+}
+
+/// Who meets whom: `--neighbours`, `--gauntlet` or (the default) a round robin.
+fn pairings_of(
+    args: &ArenaOptions,
+    players: &[PlayerSpec],
+    levels_count: usize,
+) -> anyhow::Result<Vec<(usize, usize)>> {
+    Ok(match args.neighbours {
         Some(0) => bail!("--neighbours must be at least 1"),
-        Some(k) => anchors::neighbour_pairings(&anchors::scale_order(&players), k),
+        Some(k) => anchors::neighbour_pairings(&anchors::scale_order(players), k),
         None if args.gauntlet => schedule::pairings(Format::Gauntlet, players.len(), levels_count),
         None => schedule::pairings(Format::RoundRobin, players.len(), levels_count),
-    };
-    let mut games = schedule::shard(
-        schedule::schedule(&pairings, openings.len(), args.games_per_pairing, seed),
-        args.shard,
-    );
-    let concurrency = args
-        .concurrency
-        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
-        .max(1);
-    let match_id = args
-        .match_id
-        .clone()
-        .unwrap_or_else(|| format!("arena-{seed:016x}"));
-    tracing::info!(
-        "arena {match_id}: {} players, {} pairings, {} games in shard {}/{}, seed {seed}, concurrency {concurrency}",
-        players.len(),
-        pairings.len(),
-        games.len(),
-        args.shard.index,
-        args.shard.count
-    );
+    })
+}
 
-    let timeouts = Timeouts {
-        startup: Duration::from_millis(args.startup_timeout),
-        move_timeout: Duration::from_millis(args.move_timeout),
-        margin: Duration::from_millis(args.timeout_margin),
-    };
-    let roster = Arc::new(Roster::new(players.clone(), coefficients, fixed, timeouts));
-    let mut log = ResultsLog::open(&args.results)
-        .with_context(|| format!("opening results file {}", args.results.display()))?;
-    // Resuming: the same command (same seed, so the same match id and schedule) skips the games
-    // its results file already holds.
+/// Resuming: the same command (same seed, so the same match id and schedule) skips the games
+/// its results file already holds.
+fn skip_recorded_games(
+    games: &mut Vec<ScheduledGame>,
+    log: &ResultsLog,
+    match_id: &str,
+    results: &Path,
+) {
     let scheduled = games.len();
     games.retain(|g| {
-        let id = game_id(&match_id, g.index);
+        let id = game_id(match_id, g.index);
         !(log.contains(&id)
             || log.contains(&format!("{id}-white"))
             || log.contains(&format!("{id}-black")))
@@ -440,163 +543,203 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         tracing::info!(
             "resuming {match_id}: {} of {scheduled} games already in {}, {} to play",
             scheduled - games.len(),
-            args.results.display(),
+            results.display(),
             games.len()
         );
     }
-    let mut pgn_writer = match &args.pgn {
-        Some(path) => Some(
-            pgn::PgnWriter::append(path, games.iter().map(|g| g.index).collect())
-                .with_context(|| format!("opening PGN file {}", path.display()))?,
-        ),
-        None => None,
-    };
-    let date = crate::unix_time::UtcDateTime::now().date('.');
-    let perf = args
-        .perf
-        .unwrap_or_else(|| args.tc.map_or(Perf::Blitz, |tc| Perf::from(tc.speed())))
-        .to_string();
-    let record_ctx = RecordContext {
-        match_id: &match_id,
-        tc: args.tc,
-        perf: &perf,
-        openings: &openings,
-    };
+}
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(concurrency + 2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    let started = Instant::now();
+/// The `--pgn` file, if any, opened to append `games` in schedule order.
+fn open_pgn(
+    path: Option<&Path>,
+    games: &[ScheduledGame],
+) -> anyhow::Result<Option<pgn::PgnWriter>> {
+    let Some(path) = path else {
+        return Ok(None);
+    };
+    let writer = pgn::PgnWriter::append(path, games.iter().map(|g| g.index).collect())
+        .with_context(|| format!("opening PGN file {}", path.display()))?;
+    Ok(Some(writer))
+}
+
+/// Where every game goes as it finishes: the results file (a record for each side that is one
+/// of our levels, or one anchor-game record) and the PGN.
+struct GameWriter<'a> {
+    log: ResultsLog,
+    /// The results file's path, for errors.
+    results: &'a Path,
+    pgn: Option<pgn::PgnWriter>,
+    /// The PGN `Date` of every game: the day the match started.
+    date: String,
+    record: RecordContext<'a>,
+}
+
+impl GameWriter<'_> {
+    /// Writes `played`'s records and its PGN.
+    fn write(&mut self, played: &PlayedGame, roster: &Roster) -> anyhow::Result<()> {
+        for record in records_of(played, roster, &self.record) {
+            self.log
+                .append(&record)
+                .with_context(|| format!("writing {}", self.results.display()))?;
+        }
+        if let Some(record) = anchor_record_of(played, roster, &self.record) {
+            self.log
+                .append_line(&record.game_id, &record)
+                .with_context(|| format!("writing {}", self.results.display()))?;
+        }
+        if let Some(w) = self.pgn.as_mut() {
+            let ctx = pgn::PgnContext {
+                event: self.record.match_id,
+                date: &self.date,
+                players: &roster.players,
+                opening_name: &self.record.openings[played.scheduled.opening].name,
+                tc: self.record.tc,
+            };
+            w.add(played.scheduled.index, pgn::format_game(played, &ctx))
+                .context("writing the PGN")?;
+        }
+        Ok(())
+    }
+}
+
+/// What the games of a match gave.
+struct PlayedMatch {
+    scored: Vec<report::Scored>,
+    judged: Judged,
+    /// Ctrl-C stopped the match.
+    interrupted: bool,
+}
+
+/// Plays `games` on the plan's workers: each game is written as it finishes, shown in the
+/// progress, and judged behind the match. Ctrl-C lets the games in progress finish and starts
+/// no new ones.
+async fn play_games(
+    args: &ArenaOptions,
+    plan: &MatchPlan,
+    games: Vec<ScheduledGame>,
+    writer: &mut GameWriter<'_>,
+    started: Instant,
+) -> anyhow::Result<PlayedMatch> {
     let total = games.len();
     let mut scored = Vec::with_capacity(total);
     let bar = Progress::new(total as u64, "games");
-    let (judged, interrupted) = runtime.block_on(async {
-        let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
-        let stop = Arc::new(AtomicBool::new(false));
-        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<PlayedGame>();
-        for _ in 0..concurrency {
-            let (queue, stop, tx, roster) =
-                (queue.clone(), stop.clone(), tx.clone(), roster.clone());
-            let opening_games = opening_games.clone();
-            let tc = args.tc;
-            tokio::spawn(async move {
-                loop {
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    let Some(next) = queue.lock().expect("queue lock").pop_front() else {
-                        break;
-                    };
-                    let opening = opening_games[next.opening].clone();
-                    let played = game::play(&roster, next, opening, tc).await;
-                    if tx.send(played).is_err() {
-                        break;
-                    }
-                }
-            });
-        }
-        drop(tx);
-        let (judge_tx, judge_rx) = tokio::sync::mpsc::unbounded_channel::<JudgeJob>();
-        let judge_task = tokio::spawn(judge_games(
-            args.judge.clone(),
-            args.judge_depth,
-            judge_rx,
-            players.len(),
-            stop.clone(),
-        ));
-        let mut interrupted = false;
-        loop {
-            let played = tokio::select! {
-                played = rx.recv() => match played {
-                    Some(p) => p,
-                    None => break,
-                },
-                _ = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    stop.store(true, Ordering::Relaxed);
-                    tracing::warn!("interrupted: finishing the games in progress, starting no new ones");
-                    continue;
-                }
-            };
-            for record in records_of(&played, &roster, &record_ctx) {
-                log.append(&record)
-                    .with_context(|| format!("writing {}", args.results.display()))?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut rx = spawn_workers(plan, games, &stop, args.tc);
+    let (judge_tx, judge_rx) = tokio::sync::mpsc::unbounded_channel::<JudgeJob>();
+    let judge_task = tokio::spawn(judge_games(
+        args.judge.clone(),
+        args.judge_depth,
+        judge_rx,
+        plan.players.len(),
+        stop.clone(),
+    ));
+    let mut interrupted = false;
+    loop {
+        let played = tokio::select! {
+            played = rx.recv() => match played {
+                Some(p) => p,
+                None => break,
+            },
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                stop.store(true, Ordering::Relaxed);
+                tracing::warn!("interrupted: finishing the games in progress, starting no new ones");
+                continue;
             }
-            if let Some(record) = anchor_record_of(&played, &roster, &record_ctx) {
-                log.append_line(&record.game_id, &record)
-                    .with_context(|| format!("writing {}", args.results.display()))?;
-            }
-            if let Some(w) = pgn_writer.as_mut() {
-                let ctx = pgn::PgnContext {
-                    event: &match_id,
-                    date: &date,
-                    players: &roster.players,
-                    opening_name: &openings[played.scheduled.opening].name,
-                    tc: args.tc,
-                };
-                w.add(played.scheduled.index, pgn::format_game(&played, &ctx))
-                    .context("writing the PGN")?;
-            }
-            scored.push(report::Scored {
-                white: played.scheduled.white,
-                black: played.scheduled.black,
-                white_score: played.white_score(),
-                fault: matches!(played.termination, Termination::Fault { .. }),
-            });
-            progress(&roster.players, &played, &scored, total, started, &bar);
-            let _queued = judge_tx.send(JudgeJob {
-                game: played.game,
-                first: played.opening_plies,
-                white: played.scheduled.white,
-                black: played.scheduled.black,
-            });
-        }
-        bar.finish();
-        roster.shutdown().await;
-        drop(judge_tx);
-        if bar.is_bar() && args.judge_depth > 0 {
-            eprintln!("judging the last games...");
-        }
-        let judged = judge_task.await.context("the judge task")?;
-        anyhow::Ok((judged, interrupted))
-    })?;
-    if let Some(w) = pgn_writer {
-        w.finish().context("writing the PGN")?;
+        };
+        writer.write(&played, &plan.roster)?;
+        scored.push(report::Scored {
+            white: played.scheduled.white,
+            black: played.scheduled.black,
+            white_score: played.white_score(),
+            fault: matches!(played.termination, Termination::Fault { .. }),
+        });
+        progress(&plan.roster.players, &played, &scored, total, started, &bar);
+        let _queued = judge_tx.send(JudgeJob {
+            game: played.game,
+            first: played.opening_plies,
+            white: played.scheduled.white,
+            black: played.scheduled.black,
+        });
     }
+    bar.finish();
+    plan.roster.shutdown().await;
+    drop(judge_tx);
+    if bar.is_bar() && args.judge_depth > 0 {
+        eprintln!("judging the last games...");
+    }
+    let judged = judge_task.await.context("the judge task")?;
+    Ok(PlayedMatch {
+        scored,
+        judged,
+        interrupted,
+    })
+}
+
+/// Starts the plan's workers, each taking the next of `games` until none is left or `stop` is
+/// set; every game played arrives on the returned channel, which closes when all have stopped.
+fn spawn_workers(
+    plan: &MatchPlan,
+    games: Vec<ScheduledGame>,
+    stop: &Arc<AtomicBool>,
+    tc: Option<Clock>,
+) -> tokio::sync::mpsc::UnboundedReceiver<PlayedGame> {
+    let queue = Arc::new(Mutex::new(games.into_iter().collect::<VecDeque<_>>()));
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<PlayedGame>();
+    for _ in 0..plan.concurrency {
+        let (queue, stop, tx, roster) =
+            (queue.clone(), stop.clone(), tx.clone(), plan.roster.clone());
+        let opening_games = plan.opening_games.clone();
+        tokio::spawn(async move {
+            loop {
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                let Some(next) = queue.lock().expect("queue lock").pop_front() else {
+                    break;
+                };
+                let opening = opening_games[next.opening].clone();
+                let played = game::play(&roster, next, opening, tc).await;
+                if tx.send(played).is_err() {
+                    break;
+                }
+            }
+        });
+    }
+    rx
+}
+
+/// The match's report: games, time, rate, seed and clock, then the ratings and pairings, then
+/// the move quality.
+fn match_report(
+    args: &ArenaOptions,
+    plan: &MatchPlan,
+    played: &PlayedMatch,
+    elapsed: Duration,
+) -> String {
+    let players = &plan.players;
+    let scored = &played.scored;
     let names: Vec<String> = players.iter().map(|p| p.name.clone()).collect();
     let levels: Vec<Option<f64>> = players.iter().map(PlayerSpec::level_number).collect();
     let known: Vec<Option<f64>> = players.iter().map(|p| p.rating).collect();
-    let elapsed = started.elapsed();
     let mut text = format!(
-        "# Arena {match_id}\n\n{} games in {:.0} s ({:.0} games/hour), seed {seed}, {}\n\n",
+        "# Arena {}\n\n{} games in {:.0} s ({:.0} games/hour), seed {}, {}\n\n",
+        plan.match_id,
         scored.len(),
         elapsed.as_secs_f64(),
         scored.len() as f64 / elapsed.as_secs_f64().max(1e-9) * 3600.0,
+        plan.seed,
         args.tc
             .map_or_else(|| "fixed limits".to_string(), |tc| format!("clock {tc}"))
     );
-    text.push_str(&report::render(&names, &levels, &known, &scored));
+    text.push_str(&report::render(&names, &levels, &known, scored));
     text.push('\n');
     text.push_str(&report::render_quality(
         &names,
-        &judged.quality,
-        &judged.describe,
+        &played.judged.quality,
+        &played.judged.describe,
     ));
-    if let Some(path) = &args.report {
-        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    Ok(MatchSummary {
-        quality: judged.quality,
-        players,
-        games: scored,
-        report: text,
-        seed,
-        elapsed,
-        interrupted,
-    })
+    text
 }
 
 /// The players in order: levels first (they form the gauntlet's first group), then external

@@ -152,38 +152,8 @@ pub fn estimate_ratings(known: &[Option<f64>], games: &[Scored]) -> Vec<Option<R
     if fixed.iter().all(Option::is_none) && n > 0 {
         fixed[0] = Some(0.0);
     }
-    // Pairwise totals: games and points of i against j, plus one virtual draw per pairing.
-    let mut played = vec![vec![0.0f64; n]; n];
-    let mut points = vec![vec![0.0f64; n]; n];
-    for g in games.iter().filter(|g| !g.fault) {
-        let (w, b) = (g.white, g.black);
-        if w == b || w >= n || b >= n {
-            continue;
-        }
-        played[w][b] += 1.0;
-        played[b][w] += 1.0;
-        points[w][b] += g.white_score;
-        points[b][w] += 1.0 - g.white_score;
-    }
-    for i in 0..n {
-        for j in 0..n {
-            if played[i][j] > 0.0 {
-                played[i][j] += 1.0;
-                points[i][j] += 0.5;
-            }
-        }
-    }
-    // Reachability from the fixed players.
-    let mut reached: Vec<bool> = fixed.iter().map(Option::is_some).collect();
-    let mut stack: Vec<usize> = (0..n).filter(|&i| reached[i]).collect();
-    while let Some(i) = stack.pop() {
-        for j in 0..n {
-            if played[i][j] > 0.0 && !reached[j] {
-                reached[j] = true;
-                stack.push(j);
-            }
-        }
-    }
+    let PairTotals { played, points, .. } = PairTotals::of(n, games);
+    let reached = reached_from(&played, fixed.iter().map(Option::is_some).collect());
     let start = {
         let anchors: Vec<f64> = fixed.iter().flatten().copied().collect();
         anchors.iter().sum::<f64>() / anchors.len().max(1) as f64
@@ -257,55 +227,81 @@ pub fn joint_fit(n: usize, games: &[Scored]) -> Option<JointFit> {
     if n == 0 {
         return None;
     }
-    let mut played = vec![vec![0.0f64; n]; n];
-    let mut points = vec![vec![0.0f64; n]; n];
-    let mut game_count = vec![0u64; n];
-    let mut total_points = vec![0.0f64; n];
-    for g in games.iter().filter(|g| !g.fault) {
-        let (w, b) = (g.white, g.black);
-        if w == b || w >= n || b >= n {
-            continue;
-        }
-        played[w][b] += 1.0;
-        played[b][w] += 1.0;
-        points[w][b] += g.white_score;
-        points[b][w] += 1.0 - g.white_score;
-        game_count[w] += 1;
-        game_count[b] += 1;
-        total_points[w] += g.white_score;
-        total_points[b] += 1.0 - g.white_score;
-    }
-    for i in 0..n {
-        for j in 0..n {
-            if played[i][j] > 0.0 {
-                played[i][j] += 1.0;
-                points[i][j] += 0.5;
-            }
-        }
-    }
-    let mut reached = vec![false; n];
-    reached[0] = true;
-    let mut stack = vec![0];
-    while let Some(i) = stack.pop() {
-        for j in 0..n {
-            if played[i][j] > 0.0 && !reached[j] {
-                reached[j] = true;
-                stack.push(j);
-            }
-        }
-    }
-    if reached.iter().any(|r| !r) {
+    let totals = PairTotals::of(n, games);
+    let mut start = vec![false; n];
+    start[0] = true;
+    if reached_from(&totals.played, start).iter().any(|r| !r) {
         return None;
     }
-    // Free parameters: players 1..n.
-    let m = n - 1;
-    let information = |r: &[f64]| -> Vec<Vec<f64>> {
-        let mut info = vec![vec![0.0; m]; m];
+    let r = totals.joint_ratings()?;
+    let inverse = invert(totals.information(&r))?;
+    let mut covariance = vec![vec![0.0; n]; n];
+    for i in 0..n - 1 {
+        for j in 0..n - 1 {
+            covariance[i + 1][j + 1] = inverse[i][j];
+        }
+    }
+    Some(JointFit {
+        ratings: r,
+        covariance,
+        games: totals.games,
+        points: totals.player_points,
+    })
+}
+
+/// What the games say about every pair of `n` players, the data of both fits: games and points
+/// of i against j, plus one virtual draw per pairing that met (so a clean sweep stays finite);
+/// and each player's own games and points (no virtual draws). Faulted games, and games of a
+/// player against itself or out of range, are left out.
+struct PairTotals {
+    played: Vec<Vec<f64>>,
+    points: Vec<Vec<f64>>,
+    games: Vec<u64>,
+    player_points: Vec<f64>,
+}
+
+impl PairTotals {
+    fn of(n: usize, games: &[Scored]) -> PairTotals {
+        let mut t = PairTotals {
+            played: vec![vec![0.0f64; n]; n],
+            points: vec![vec![0.0f64; n]; n],
+            games: vec![0u64; n],
+            player_points: vec![0.0f64; n],
+        };
+        for g in games.iter().filter(|g| !g.fault) {
+            let (w, b) = (g.white, g.black);
+            if w == b || w >= n || b >= n {
+                continue;
+            }
+            t.played[w][b] += 1.0;
+            t.played[b][w] += 1.0;
+            t.points[w][b] += g.white_score;
+            t.points[b][w] += 1.0 - g.white_score;
+            t.games[w] += 1;
+            t.games[b] += 1;
+            t.player_points[w] += g.white_score;
+            t.player_points[b] += 1.0 - g.white_score;
+        }
+        for i in 0..n {
+            for j in 0..n {
+                if t.played[i][j] > 0.0 {
+                    t.played[i][j] += 1.0;
+                    t.points[i][j] += 0.5;
+                }
+            }
+        }
+        t
+    }
+
+    /// The information matrix of the free ratings (players 1..n) at ratings `r`.
+    fn information(&self, r: &[f64]) -> Vec<Vec<f64>> {
+        let n = self.played.len();
+        let mut info = vec![vec![0.0; n - 1]; n - 1];
         for i in 1..n {
             for j in 0..n {
-                if played[i][j] > 0.0 {
+                if self.played[i][j] > 0.0 {
                     let e = expected(r[i], r[j]);
-                    let w = K * K * played[i][j] * e * (1.0 - e);
+                    let w = K * K * self.played[i][j] * e * (1.0 - e);
                     info[i - 1][i - 1] += w;
                     if j > 0 {
                         info[i - 1][j - 1] -= w;
@@ -314,45 +310,54 @@ pub fn joint_fit(n: usize, games: &[Scored]) -> Option<JointFit> {
             }
         }
         info
-    };
-    let mut r = vec![0.0f64; n];
-    for _ in 0..200 {
-        let grad: Vec<f64> = (1..n)
-            .map(|i| {
-                (0..n)
-                    .filter(|&j| played[i][j] > 0.0)
-                    .map(|j| K * (points[i][j] - played[i][j] * expected(r[i], r[j])))
-                    .sum()
-            })
-            .collect();
-        let inverse = invert(information(&r))?;
-        let mut biggest = 0.0f64;
-        for i in 0..m {
-            // Damped so one step never jumps past the range of plausible ratings.
-            let step = (0..m)
-                .map(|j| inverse[i][j] * grad[j])
-                .sum::<f64>()
-                .clamp(-400.0, 400.0);
-            r[i + 1] += step;
-            biggest = biggest.max(step.abs());
+    }
+
+    /// The maximum-likelihood ratings with player 0 held at 0, by Newton's method on the full
+    /// information matrix; `None` when that matrix is singular.
+    fn joint_ratings(&self) -> Option<Vec<f64>> {
+        let n = self.played.len();
+        let (played, points) = (&self.played, &self.points);
+        let mut r = vec![0.0f64; n];
+        for _ in 0..200 {
+            let grad: Vec<f64> = (1..n)
+                .map(|i| {
+                    (0..n)
+                        .filter(|&j| played[i][j] > 0.0)
+                        .map(|j| K * (points[i][j] - played[i][j] * expected(r[i], r[j])))
+                        .sum()
+                })
+                .collect();
+            let inverse = invert(self.information(&r))?;
+            let mut biggest = 0.0f64;
+            for i in 0..n - 1 {
+                // Damped so one step never jumps past the range of plausible ratings.
+                let step = (0..n - 1)
+                    .map(|j| inverse[i][j] * grad[j])
+                    .sum::<f64>()
+                    .clamp(-400.0, 400.0);
+                r[i + 1] += step;
+                biggest = biggest.max(step.abs());
+            }
+            if biggest < 1e-4 {
+                break;
+            }
         }
-        if biggest < 1e-4 {
-            break;
+        Some(r)
+    }
+}
+
+/// Which players the games connect to those `reached` already (`played[i][j] > 0`: i met j).
+fn reached_from(played: &[Vec<f64>], mut reached: Vec<bool>) -> Vec<bool> {
+    let mut stack: Vec<usize> = (0..reached.len()).filter(|&i| reached[i]).collect();
+    while let Some(i) = stack.pop() {
+        for j in 0..reached.len() {
+            if played[i][j] > 0.0 && !reached[j] {
+                reached[j] = true;
+                stack.push(j);
+            }
         }
     }
-    let inverse = invert(information(&r))?;
-    let mut covariance = vec![vec![0.0; n]; n];
-    for i in 0..m {
-        for j in 0..m {
-            covariance[i + 1][j + 1] = inverse[i][j];
-        }
-    }
-    Some(JointFit {
-        ratings: r,
-        covariance,
-        games: game_count,
-        points: total_points,
-    })
+    reached
 }
 
 /// The inverse of a symmetric positive-definite matrix (Gauss-Jordan with partial pivoting);
