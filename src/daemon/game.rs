@@ -21,7 +21,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::engine::SearchResult;
 use crate::lichess::backoff::Backoff;
-use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, LichessError};
+use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, GameId, LichessError, StreamEnd};
 use crate::player::LevelPlayer;
 use crate::player::think::{PositionFacts, ThinkClock, ThinkSettings, Thinker, wait_after_search};
 use crate::results::{AfterRestart, GameRecord, fault};
@@ -103,7 +103,6 @@ impl Drop for Pending {
 
 /// Runs one game to its end.
 pub async fn run(mut ctx: GameContext) -> GameExit {
-    let id = ctx.setup.game_id.clone();
     let resumed = remember(&mut ctx).await;
     let params = &ctx.setup.params;
     tracing::info!(
@@ -115,301 +114,442 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
         resumed_after_restart = resumed,
         "game started"
     );
-    let mut player = Some(Box::new(LevelPlayer::new(params.clone(), ctx.setup.seed)));
-    let mut tracker = Tracker::with_conduct(ctx.setup.clone(), ctx.conduct);
-    let mut pending: Option<Pending> = None;
-    let mut thinking: Option<Thinking> = None;
-    let mut backoff = Backoff::new(reconnect_policy());
-    let mut greeted = false;
-    let mut greet_due = false;
-    let mut abort_sent = false;
-    let mut refusals = 0;
-    let mut run_state = ctx.run_state.clone();
-    let mut grace_state = ctx.run_state.clone();
-    // Since when it has been our turn (at which ply): a 429 pause after that explains a loss
-    // on time.
-    let mut our_turn_since: Option<(usize, tokio::time::Instant)> = None;
-    // Set once we ended the game ourselves at the end of the grace period: the fault to record.
-    let mut ended_by_shutdown: Option<String> = None;
-    // The opponent left: when Lichess lets us claim the game (`claimWinInSeconds`).
-    let mut claim_at: Option<tokio::time::Instant> = None;
-    // Set once we claimed the game after the opponent left: the fault to record.
-    let mut claimed: Option<String> = None;
-    loop {
-        if *run_state.borrow() == RunState::Stopped {
-            return GameExit::Stopped;
+    GameActor::new(ctx, resumed).play().await
+}
+
+/// What woke the game actor up.
+enum Wake {
+    Event(Result<GameEvent, StreamEnd>),
+    SearchDone(Result<SearchDone, oneshot::error::RecvError>),
+    ThinkingOver,
+    AbortDue,
+    ClaimDue,
+    GraceOver,
+    Stopped,
+}
+
+/// The state of one running game, owned by its task.
+struct GameActor {
+    ctx: GameContext,
+    id: GameId,
+    /// The previous run left the game open.
+    resumed: bool,
+    /// The level's player; lent to the search pool while a search runs.
+    player: Option<Box<LevelPlayer>>,
+    tracker: Tracker,
+    pending: Option<Pending>,
+    thinking: Option<Thinking>,
+    backoff: Backoff,
+    greeted: bool,
+    greet_due: bool,
+    abort_sent: bool,
+    /// Game-stream refusals in a row (not found, token, forbidden).
+    refusals: usize,
+    run_state: watch::Receiver<RunState>,
+    grace_state: watch::Receiver<RunState>,
+    /// When the last game state arrived (the abort timer and the latency count from it).
+    state_at: Instant,
+    /// The stream must be opened again.
+    reconnect: bool,
+    /// Since when it has been our turn (at which ply): a 429 pause after that explains a
+    /// loss on time.
+    our_turn_since: Option<(usize, tokio::time::Instant)>,
+    /// Set once we ended the game ourselves at the end of the grace period: the fault to
+    /// record.
+    ended_by_shutdown: Option<String>,
+    /// The opponent left: when Lichess lets us claim the game (`claimWinInSeconds`).
+    claim_at: Option<tokio::time::Instant>,
+    /// Set once we claimed the game after the opponent left: the fault to record.
+    claimed: Option<String>,
+}
+
+impl GameActor {
+    fn new(ctx: GameContext, resumed: bool) -> GameActor {
+        let player = Box::new(LevelPlayer::new(ctx.setup.params.clone(), ctx.setup.seed));
+        GameActor {
+            id: ctx.setup.game_id.clone(),
+            resumed,
+            player: Some(player),
+            tracker: Tracker::with_conduct(ctx.setup.clone(), ctx.conduct),
+            pending: None,
+            thinking: None,
+            backoff: Backoff::new(reconnect_policy()),
+            greeted: false,
+            greet_due: false,
+            abort_sent: false,
+            refusals: 0,
+            run_state: ctx.run_state.clone(),
+            grace_state: ctx.run_state.clone(),
+            state_at: Instant::now(),
+            reconnect: false,
+            our_turn_since: None,
+            ended_by_shutdown: None,
+            claim_at: None,
+            claimed: None,
+            ctx,
         }
-        let mut stream = match ctx.client.stream_game(&id).await {
+    }
+
+    /// Follows the game stream, reconnecting as needed, until the game is recorded or the
+    /// actor must stop.
+    async fn play(&mut self) -> GameExit {
+        loop {
+            if *self.run_state.borrow() == RunState::Stopped {
+                return GameExit::Stopped;
+            }
+            let mut stream = match self.open_stream().await {
+                Ok(Some(stream)) => stream,
+                Ok(None) => continue,
+                Err(exit) => return exit,
+            };
+            self.state_at = Instant::now();
+            self.reconnect = false;
+            while !self.reconnect {
+                let wake = self.next_wake(&mut stream).await;
+                let actions = match self.on_wake(wake).await {
+                    Ok(actions) => actions,
+                    Err(exit) => return exit,
+                };
+                self.note_our_turn();
+                if let Some(exit) = self.carry_out(actions).await {
+                    return exit;
+                }
+                if self.greet_due {
+                    self.greet_due = false;
+                    greet(&self.ctx, &self.tracker).await;
+                }
+            }
+            let delay = self.backoff.next_delay();
+            if sleep_or_stop(delay, &mut self.run_state).await {
+                return GameExit::Stopped;
+            }
+        }
+    }
+
+    /// Opens the game stream: `Ok(None)` after a failure worth retrying (the delay waited),
+    /// `Err` when the game cannot be followed or the actor must stop.
+    async fn open_stream(&mut self) -> Result<Option<Reader<GameEvent>>, GameExit> {
+        match self.ctx.client.stream_game(&self.id).await {
             Ok(s) => {
-                refusals = 0;
-                Reader::spawn(s)
+                self.refusals = 0;
+                Ok(Some(Reader::spawn(s)))
             }
             // A 400 (a game the bot API cannot play) or another permanent answer: settled,
             // never retried.
-            Err(e) if is_permanent(&e) => return GameExit::Unplayable(e.to_string()),
+            Err(e) if is_permanent(&e) => Err(GameExit::Unplayable(e.to_string())),
             // Not found, or refused: retried a few times (a server hiccup must not cost a
             // game), then given up on.
-            Err(e) if refusals >= 5 => return GameExit::Failed(e.to_string()),
+            Err(e) if self.refusals >= 5 => Err(GameExit::Failed(e.to_string())),
             Err(e) => {
-                refusals += usize::from(matches!(
+                self.refusals += usize::from(matches!(
                     e,
                     LichessError::NotFound { .. }
                         | LichessError::TokenRejected { .. }
                         | LichessError::Forbidden { .. }
                 ));
-                let delay = backoff.next_delay();
+                let delay = self.backoff.next_delay();
                 tracing::warn!("game stream: {e}; retrying in {delay:?}");
-                if sleep_or_stop(delay, &mut run_state).await {
-                    return GameExit::Stopped;
+                if sleep_or_stop(delay, &mut self.run_state).await {
+                    return Err(GameExit::Stopped);
                 }
-                continue;
+                Ok(None)
             }
+        }
+    }
+
+    /// Waits for the next thing to act on: a stream event, a search's result, the end of a
+    /// think-time wait, the abort or claim timers, the end of the grace period, the stop.
+    async fn next_wake(&mut self, stream: &mut Reader<GameEvent>) -> Wake {
+        let abort_due = self.state_at + self.ctx.abort_after;
+        let abort_armed = !self.abort_sent
+            && self.ended_by_shutdown.is_none()
+            && self.tracker.awaiting_opponent_first_move();
+        let claim_armed = self.claim_at.is_some()
+            && self.ended_by_shutdown.is_none()
+            && !self.tracker.is_finished();
+        let claim_at = self.claim_at;
+        let thinking_until = self.thinking.as_ref().map(|t| t.until);
+        let grace_armed = self.ended_by_shutdown.is_none();
+        let search = self.pending.as_mut().map(|p| &mut p.rx);
+        let searching = search.is_some();
+        tokio::select! {
+            event = stream.next() => Wake::Event(event),
+            done = async { search.expect("guarded").await }, if searching => Wake::SearchDone(done),
+            _ = tokio::time::sleep_until(thinking_until.unwrap_or_else(tokio::time::Instant::now)),
+                if thinking_until.is_some() => Wake::ThinkingOver,
+            _ = tokio::time::sleep_until(abort_due.into()), if abort_armed => Wake::AbortDue,
+            _ = tokio::time::sleep_until(claim_at.unwrap_or_else(tokio::time::Instant::now)),
+                if claim_armed => Wake::ClaimDue,
+            _ = grace_over(&mut self.grace_state), if grace_armed => Wake::GraceOver,
+            _ = stopped(&mut self.run_state) => Wake::Stopped,
+        }
+    }
+
+    /// Acts on what woke the actor; returns the tracker's actions, or how the actor ends.
+    async fn on_wake(&mut self, wake: Wake) -> Result<Vec<Action>, GameExit> {
+        match wake {
+            Wake::Event(event) => self.on_event(event),
+            Wake::SearchDone(done) => {
+                self.on_search_done(done).await;
+                Ok(Vec::new())
+            }
+            Wake::ThinkingOver => {
+                let t = self.thinking.take().expect("guarded");
+                if !play_result(&self.ctx, &mut self.tracker, t.ply, &t.result, t.latency).await {
+                    self.reconnect = true;
+                }
+                Ok(Vec::new())
+            }
+            Wake::AbortDue => {
+                self.abort_sent = true;
+                tracing::info!(
+                    "opponent made no first move in {:?}: aborting",
+                    self.ctx.abort_after
+                );
+                if let Err(e) = self.ctx.client.abort(&self.id).await {
+                    tracing::warn!("abort: {e}");
+                }
+                Ok(Vec::new())
+            }
+            Wake::ClaimDue => {
+                self.claim_at = None;
+                self.claimed = claim(&self.ctx, &self.tracker).await;
+                Ok(Vec::new())
+            }
+            Wake::GraceOver => {
+                if *self.grace_state.borrow() == RunState::Stopped {
+                    return Err(GameExit::Stopped);
+                }
+                // No move after this: the game ends now, and the stream will say how.
+                drop(self.pending.take());
+                self.thinking = None;
+                self.ended_by_shutdown = Some(end_now(&self.ctx, &self.tracker).await);
+                Ok(Vec::new())
+            }
+            Wake::Stopped => Err(GameExit::Stopped),
+        }
+    }
+
+    /// An event of the game stream (or its end: reconnect).
+    fn on_event(&mut self, event: Result<GameEvent, StreamEnd>) -> Result<Vec<Action>, GameExit> {
+        let now_ms = unix_ms();
+        self.state_at = Instant::now();
+        match event {
+            Ok(GameEvent::GameFull(full)) => {
+                self.backoff.reset();
+                let actions = self
+                    .tracker
+                    .on_game_full(full, now_ms)
+                    .map_err(|e| GameExit::Failed(e.to_string()))?;
+                if !self.greeted {
+                    self.greeted = true;
+                    // A resumed game was greeted by the previous run.
+                    self.greet_due = self.tracker.ply() < 2 && !self.tracker.is_finished();
+                }
+                Ok(actions)
+            }
+            Ok(GameEvent::GameState(state)) => self
+                .tracker
+                .on_game_state(state, now_ms)
+                .map_err(|e| GameExit::Failed(e.to_string())),
+            Ok(GameEvent::OpponentGone(gone)) => {
+                self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
+                    (true, Some(wait)) if self.claimed.is_none() => {
+                        let wait = Duration::from_secs(u64::from(wait));
+                        tracing::info!("opponent gone: claiming the game in {wait:?}");
+                        Some(tokio::time::Instant::now() + wait)
+                    }
+                    (true, _) => {
+                        tracing::info!("opponent gone");
+                        self.claim_at
+                    }
+                    (false, _) => {
+                        tracing::info!("opponent back");
+                        None
+                    }
+                };
+                Ok(Vec::new())
+            }
+            Ok(_) => Ok(Vec::new()),
+            Err(end) => {
+                tracing::info!("game stream ended ({end}); reconnecting");
+                self.reconnect = true;
+                Ok(Vec::new())
+            }
+        }
+    }
+
+    /// A search came back: the player returns, and the move is played now or after the
+    /// think-time wait.
+    async fn on_search_done(&mut self, done: Result<SearchDone, oneshot::error::RecvError>) {
+        let p = self.pending.take().expect("guarded");
+        let Ok(done) = done else {
+            // Cancelled or pool gone: allow a new search on the next state.
+            self.tracker.on_move_failed(p.ply);
+            return;
         };
-        let mut state_at = Instant::now();
-        let mut reconnect = false;
-        while !reconnect {
-            let abort_due = state_at + ctx.abort_after;
-            let abort_armed = !abort_sent
-                && ended_by_shutdown.is_none()
-                && tracker.awaiting_opponent_first_move();
-            let claim_armed =
-                claim_at.is_some() && ended_by_shutdown.is_none() && !tracker.is_finished();
-            let mut actions = tokio::select! {
-                event = stream.next() => {
-                    let now_ms = unix_ms();
-                    state_at = Instant::now();
-                    match event {
-                        Ok(GameEvent::GameFull(full)) => {
-                            backoff.reset();
-                            match tracker.on_game_full(full, now_ms) {
-                                Ok(actions) => {
-                                    if !greeted {
-                                        greeted = true;
-                                        // A resumed game was greeted by the previous run.
-                                        greet_due = tracker.ply() < 2 && !tracker.is_finished();
-                                    }
-                                    actions
-                                }
-                                Err(e) => return GameExit::Failed(e.to_string()),
-                            }
-                        }
-                        Ok(GameEvent::GameState(state)) => match tracker.on_game_state(state, now_ms) {
-                            Ok(actions) => actions,
-                            Err(e) => return GameExit::Failed(e.to_string()),
-                        },
-                        Ok(GameEvent::OpponentGone(gone)) => {
-                            claim_at = match (gone.gone, gone.claim_win_in_seconds) {
-                                (true, Some(wait)) if claimed.is_none() => {
-                                    let wait = Duration::from_secs(u64::from(wait));
-                                    tracing::info!("opponent gone: claiming the game in {wait:?}");
-                                    Some(tokio::time::Instant::now() + wait)
-                                }
-                                (true, _) => {
-                                    tracing::info!("opponent gone");
-                                    claim_at
-                                }
-                                (false, _) => {
-                                    tracing::info!("opponent back");
-                                    None
-                                }
-                            };
-                            Vec::new()
-                        }
-                        Ok(_) => Vec::new(),
-                        Err(end) => {
-                            tracing::info!("game stream ended ({end}); reconnecting");
-                            reconnect = true;
-                            Vec::new()
-                        }
-                    }
-                }
-                done = async { (&mut pending.as_mut().expect("guarded").rx).await }, if pending.is_some() => {
-                    let p = pending.take().expect("guarded");
-                    match done {
-                        Ok(done) => {
-                            let got_at = Instant::now();
-                            tracing::debug!(
-                                ply = p.ply, nodes = done.result.nodes, depth = done.result.depth,
-                                queued_ms = done.queued.as_millis() as u64,
-                                searched_ms = done.searched.as_millis() as u64, "search done"
-                            );
-                            player = Some(done.player);
-                            let wait = think_wait(&ctx, &tracker, &p, &done.result);
-                            let latency = p.state_to_submit + got_at.elapsed();
-                            if wait.is_zero() {
-                                if !play_result(&ctx, &mut tracker, p.ply, &done.result, latency).await {
-                                    reconnect = true;
-                                }
-                            } else {
-                                tracing::debug!(ply = p.ply, wait_ms = wait.as_millis() as u64, "thinking");
-                                thinking = Some(Thinking {
-                                    ply: p.ply,
-                                    result: done.result,
-                                    until: tokio::time::Instant::now() + wait,
-                                    latency,
-                                });
-                            }
-                        }
-                        // Cancelled or pool gone: allow a new search on the next state.
-                        Err(_) => tracker.on_move_failed(p.ply),
-                    }
-                    Vec::new()
-                }
-                _ = tokio::time::sleep_until(thinking.as_ref().map_or_else(tokio::time::Instant::now, |t| t.until)), if thinking.is_some() => {
-                    let t = thinking.take().expect("guarded");
-                    if !play_result(&ctx, &mut tracker, t.ply, &t.result, t.latency).await {
-                        reconnect = true;
-                    }
-                    Vec::new()
-                }
-                _ = tokio::time::sleep_until(abort_due.into()), if abort_armed => {
-                    abort_sent = true;
-                    tracing::info!("opponent made no first move in {:?}: aborting", ctx.abort_after);
-                    if let Err(e) = ctx.client.abort(&id).await {
-                        tracing::warn!("abort: {e}");
-                    }
-                    Vec::new()
-                }
-                _ = tokio::time::sleep_until(claim_at.unwrap_or_else(tokio::time::Instant::now)), if claim_armed => {
-                    claim_at = None;
-                    claimed = claim(&ctx, &tracker).await;
-                    Vec::new()
-                }
-                _ = grace_over(&mut grace_state), if ended_by_shutdown.is_none() => {
-                    if *grace_state.borrow() == RunState::Stopped {
-                        return GameExit::Stopped;
-                    }
-                    // No move after this: the game ends now, and the stream will say how.
-                    drop(pending.take());
-                    thinking = None;
-                    ended_by_shutdown = Some(end_now(&ctx, &tracker).await);
-                    Vec::new()
-                }
-                _ = stopped(&mut run_state) => {
-                    return GameExit::Stopped;
-                }
-            };
-            if tracker.is_our_turn() {
-                let ply = tracker.ply();
-                if our_turn_since.is_none_or(|(p, _)| p != ply) {
-                    our_turn_since = Some((ply, tokio::time::Instant::now()));
-                }
+        let got_at = Instant::now();
+        tracing::debug!(
+            ply = p.ply,
+            nodes = done.result.nodes,
+            depth = done.result.depth,
+            queued_ms = done.queued.as_millis() as u64,
+            searched_ms = done.searched.as_millis() as u64,
+            "search done"
+        );
+        self.player = Some(done.player);
+        let wait = think_wait(&self.ctx, &self.tracker, &p, &done.result);
+        let latency = p.state_to_submit + got_at.elapsed();
+        if wait.is_zero() {
+            if !play_result(&self.ctx, &mut self.tracker, p.ply, &done.result, latency).await {
+                self.reconnect = true;
             }
-            // The search first: offers and chat are answered while it runs.
-            actions.sort_by_key(|a| !matches!(a, Action::Search { .. }));
-            for action in actions {
-                match action {
-                    Action::Search { .. } if ended_by_shutdown.is_some() => {}
-                    Action::Search { ply, game, clock } => {
-                        // A result still held back belongs to a position that is gone.
-                        thinking = None;
-                        let facts = PositionFacts::of(&game);
-                        let limit = think_time(clock);
-                        let cancel = Arc::new(AtomicBool::new(false));
-                        let job = SearchJob {
-                            game: *game,
-                            // Lent to the pool while a search runs; a search abandoned by a
-                            // reconnect never hands it back, so a fresh one takes over with
-                            // the same level and seed.
-                            player: player.take().unwrap_or_else(|| {
-                                Box::new(LevelPlayer::new(
-                                    tracker.setup().params.clone(),
-                                    tracker.setup().seed,
-                                ))
-                            }),
-                            time_limit: limit,
-                            urgency_ms: urgency_ms(clock),
-                            cancel: Arc::clone(&cancel),
-                        };
-                        tracing::debug!(
-                            ply,
-                            limit_ms = limit.as_millis() as u64,
-                            "search submitted"
-                        );
-                        let rx = ctx.pool.submit(job);
-                        pending = Some(Pending {
-                            ply,
-                            rx,
-                            cancel,
-                            state_to_submit: state_at.elapsed(),
-                            state_at,
-                            clock,
-                            facts,
-                        });
-                    }
-                    Action::AnswerDraw(accept) => {
-                        tracing::info!(accept, "answering a draw offer");
-                        if let Err(e) = ctx.client.draw(&id, accept).await {
-                            tracing::warn!("draw offer: {e}");
-                        }
-                    }
-                    Action::AnswerTakeback(accept) => {
-                        tracing::info!(accept, "answering a takeback");
-                        if !accept && ctx.conduct.takebacks > 0 {
-                            say(&ctx, &tracker, TAKEBACKS_USED_CHAT).await;
-                        }
-                        if let Err(e) = ctx.client.takeback(&id, accept).await {
-                            tracing::warn!("takeback: {e}");
-                            if accept {
-                                // The move stands: a fresh gameFull lets us search it again.
-                                tracker.on_takeback_failed();
-                                reconnect = true;
-                            }
-                        }
-                    }
-                    Action::Resign | Action::Move { .. } => {}
-                    Action::Finished(record) => {
-                        // Dropping a pending search cancels it: no move after the end.
-                        drop(pending.take());
-                        let mut record = *record;
-                        if resumed {
-                            record.after_restart = Some(AfterRestart::Resumed);
-                        }
-                        explain_fault(
-                            &mut record,
-                            ended_by_shutdown.as_deref(),
-                            our_turn_since.map(|(_, since)| since),
-                            &ctx.client,
-                        );
-                        // Won (or drawn) because the opponent left: no strength in it.
-                        if record.fault.is_none() && record.status == "timeout" {
-                            record.fault.clone_from(&claimed);
-                        }
-                        tracing::info!(
-                            result = ?record.result,
-                            status = %record.status, moves = record.moves.split_whitespace().count(),
-                            opponent = %record.opponent.name,
-                            fault = record.fault.as_deref().unwrap_or(""), "game over"
-                        );
-                        let bot_started_at_ms = record.opponent.bot.then_some(record.started_at_ms);
-                        match ctx.results.append(record).await {
-                            Ok(true) => {}
-                            Ok(false) => tracing::info!("already in the results log"),
-                            Err(e) => tracing::error!("results log: {e}"),
-                        }
-                        // A game we ended ourselves had its word before the resignation.
-                        if let Some(goodbye) =
-                            ctx.goodbye.as_ref().filter(|_| ended_by_shutdown.is_none())
-                        {
-                            let text =
-                                chat_line(goodbye, &ctx.setup.username, &tracker.opponent_name());
-                            if let Err(e) = ctx.client.chat(&id, ChatRoom::Player, &text).await {
-                                tracing::debug!("goodbye chat: {e}");
-                            }
-                        }
-                        return GameExit::Recorded { bot_started_at_ms };
-                    }
-                }
-            }
-            if greet_due {
-                greet_due = false;
-                greet(&ctx, &tracker).await;
+        } else {
+            tracing::debug!(ply = p.ply, wait_ms = wait.as_millis() as u64, "thinking");
+            self.thinking = Some(Thinking {
+                ply: p.ply,
+                result: done.result,
+                until: tokio::time::Instant::now() + wait,
+                latency,
+            });
+        }
+    }
+
+    /// Remembers since when it has been our turn.
+    fn note_our_turn(&mut self) {
+        if self.tracker.is_our_turn() {
+            let ply = self.tracker.ply();
+            if self.our_turn_since.is_none_or(|(p, _)| p != ply) {
+                self.our_turn_since = Some((ply, tokio::time::Instant::now()));
             }
         }
-        let delay = backoff.next_delay();
-        if sleep_or_stop(delay, &mut run_state).await {
-            return GameExit::Stopped;
+    }
+
+    /// Carries out the tracker's actions, the search first (offers and chat are answered
+    /// while it runs); `Some` when the game is over and recorded.
+    async fn carry_out(&mut self, mut actions: Vec<Action>) -> Option<GameExit> {
+        actions.sort_by_key(|a| !matches!(a, Action::Search { .. }));
+        for action in actions {
+            match action {
+                Action::Search { .. } if self.ended_by_shutdown.is_some() => {}
+                Action::Search { ply, game, clock } => self.submit_search(ply, *game, clock),
+                Action::AnswerDraw(accept) => {
+                    tracing::info!(accept, "answering a draw offer");
+                    if let Err(e) = self.ctx.client.draw(&self.id, accept).await {
+                        tracing::warn!("draw offer: {e}");
+                    }
+                }
+                Action::AnswerTakeback(accept) => self.answer_takeback(accept).await,
+                Action::Resign | Action::Move { .. } => {}
+                Action::Finished(record) => return Some(self.finish(*record).await),
+            }
         }
+        None
+    }
+
+    /// Lends the player to the search pool for the position at `ply`.
+    fn submit_search(&mut self, ply: usize, game: crate::engine::Game, clock: ClockInput) {
+        // A result still held back belongs to a position that is gone.
+        self.thinking = None;
+        let facts = PositionFacts::of(&game);
+        let limit = think_time(clock);
+        let cancel = Arc::new(AtomicBool::new(false));
+        let setup = self.tracker.setup();
+        let job = SearchJob {
+            game,
+            // Lent to the pool while a search runs; a search abandoned by a reconnect never
+            // hands it back, so a fresh one takes over with the same level and seed.
+            player: self
+                .player
+                .take()
+                .unwrap_or_else(|| Box::new(LevelPlayer::new(setup.params.clone(), setup.seed))),
+            time_limit: limit,
+            urgency_ms: urgency_ms(clock),
+            cancel: Arc::clone(&cancel),
+        };
+        tracing::debug!(ply, limit_ms = limit.as_millis() as u64, "search submitted");
+        let rx = self.ctx.pool.submit(job);
+        self.pending = Some(Pending {
+            ply,
+            rx,
+            cancel,
+            state_to_submit: self.state_at.elapsed(),
+            state_at: self.state_at,
+            clock,
+            facts,
+        });
+    }
+
+    /// Answers a takeback request under the level's conduct.
+    async fn answer_takeback(&mut self, accept: bool) {
+        tracing::info!(accept, "answering a takeback");
+        if !accept && self.ctx.conduct.takebacks > 0 {
+            say(&self.ctx, &self.tracker, TAKEBACKS_USED_CHAT).await;
+        }
+        if let Err(e) = self.ctx.client.takeback(&self.id, accept).await {
+            tracing::warn!("takeback: {e}");
+            if accept {
+                // The move stands: a fresh gameFull lets us search it again.
+                self.tracker.on_takeback_failed();
+                self.reconnect = true;
+            }
+        }
+    }
+
+    /// The game is over: its record (with the fault that explains it) goes to the results
+    /// log, and the goodbye to the chat.
+    async fn finish(&mut self, mut record: GameRecord) -> GameExit {
+        // Dropping a pending search cancels it: no move after the end.
+        drop(self.pending.take());
+        if self.resumed {
+            record.after_restart = Some(AfterRestart::Resumed);
+        }
+        explain_fault(
+            &mut record,
+            self.ended_by_shutdown.as_deref(),
+            self.our_turn_since.map(|(_, since)| since),
+            &self.ctx.client,
+        );
+        // Won (or drawn) because the opponent left: no strength in it.
+        if record.fault.is_none() && record.status == "timeout" {
+            record.fault.clone_from(&self.claimed);
+        }
+        tracing::info!(
+            result = ?record.result,
+            status = %record.status,
+            moves = record.moves.split_whitespace().count(),
+            opponent = %record.opponent.name,
+            fault = record.fault.as_deref().unwrap_or(""),
+            "game over"
+        );
+        let bot_started_at_ms = record.opponent.bot.then_some(record.started_at_ms);
+        match self.ctx.results.append(record).await {
+            Ok(true) => {}
+            Ok(false) => tracing::info!("already in the results log"),
+            Err(e) => tracing::error!("results log: {e}"),
+        }
+        // A game we ended ourselves had its word before the resignation.
+        if let Some(goodbye) = self
+            .ctx
+            .goodbye
+            .as_ref()
+            .filter(|_| self.ended_by_shutdown.is_none())
+        {
+            let text = chat_line(
+                goodbye,
+                &self.ctx.setup.username,
+                &self.tracker.opponent_name(),
+            );
+            if let Err(e) = self
+                .ctx
+                .client
+                .chat(&self.id, ChatRoom::Player, &text)
+                .await
+            {
+                tracing::debug!("goodbye chat: {e}");
+            }
+        }
+        GameExit::Recorded { bot_started_at_ms }
     }
 }
 
