@@ -148,11 +148,7 @@ pub fn gap_culprit(levels: &[LevelResult], at_floor: &[f64], cap: usize) -> Opti
     if levels.len() < 3 {
         return None;
     }
-    let gaps: Vec<f64> = levels
-        .windows(2)
-        .map(|w| w[1].rating - w[0].rating)
-        .collect();
-    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let (gaps, mean) = gaps(levels);
     if mean <= 0.0 {
         return None;
     }
@@ -236,16 +232,22 @@ impl Shape {
     }
 }
 
+/// The rating gaps between adjacent levels (in level order) and their mean.
+fn gaps(levels: &[LevelResult]) -> (Vec<f64>, f64) {
+    let gaps: Vec<f64> = levels
+        .windows(2)
+        .map(|w| w[1].rating - w[0].rating)
+        .collect();
+    let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    (gaps, mean)
+}
+
 /// Checks the ladder's shape from the levels' estimates (in level order).
 pub fn shape(levels: &[LevelResult]) -> Option<Shape> {
     if levels.len() < 2 {
         return None;
     }
-    let gaps: Vec<f64> = levels
-        .windows(2)
-        .map(|w| w[1].rating - w[0].rating)
-        .collect();
-    let mean_gap = gaps.iter().sum::<f64>() / gaps.len() as f64;
+    let (gaps, mean_gap) = gaps(levels);
     Some(Shape {
         increasing: gaps.iter().all(|&g| g > 0.0),
         mean_gap,
@@ -295,7 +297,38 @@ pub fn run(
         Some(path) => AnchorsFile::load(path)?,
         None => AnchorsFile::builtin(),
     };
-    let anchors: Vec<RatedAnchor> = anchors_file
+    let mut run = LoopRun {
+        cfg,
+        targets,
+        settings_of: &settings_of,
+        anchors: usable_anchors(cfg, &anchors_file)?,
+        anchors_file: &anchors_file,
+        started: Instant::now(),
+        played_here: 0,
+    };
+    loop {
+        let records = loop_records(&cfg.results)?;
+        let turn = run.turn(records)?;
+        match turn.next_step(cfg, targets) {
+            Step::Play {
+                level,
+                games: n,
+                why,
+            } => {
+                if run.play_batch(&turn, level, n, why)? == Batch::Interrupted {
+                    return Ok(());
+                }
+            }
+            Step::Apply => run.apply(&turn)?,
+            Step::Done(why) => return run.finish(turn, &why),
+        }
+    }
+}
+
+/// The anchors of `file` with a rating and a standard error of at most `max_anchor_se`; an
+/// error when they are too few for a batch.
+fn usable_anchors(cfg: &LoopSettings, file: &AnchorsFile) -> anyhow::Result<Vec<RatedAnchor>> {
+    let anchors: Vec<RatedAnchor> = file
         .anchors
         .iter()
         .filter_map(|a| {
@@ -315,154 +348,217 @@ pub fn run(
             cfg.anchors_per_level
         );
     }
-    let started = Instant::now();
-    let mut played_here = 0usize;
-    loop {
-        let records = loop_records(&cfg.results)?;
-        let (current, settings, cal) = pass(cfg, targets, &settings_of, &records)?;
-        let games = level_games(&cal);
-        let moves = cal
-            .proposal
-            .levels
+    Ok(anchors)
+}
+
+/// How a batch ended.
+#[derive(Debug, PartialEq)]
+enum Batch {
+    Played,
+    /// Ctrl-C stopped it: the loop stops, the same command continues.
+    Interrupted,
+}
+
+/// What the loop's turns share: its settings, targets and anchors, and its clock.
+struct LoopRun<'a> {
+    cfg: &'a LoopSettings,
+    targets: &'a Targets,
+    settings_of: &'a dyn Fn(&Coefficients) -> anyhow::Result<Settings>,
+    anchors_file: &'a AnchorsFile,
+    anchors: Vec<RatedAnchor>,
+    started: Instant,
+    /// Games played by this run (not the ones it resumed from), for the time estimate.
+    played_here: usize,
+}
+
+/// One turn of the loop: the loop's games so far and the live pass over them against the
+/// coefficients file as it is now.
+struct Turn {
+    records: Vec<GameRecord>,
+    current: Coefficients,
+    /// The pass's settings, with the older versions from the history.
+    settings: Settings,
+    cal: Calibration,
+    /// Games per level at the current parameters.
+    games: BTreeMap<String, usize>,
+}
+
+impl Turn {
+    /// The loop's next step: play a batch, apply the proposal or stop.
+    fn next_step(&self, cfg: &LoopSettings, targets: &Targets) -> Step {
+        let levels = &self.cal.proposal.levels;
+        let moves = levels
             .iter()
             .any(|u| cfg.levels.contains(&u.level) && u.status == super::update::Status::Moved);
-        let played = records.len();
-        let at_floor: Vec<f64> = cal
-            .proposal
-            .levels
+        let at_floor: Vec<f64> = levels
             .iter()
             .filter(|u| u.status == super::update::Status::AtFloor)
             .map(|u| u.level)
             .collect();
-        let gap_level = gap_culprit(&level_results(cfg, &cal, targets), &at_floor, cfg.gap_games);
-        let step = next_step(&cfg.levels, &games, moves, played, gap_level, cfg);
-        match step {
-            Step::Play {
-                level,
-                games: n,
-                why,
-            } => {
-                let have = games.get(&level_key(level)).copied().unwrap_or(0);
-                let guess = cal
-                    .proposal
-                    .levels
-                    .iter()
-                    .find(|u| u.level == level)
-                    .and_then(|u| u.estimate.filter(|e| e.games >= 10))
-                    .map_or_else(
-                        || targets.target(level).expect("checked above"),
-                        |e| e.rating,
-                    );
-                let chosen = choose_anchors(&anchors, guess, cfg.anchors_per_level);
-                let match_id = format!("cal-v{}-l{}-g{have}", current.version, level_key(level));
-                let per_pairing = n.div_ceil(chosen.len()).max(1);
-                let remaining = remaining_games(&cfg.levels, &games, cfg);
-                let rate =
-                    (played_here > 0).then(|| started.elapsed().as_secs_f64() / played_here as f64);
-                eprintln!(
-                    "[{}] v{} level {} ({why}, {have} games, ~{:.0}): {} games against {}; \
-                     {played}/{} games of the budget played{}",
-                    elapsed_text(started.elapsed().as_secs_f64()),
-                    current.version,
-                    level_key(level),
-                    guess,
-                    per_pairing * chosen.len(),
-                    chosen.join(", "),
-                    cfg.budget,
-                    rate.map_or_else(String::new, |r| format!(
-                        ", this phase ~{remaining} games ≈ {} left",
-                        elapsed_text(r * remaining as f64)
-                    ))
-                );
-                let summary =
-                    run_match(&batch_options(cfg, level, &chosen, per_pairing, &match_id)?)?;
-                played_here += summary.games.len();
-                if summary.interrupted {
-                    let at = (&current, &settings.history);
-                    write_report(
-                        cfg,
-                        &cal,
-                        at,
-                        targets,
-                        &records,
-                        &anchors_file,
-                        "interrupted",
-                    )?;
-                    eprintln!(
-                        "Interrupted: the games played are in {}; the same command continues.",
-                        cfg.results.display()
-                    );
-                    return Ok(());
-                }
-                if summary.games.is_empty() {
-                    bail!("batch {match_id} played no game");
-                }
-            }
-            Step::Apply => {
-                let mut next = cal.proposal.coefficients.clone();
-                next.ratings_source = format!(
-                    "calibrated against the anchors ({}) from {} arena games, version {}",
-                    anchors_file.scale, cal.selection.used, current.version
-                );
-                let kept = apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
-                let moved: Vec<String> = cal
-                    .proposal
-                    .levels
-                    .iter()
-                    .filter(|u| u.status == super::update::Status::Moved)
-                    .map(|u| {
-                        format!(
-                            "{} ({:+.0})",
-                            level_key(u.level),
-                            u.estimate.map_or(0.0, |e| e.rating) - u.target.unwrap_or(0.0)
-                        )
-                    })
-                    .collect();
-                eprintln!(
-                    "[{}] version {} written (version {} kept as {}); moved: {}",
-                    elapsed_text(started.elapsed().as_secs_f64()),
-                    next.version,
-                    current.version,
-                    kept.display(),
-                    moved.join(", ")
-                );
-                let at = (&current, &settings.history);
-                write_report(cfg, &cal, at, targets, &records, &anchors_file, "cycle")?;
-            }
-            Step::Done(why) => {
-                // The final ratings go into the file (the parameters stay: nothing moves).
-                if cal.proposal.changed {
-                    let mut next = cal.proposal.coefficients.clone();
-                    next.ratings_source = format!(
-                        "calibrated against the anchors ({}) from {} arena games at version {}",
-                        anchors_file.scale, cal.selection.used, current.version
-                    );
-                    apply::apply(&cfg.coefficients, &current, &next, &cfg.history_dir)?;
-                }
-                let (now, settings, cal_now) = pass(cfg, targets, &settings_of, &records)?;
-                let at = (&now, &settings.history);
-                let text = write_report(cfg, &cal_now, at, targets, &records, &anchors_file, &why)?;
-                println!("{text}");
-                eprintln!("Done: {why}.");
-                return Ok(());
-            }
-        }
+        let results = level_results(cfg, &self.cal, targets);
+        let gap_level = gap_culprit(&results, &at_floor, cfg.gap_games);
+        let played = self.records.len();
+        next_step(&cfg.levels, &self.games, moves, played, gap_level, cfg)
+    }
+
+    /// The games `level` has at its current parameters.
+    fn have(&self, level: f64) -> usize {
+        self.games.get(&level_key(level)).copied().unwrap_or(0)
     }
 }
 
-/// One pass of the live loop over the loop's games against the coefficients file as it is now:
-/// the coefficients, the settings (with the older versions from the history) and the result.
-fn pass(
-    cfg: &LoopSettings,
-    targets: &Targets,
-    settings_of: &impl Fn(&Coefficients) -> anyhow::Result<Settings>,
-    records: &[GameRecord],
-) -> anyhow::Result<(Coefficients, Settings, Calibration)> {
-    let current = Coefficients::load(&cfg.coefficients)?;
-    let mut settings = settings_of(&current)?;
-    settings.history = super::older_versions(records, &settings, &current, &cfg.history_dir);
-    let cal = pipeline::calibrate(records, &current, targets, &settings, "calibrated")?;
-    Ok((current, settings, cal))
+impl LoopRun<'_> {
+    /// One pass of the live loop over `records` against the coefficients file as it is now.
+    fn turn(&self, records: Vec<GameRecord>) -> anyhow::Result<Turn> {
+        let current = Coefficients::load(&self.cfg.coefficients)?;
+        let mut settings = (self.settings_of)(&current)?;
+        settings.history =
+            super::older_versions(&records, &settings, &current, &self.cfg.history_dir);
+        let cal = pipeline::calibrate(&records, &current, self.targets, &settings, "calibrated")?;
+        Ok(Turn {
+            games: level_games(&cal),
+            records,
+            current,
+            settings,
+            cal,
+        })
+    }
+
+    /// Plays `n` games of `level` against the anchors that tell most about it, saying so first;
+    /// an interrupted batch writes the report.
+    fn play_batch(
+        &mut self,
+        turn: &Turn,
+        level: f64,
+        n: usize,
+        why: &str,
+    ) -> anyhow::Result<Batch> {
+        let cfg = self.cfg;
+        let have = turn.have(level);
+        let guess = turn
+            .cal
+            .proposal
+            .levels
+            .iter()
+            .find(|u| u.level == level)
+            .and_then(|u| u.estimate.filter(|e| e.games >= 10))
+            .map_or_else(
+                || self.targets.target(level).expect("checked above"),
+                |e| e.rating,
+            );
+        let chosen = choose_anchors(&self.anchors, guess, cfg.anchors_per_level);
+        let match_id = format!(
+            "cal-v{}-l{}-g{have}",
+            turn.current.version,
+            level_key(level)
+        );
+        let per_pairing = n.div_ceil(chosen.len()).max(1);
+        let remaining = remaining_games(&cfg.levels, &turn.games, cfg);
+        let rate = (self.played_here > 0)
+            .then(|| self.started.elapsed().as_secs_f64() / self.played_here as f64);
+        eprintln!(
+            "[{}] v{} level {} ({why}, {have} games, ~{:.0}): {} games against {}; \
+             {}/{} games of the budget played{}",
+            elapsed_text(self.started.elapsed().as_secs_f64()),
+            turn.current.version,
+            level_key(level),
+            guess,
+            per_pairing * chosen.len(),
+            chosen.join(", "),
+            turn.records.len(),
+            cfg.budget,
+            rate.map_or_else(String::new, |r| format!(
+                ", this phase ~{remaining} games ≈ {} left",
+                elapsed_text(r * remaining as f64)
+            ))
+        );
+        let summary = run_match(&batch_options(cfg, level, &chosen, per_pairing, &match_id)?)?;
+        self.played_here += summary.games.len();
+        if summary.interrupted {
+            self.report(turn, "interrupted")?;
+            eprintln!(
+                "Interrupted: the games played are in {}; the same command continues.",
+                cfg.results.display()
+            );
+            return Ok(Batch::Interrupted);
+        }
+        if summary.games.is_empty() {
+            bail!("batch {match_id} played no game");
+        }
+        Ok(Batch::Played)
+    }
+
+    /// Writes the turn's proposal as the next coefficients version, says which levels moved
+    /// and writes the report.
+    fn apply(&self, turn: &Turn) -> anyhow::Result<()> {
+        let (cfg, cal, current) = (self.cfg, &turn.cal, &turn.current);
+        let mut next = cal.proposal.coefficients.clone();
+        next.ratings_source = format!(
+            "calibrated against the anchors ({}) from {} arena games, version {}",
+            self.anchors_file.scale, cal.selection.used, current.version
+        );
+        let kept = apply::apply(&cfg.coefficients, current, &next, &cfg.history_dir)?;
+        let moved: Vec<String> = cal
+            .proposal
+            .levels
+            .iter()
+            .filter(|u| u.status == super::update::Status::Moved)
+            .map(|u| {
+                format!(
+                    "{} ({:+.0})",
+                    level_key(u.level),
+                    u.estimate.map_or(0.0, |e| e.rating) - u.target.unwrap_or(0.0)
+                )
+            })
+            .collect();
+        eprintln!(
+            "[{}] version {} written (version {} kept as {}); moved: {}",
+            elapsed_text(self.started.elapsed().as_secs_f64()),
+            next.version,
+            current.version,
+            kept.display(),
+            moved.join(", ")
+        );
+        self.report(turn, "cycle")?;
+        Ok(())
+    }
+
+    /// The end: the final ratings go into the file (the parameters stay: nothing moves), and
+    /// the report of a fresh pass is written and printed.
+    fn finish(&self, turn: Turn, why: &str) -> anyhow::Result<()> {
+        let cal = &turn.cal;
+        if cal.proposal.changed {
+            let mut next = cal.proposal.coefficients.clone();
+            next.ratings_source = format!(
+                "calibrated against the anchors ({}) from {} arena games at version {}",
+                self.anchors_file.scale, cal.selection.used, turn.current.version
+            );
+            apply::apply(
+                &self.cfg.coefficients,
+                &turn.current,
+                &next,
+                &self.cfg.history_dir,
+            )?;
+        }
+        let now = self.turn(turn.records)?;
+        let text = self.report(&now, why)?;
+        println!("{text}");
+        eprintln!("Done: {why}.");
+        Ok(())
+    }
+
+    /// Writes the loop's report of `turn` in `state` and returns its Markdown.
+    fn report(&self, turn: &Turn, state: &str) -> anyhow::Result<String> {
+        write_report(
+            self.cfg,
+            &turn.cal,
+            (&turn.current, &turn.settings.history),
+            self.targets,
+            &turn.records,
+            self.anchors_file,
+            state,
+        )
+    }
 }
 
 /// Games still wanted in the current phase (for the time estimate).
@@ -596,58 +692,12 @@ fn write_report(
         records.len(),
         cfg.results.display()
     );
-    // The shape of the ladder at the current version.
-    let results = level_results(cfg, cal, targets);
-    let _ = writeln!(
-        text,
-        "## The ladder at version {current_version}\n\n| level | target | rating | ±95% | miss | gap | gap ±95% | games |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+    ladder_section(
+        &mut text,
+        cfg,
+        &level_results(cfg, cal, targets),
+        current_version,
     );
-    let mut previous: Option<&LevelResult> = None;
-    for r in &results {
-        // A gap's interval: the two levels' estimates are independent (different games).
-        let gap = previous.map_or_else(
-            || (String::new(), String::new()),
-            |p| {
-                (
-                    format!("{:.0}", r.rating - p.rating),
-                    format!("{:.0}", 1.96 * r.se.hypot(p.se)),
-                )
-            },
-        );
-        let _ = writeln!(
-            text,
-            "| {} | {:.0} | {:.0} | {:.0} | {:+.0} | {} | {} | {} |",
-            level_key(r.level),
-            r.target,
-            r.rating,
-            1.96 * r.se,
-            r.rating - r.target,
-            gap.0,
-            gap.1,
-            r.games
-        );
-        previous = Some(r);
-    }
-    if results.len() == cfg.levels.len()
-        && let Some(s) = shape(&results)
-    {
-        let _ = writeln!(
-            text,
-            "\nShape: strictly increasing: {}; mean gap {:.0}, worst gap {:.0}% off it (≤ 20% asked); \
-             worst miss {:.0} Elo (≤ 75 asked); fewest games {} (≥ {} asked): {}.",
-            if s.increasing { "yes" } else { "no" },
-            s.mean_gap,
-            100.0 * s.worst_gap_deviation,
-            s.worst_miss,
-            s.fewest_games,
-            cfg.final_games,
-            if s.met(cfg.final_games) {
-                "met"
-            } else {
-                "not met"
-            }
-        );
-    }
     // The games that count now: this version's, and older ones where the level plays the same.
     let counts = |r: &GameRecord| {
         r.coefficients_version == current.version
@@ -677,9 +727,81 @@ fn write_report(
     };
     text.push_str("\n# The last pass in detail\n\n");
     text.push_str(&report::markdown(cal, &ctx));
+    write_report_files(cfg, cal, anchors, &text)?;
+    Ok(text)
+}
+
+/// The ladder at the current version: each level's rating, miss and gap to the level below
+/// with their intervals, then the shape check when every level has an estimate.
+fn ladder_section(
+    text: &mut String,
+    cfg: &LoopSettings,
+    results: &[LevelResult],
+    current_version: u32,
+) {
+    let _ = writeln!(
+        text,
+        "## The ladder at version {current_version}\n\n| level | target | rating | ±95% | miss | gap | gap ±95% | games |\n|---:|---:|---:|---:|---:|---:|---:|---:|"
+    );
+    let mut previous: Option<&LevelResult> = None;
+    for r in results {
+        // A gap's interval: the two levels' estimates are independent (different games).
+        let gap = previous.map_or_else(
+            || (String::new(), String::new()),
+            |p| {
+                (
+                    format!("{:.0}", r.rating - p.rating),
+                    format!("{:.0}", 1.96 * r.se.hypot(p.se)),
+                )
+            },
+        );
+        let _ = writeln!(
+            text,
+            "| {} | {:.0} | {:.0} | {:.0} | {:+.0} | {} | {} | {} |",
+            level_key(r.level),
+            r.target,
+            r.rating,
+            1.96 * r.se,
+            r.rating - r.target,
+            gap.0,
+            gap.1,
+            r.games
+        );
+        previous = Some(r);
+    }
+    if results.len() == cfg.levels.len()
+        && let Some(s) = shape(results)
+    {
+        let _ = writeln!(
+            text,
+            "\nShape: strictly increasing: {}; mean gap {:.0}, worst gap {:.0}% off it (≤ 20% asked); \
+             worst miss {:.0} Elo (≤ 75 asked); fewest games {} (≥ {} asked): {}.",
+            if s.increasing { "yes" } else { "no" },
+            s.mean_gap,
+            100.0 * s.worst_gap_deviation,
+            s.worst_miss,
+            s.fewest_games,
+            cfg.final_games,
+            if s.met(cfg.final_games) {
+                "met"
+            } else {
+                "not met"
+            }
+        );
+    }
+}
+
+/// Writes the report's Markdown `text` and its plot, with the anchors marked, to the report
+/// directory.
+fn write_report_files(
+    cfg: &LoopSettings,
+    cal: &Calibration,
+    anchors: &AnchorsFile,
+    text: &str,
+) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.report_dir)
         .with_context(|| format!("creating {}", cfg.report_dir.display()))?;
-    apply::write_atomically(&cfg.report_dir.join("report.md"), &text)?;
+    apply::write_atomically(&cfg.report_dir.join("report.md"), text)?;
     let marks: Vec<(String, f64)> = anchors
         .anchors
         .iter()
@@ -689,7 +811,7 @@ fn write_report(
         &cfg.report_dir.join("calibration.svg"),
         &svg::plot_with_anchors(cal, "blitz", &marks),
     )?;
-    Ok(text)
+    Ok(())
 }
 
 /// Per level, over the games that count at the current parameters: games and score against

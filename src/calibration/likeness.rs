@@ -178,6 +178,21 @@ pub fn measure(
     settings: &LikenessSettings,
 ) -> Likeness {
     let mut out = Likeness::default();
+    let recent = recent_games(records, settings, &mut out);
+    let games = human_games(recent, levels, settings, &mut out);
+    let (mut bands, counted) = compare_moves(&games, coefficients, settings);
+    out.judge_note = judge_bands(&mut bands, &counted, settings);
+    out.bands = bands.into_values().collect();
+    out
+}
+
+/// The most recent `max_games` games against rated people of the perf and sources (the people
+/// playing the ladder now); counts them and the eligible ones in `out`.
+fn recent_games<'a>(
+    records: &'a [GameRecord],
+    settings: &LikenessSettings,
+    out: &mut Likeness,
+) -> Vec<&'a GameRecord> {
     let mut eligible: Vec<&GameRecord> = records
         .iter()
         .filter(|r| {
@@ -188,13 +203,22 @@ pub fn measure(
         })
         .collect();
     out.eligible = eligible.len();
-    // The most recent games: the people playing the ladder now.
     eligible.sort_by_key(|r| std::cmp::Reverse(r.finished_at_ms));
     eligible.truncate(settings.max_games);
     out.replayed = eligible.len();
+    eligible
+}
 
+/// The games replayed, each with the person's band and the level standing for it; counts in
+/// `out` those in a band no level fits and those that do not replay.
+fn human_games(
+    records: Vec<&GameRecord>,
+    levels: &[(f64, f64)],
+    settings: &LikenessSettings,
+    out: &mut Likeness,
+) -> Vec<HumanGame> {
     let mut games = Vec::new();
-    for record in eligible {
+    for record in records {
         let rating = record.opponent.rating.expect("filtered on a rating");
         let centre = band_centre(rating, settings.band_width);
         let Some((level, target)) = level_for(centre, settings.band_width, levels) else {
@@ -219,11 +243,20 @@ pub fn measure(
             target,
         });
     }
+    games
+}
 
+/// Asks each game's level for the person's moves and adds the matches up by band (keyed by
+/// its centre); returns the bands and the games with a compared move.
+fn compare_moves<'a>(
+    games: &'a [HumanGame],
+    coefficients: &Coefficients,
+    settings: &LikenessSettings,
+) -> (BTreeMap<i64, Band>, Vec<&'a HumanGame>) {
     let mut bands: BTreeMap<i64, Band> = BTreeMap::new();
     let mut params: BTreeMap<i64, LevelParams> = BTreeMap::new();
     let mut counted = Vec::new();
-    for g in &games {
+    for g in games {
         let p = params
             .entry((g.level * 1000.0).round() as i64)
             .or_insert_with(|| LevelParams::new(coefficients, g.level));
@@ -248,15 +281,24 @@ pub fn measure(
         band.matches += matches;
         counted.push(g);
     }
+    (bands, counted)
+}
 
-    out.judge_note = match &settings.judge {
+/// Judges the people's moves of the `counted` games with Stockfish, when it is asked for and
+/// installed, into their bands' quality; returns how the centipawn loss was measured or why not.
+fn judge_bands(
+    bands: &mut BTreeMap<i64, Band>,
+    counted: &[&HumanGame],
+    settings: &LikenessSettings,
+) -> String {
+    match &settings.judge {
         None => "not measured (turned off)".to_string(),
         Some((program, _)) if !program.exists() => format!(
             "not measured: Stockfish is not installed at {} (apt-get install stockfish)",
             program.display()
         ),
         Some(_) if counted.is_empty() => "not measured: no move to judge".to_string(),
-        Some((program, depth)) => match judge_games(program, *depth, &counted, settings) {
+        Some((program, depth)) => match judge_games(program, *depth, counted, settings) {
             Ok((name, qualities)) => {
                 for (g, q) in counted.iter().zip(qualities) {
                     let band = bands
@@ -268,9 +310,7 @@ pub fn measure(
             }
             Err(e) => format!("not measured: {e}"),
         },
-    };
-    out.bands = bands.into_values().collect();
-    out
+    }
 }
 
 /// The people's moves of `games` judged by Stockfish, one quality per game, in order; with

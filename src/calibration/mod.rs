@@ -259,6 +259,14 @@ impl CalibrateArgs {
         })
     }
 
+    /// accounts.toml when --accounts names it (loading it reads no token).
+    fn accounts_config(&self) -> anyhow::Result<Option<Config>> {
+        Ok(match &self.accounts {
+            Some(path) => Some(Config::load(path)?),
+            None => None,
+        })
+    }
+
     fn targets(&self, config: Option<&Config>) -> anyhow::Result<Targets> {
         if let Some(t) = &self.targets {
             return Targets::parse_table(t).map_err(|e| anyhow::anyhow!("--targets: {e}"));
@@ -301,36 +309,96 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     // Loading accounts.toml reads no token: calibrating from the local results needs none, so
     // the timer's unit runs without the daemon's credentials. --fetch and --lichess-ratings
     // read each account's token below, and a missing one names the account and its setting.
-    let config = match &args.accounts {
-        Some(path) => Some(Config::load(path)?),
-        None => None,
-    };
+    let config = args.accounts_config()?;
     let targets = args.targets(config.as_ref())?;
-    // Without --results, the daemon's own log (from accounts.toml) is the input when it exists.
-    let mut paths = args.results.clone();
-    if paths.is_empty()
-        && let Some(c) = &config
-        && c.daemon.results.exists()
-    {
-        paths.push(c.daemon.results.clone());
-    }
-    if paths.is_empty() && !args.fetch {
-        bail!("no games: give --results FILE (repeatable) and/or --fetch");
-    }
-    let read = read_results(&paths).context("reading results")?;
-    for w in &read.warnings {
-        tracing::warn!("skipped {w}");
-    }
-    let mut records = read.records;
-    let mut duplicates = read.duplicates;
-    let mut inputs: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    let mut games = Games::read(&args, config.as_ref())?;
+    let lichess = match config.as_ref() {
+        Some(config) if args.fetch || args.lichess_ratings => {
+            games.ask_lichess(&args, config, &current)?
+        }
+        _ => BTreeMap::new(),
+    };
 
-    let mut fetched_line = None;
-    let mut lichess = BTreeMap::new();
-    if let Some(config) = config
-        .as_ref()
-        .filter(|_| args.fetch || args.lichess_ratings)
-    {
+    settings.history = older_versions(&games.records, &settings, &current, &args.history_dir());
+    let result = calibrate_and_describe(&games.records, &current, &targets, &settings)?;
+    let next = result.proposal.coefficients.clone();
+    let outcome = outcome(&args, &current, &next, result.proposal.changed)?;
+    tracing::info!("{outcome}");
+    let ctx = report::ReportContext {
+        perf: args.perf.to_string(),
+        versions: settings.filter.versions.describe(),
+        inputs: games.inputs,
+        read_warnings: games.read_warnings,
+        duplicates: games.duplicates,
+        fetched: games.fetched,
+        lichess,
+        outcome,
+        svg_name: "calibration.svg".to_string(),
+    };
+    let mut markdown = report::markdown(&result, &ctx);
+    let likeness = (args.likeness_games > 0)
+        .then(|| measure_likeness(&args, &targets, &games.records, &current));
+    if let Some(l) = &likeness {
+        markdown.push_str(&report::likeness_section(l, "likeness.svg"));
+    }
+    write_report(&args, &result, &markdown, likeness.as_ref())?;
+    if !args.apply && result.proposal.changed {
+        println!(
+            "\n## Proposed coefficients (not written)\n\n```toml\n{}```",
+            next.to_toml()
+        );
+    }
+    Ok(())
+}
+
+/// The games a pass reads, and what the report says about reading them.
+struct Games {
+    records: Vec<GameRecord>,
+    /// Game ids seen more than once across the inputs (counted once).
+    duplicates: usize,
+    /// The results files read and, with --fetch, the Lichess export.
+    inputs: Vec<String>,
+    /// Lines skipped while reading.
+    read_warnings: Vec<String>,
+    /// A line on what --fetch brought, when it ran.
+    fetched: Option<String>,
+}
+
+impl Games {
+    /// Reads the --results files, or without them the daemon's own log (from accounts.toml)
+    /// when it exists; no file is an error unless --fetch brings the games.
+    fn read(args: &CalibrateArgs, config: Option<&Config>) -> anyhow::Result<Games> {
+        let mut paths = args.results.clone();
+        if paths.is_empty()
+            && let Some(c) = config
+            && c.daemon.results.exists()
+        {
+            paths.push(c.daemon.results.clone());
+        }
+        if paths.is_empty() && !args.fetch {
+            bail!("no games: give --results FILE (repeatable) and/or --fetch");
+        }
+        let read = read_results(&paths).context("reading results")?;
+        for w in &read.warnings {
+            tracing::warn!("skipped {w}");
+        }
+        Ok(Games {
+            records: read.records,
+            duplicates: read.duplicates,
+            inputs: paths.iter().map(|p| p.display().to_string()).collect(),
+            read_warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
+            fetched: None,
+        })
+    }
+
+    /// --fetch and --lichess-ratings: per account of the perf, pulls its new games (merged in)
+    /// and its current Lichess rating (returned by level key, with the account's name).
+    fn ask_lichess(
+        &mut self,
+        args: &CalibrateArgs,
+        config: &Config,
+        current: &Coefficients,
+    ) -> anyhow::Result<BTreeMap<String, (String, fetch::LichessRating)>> {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
@@ -340,8 +408,9 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             .iter()
             .filter(|a| a.target_perf == args.perf)
             .collect();
-        let timeline = VersionTimeline::new(&records, current.version);
+        let timeline = VersionTimeline::new(&self.records, current.version);
         let mut fetched = fetch::Fetched::default();
+        let mut lichess = BTreeMap::new();
         let mut progress = fetch::FetchProgress::start(if args.fetch { accounts.len() } else { 0 });
         for account in &accounts {
             let token = account.load_token().map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -380,51 +449,72 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         }
         progress.finish();
         if args.fetch {
-            for (who, why) in &fetched.failures {
-                tracing::warn!("{who}: fetch failed: {why}");
-            }
-            // Fetched games pass the same value checks as the lines of a results file.
-            let checked: Vec<GameRecord> = fetched
-                .records
-                .iter()
-                .filter(|r| match crate::results::check_record(r) {
-                    Ok(()) => true,
-                    Err(problem) => {
-                        tracing::warn!("skipped fetched game {}: {problem}", r.game_id);
-                        false
-                    }
-                })
-                .cloned()
-                .collect();
-            let (added, dup) = merge(&mut records, checked);
-            duplicates += dup;
-            if let Some(path) = &args.save_fetched {
-                let mut log = ResultsLog::open(path)
-                    .with_context(|| format!("opening {}", path.display()))?;
-                for r in &records[records.len() - added..] {
-                    log.append(r)
-                        .with_context(|| format!("appending to {}", path.display()))?;
-                }
-            }
-            fetched_line = Some(format!(
-                "{} games downloaded from {} accounts, {} new after deduplication by game id{}",
-                fetched.per_account.values().sum::<usize>(),
-                fetched.per_account.len(),
-                added,
-                if fetched.failures.is_empty() {
-                    String::new()
-                } else {
-                    format!("; {} accounts failed", fetched.failures.len())
-                }
-            ));
-            inputs.push(format!("Lichess export ({})", config.lichess.base_url));
+            self.add_fetched(args, config, fetched)?;
         }
+        Ok(lichess)
     }
 
-    settings.history = older_versions(&records, &settings, &current, &args.history_dir());
+    /// Merges the fetched games that pass the results file's value checks (each game id once),
+    /// appends the new ones to --save-fetched, and notes what was fetched for the report.
+    fn add_fetched(
+        &mut self,
+        args: &CalibrateArgs,
+        config: &Config,
+        fetched: fetch::Fetched,
+    ) -> anyhow::Result<()> {
+        for (who, why) in &fetched.failures {
+            tracing::warn!("{who}: fetch failed: {why}");
+        }
+        // Fetched games pass the same value checks as the lines of a results file.
+        let checked: Vec<GameRecord> = fetched
+            .records
+            .iter()
+            .filter(|r| match crate::results::check_record(r) {
+                Ok(()) => true,
+                Err(problem) => {
+                    tracing::warn!("skipped fetched game {}: {problem}", r.game_id);
+                    false
+                }
+            })
+            .cloned()
+            .collect();
+        let (added, dup) = merge(&mut self.records, checked);
+        self.duplicates += dup;
+        if let Some(path) = &args.save_fetched {
+            let mut log =
+                ResultsLog::open(path).with_context(|| format!("opening {}", path.display()))?;
+            for r in &self.records[self.records.len() - added..] {
+                log.append(r)
+                    .with_context(|| format!("appending to {}", path.display()))?;
+            }
+        }
+        self.fetched = Some(format!(
+            "{} games downloaded from {} accounts, {} new after deduplication by game id{}",
+            fetched.per_account.values().sum::<usize>(),
+            fetched.per_account.len(),
+            added,
+            if fetched.failures.is_empty() {
+                String::new()
+            } else {
+                format!("; {} accounts failed", fetched.failures.len())
+            }
+        ));
+        self.inputs
+            .push(format!("Lichess export ({})", config.lichess.base_url));
+        Ok(())
+    }
+}
+
+/// The live pass (pipeline.rs) over `records`, its measured ratings described with the date,
+/// the number of games used (known only after selection), the perf and the versions.
+fn calibrate_and_describe(
+    records: &[GameRecord],
+    current: &Coefficients,
+    targets: &Targets,
+    settings: &Settings,
+) -> anyhow::Result<pipeline::Calibration> {
     const MEASURED: &str = "calibrated";
-    let mut result = pipeline::calibrate(&records, &current, &targets, &settings, MEASURED)?;
-    // The description needs the number of games used, known only after selection.
+    let mut result = pipeline::calibrate(records, current, targets, settings, MEASURED)?;
     if result.proposal.coefficients.ratings_source == MEASURED {
         result.proposal.coefficients.ratings_source = format!(
             "calibrated {} from {} {} games ({})",
@@ -434,9 +524,18 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             settings.filter.versions.describe()
         );
     }
-    let next = result.proposal.coefficients.clone();
+    Ok(result)
+}
 
-    let outcome = if !result.proposal.changed {
+/// Applies `next` with --apply when it changes anything, and says what happened: no change,
+/// applied (and where the old version went) or a dry run.
+fn outcome(
+    args: &CalibrateArgs,
+    current: &Coefficients,
+    next: &Coefficients,
+    changed: bool,
+) -> anyhow::Result<String> {
+    Ok(if !changed {
         format!(
             "No change: no level's parameters and no measured rating would change, so no new \
              version is written; {} stays version {}.",
@@ -444,7 +543,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
             current.version
         )
     } else if args.apply {
-        let kept = apply::apply(&args.coefficients, &current, &next, &args.history_dir())?;
+        let kept = apply::apply(&args.coefficients, current, next, &args.history_dir())?;
         format!(
             "Applied: {} is now version {}; version {} kept as {}.",
             args.coefficients.display(),
@@ -454,72 +553,67 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         )
     } else {
         "Dry run: nothing written; `--apply` writes this proposal.".to_string()
+    })
+}
+
+/// Replays the people's moves in the most recent games and measures how often the level of
+/// their band would have played them (likeness.rs).
+fn measure_likeness(
+    args: &CalibrateArgs,
+    targets: &Targets,
+    records: &[GameRecord],
+    current: &Coefficients,
+) -> likeness::Likeness {
+    let settings = likeness::LikenessSettings {
+        max_games: args.likeness_games,
+        seed: args.seed,
+        perf: args.perf.key().to_string(),
+        sources: args.sources.clone(),
+        judge: (!args.no_likeness_judge).then(|| {
+            (
+                PathBuf::from(crate::arena::judge::Judge::STOCKFISH),
+                args.likeness_depth,
+            )
+        }),
+        ..likeness::LikenessSettings::default()
     };
-    tracing::info!("{outcome}");
-    let ctx = report::ReportContext {
-        perf: args.perf.to_string(),
-        versions: settings.filter.versions.describe(),
-        inputs,
-        read_warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
-        duplicates,
-        fetched: fetched_line,
-        lichess,
-        outcome,
-        svg_name: "calibration.svg".to_string(),
-    };
-    let mut markdown = report::markdown(&result, &ctx);
-    let likeness = (args.likeness_games > 0).then(|| {
-        let settings = likeness::LikenessSettings {
-            max_games: args.likeness_games,
-            seed: args.seed,
-            perf: args.perf.key().to_string(),
-            sources: args.sources.clone(),
-            judge: (!args.no_likeness_judge).then(|| {
-                (
-                    PathBuf::from(crate::arena::judge::Judge::STOCKFISH),
-                    args.likeness_depth,
-                )
-            }),
-            ..likeness::LikenessSettings::default()
-        };
-        let levels = ladder_levels(&targets, &records, &current, &settings.perf);
-        likeness::measure(&records, &current, &levels, &settings)
-    });
-    if let Some(l) = &likeness {
-        markdown.push_str(&report::likeness_section(l, "likeness.svg"));
-    }
+    let levels = ladder_levels(targets, records, current, &settings.perf);
+    likeness::measure(records, current, &levels, &settings)
+}
+
+/// Prints the report and, with --report-dir (or --apply: calibration/report), writes it with
+/// its plots.
+fn write_report(
+    args: &CalibrateArgs,
+    result: &pipeline::Calibration,
+    markdown: &str,
+    likeness: Option<&likeness::Likeness>,
+) -> anyhow::Result<()> {
     let report_dir = args
         .report_dir
         .clone()
         .or_else(|| args.apply.then(|| PathBuf::from("calibration/report")));
-    match report_dir {
-        Some(dir) => {
-            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-            apply::write_atomically(&dir.join("calibration.md"), &markdown)?;
-            apply::write_atomically(
-                &dir.join("calibration.svg"),
-                &svg::plot(&result, args.perf.key()),
-            )?;
-            if let Some(l) = likeness.as_ref().filter(|l| !l.bands.is_empty()) {
-                apply::write_atomically(
-                    &dir.join("likeness.svg"),
-                    &svg::plot_likeness(l, args.perf.key()),
-                )?;
-            }
-            print!("{markdown}");
-            println!(
-                "\nReport written to {}",
-                dir.join("calibration.md").display()
-            );
-        }
-        None => print!("{markdown}"),
+    let Some(dir) = report_dir else {
+        print!("{markdown}");
+        return Ok(());
+    };
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    apply::write_atomically(&dir.join("calibration.md"), markdown)?;
+    apply::write_atomically(
+        &dir.join("calibration.svg"),
+        &svg::plot(result, args.perf.key()),
+    )?;
+    if let Some(l) = likeness.filter(|l| !l.bands.is_empty()) {
+        apply::write_atomically(
+            &dir.join("likeness.svg"),
+            &svg::plot_likeness(l, args.perf.key()),
+        )?;
     }
-    if !args.apply && result.proposal.changed {
-        println!(
-            "\n## Proposed coefficients (not written)\n\n```toml\n{}```",
-            next.to_toml()
-        );
-    }
+    print!("{markdown}");
+    println!(
+        "\nReport written to {}",
+        dir.join("calibration.md").display()
+    );
     Ok(())
 }
 
@@ -588,10 +682,7 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
     let [results] = args.results.as_slice() else {
         bail!("--arena needs exactly one --results FILE: the loop's own games, appended");
     };
-    let config = match &args.accounts {
-        Some(path) => Some(Config::load(path)?),
-        None => None,
-    };
+    let config = args.accounts_config()?;
     let targets = args.targets(config.as_ref())?;
     let mut levels = Vec::new();
     let lists = if args.levels.is_empty() {

@@ -8,6 +8,8 @@ use std::fmt::Write;
 use super::fetch::LichessRating;
 use super::likeness::Likeness;
 use super::pipeline::Calibration;
+use super::select::LevelGames;
+use super::update::LevelUpdate;
 use crate::levels::level_key;
 
 /// What the report says besides the calibration itself.
@@ -31,8 +33,18 @@ pub struct ReportContext {
 
 /// The report as Markdown.
 pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
-    let p = &cal.proposal;
     let mut out = String::new();
+    summary(&mut out, cal, ctx);
+    levels_table(&mut out, cal, ctx);
+    apart_table(&mut out, cal);
+    method(&mut out, cal);
+    left_out(&mut out, cal, ctx);
+    out
+}
+
+/// The title, the outcome, the inputs and how many games were used, left out and carried over.
+fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
+    let p = &cal.proposal;
     let current = p.coefficients.version - 1;
     let versions = if p.changed {
         format!("v{current} → v{}", p.coefficients.version)
@@ -80,6 +92,10 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
         );
     }
     let _ = writeln!(out, "![rating by level]({})\n", ctx.svg_name);
+}
+
+/// The table of the levels: their games, estimate, target, Lichess rating and proposed change.
+fn levels_table(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
     let _ = writeln!(out, "## Levels\n");
     let _ = writeln!(
         out,
@@ -89,60 +105,66 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
         out,
         "|---:|---|---:|---|---:|---:|---:|---:|---:|---|---|---|---|"
     );
-    for u in &p.levels {
-        let key = level_key(u.level);
-        let games = cal.selection.levels.get(&key);
-        let accounts = games.map_or_else(String::new, |g| {
-            g.accounts.iter().cloned().collect::<Vec<_>>().join(", ")
-        });
-        let (n, wdl, score, perf, ci) = match &u.estimate {
-            Some(e) => (
-                e.games.to_string(),
-                format!("{}/{}/{}", e.wins, e.draws, e.losses),
-                format!("{:.1}%", 100.0 * e.score),
-                format!("{:.0}", e.rating),
-                format!("{:.0}", e.ci95()),
-            ),
-            None => (
-                games.map_or(0, |g| g.observations.len()).to_string(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-            ),
-        };
-        let target = u.target.map_or("-".to_string(), |t| format!("{t:.0}"));
-        let lichess = ctx.lichess.get(&key).map_or("-".to_string(), |(_, r)| {
-            format!(
-                "{:.0}{}{}",
-                r.rating,
-                r.rd.map_or(String::new(), |rd| format!(" (RD {rd:.0})")),
-                if r.provisional { "?" } else { "" }
-            )
-        });
-        let _ = writeln!(
-            out,
-            "| {key} | {accounts} | {n} | {wdl} | {score} | {perf} | {ci} | {target} | {lichess} | {:+.3} → {:+.3} | {} → {} | {:.1} → {:.1} | {} |",
-            u.offset_old,
-            u.offset_new,
-            u.nodes_old,
-            u.nodes_new,
-            u.noise_old,
-            u.noise_new,
-            u.status.label()
-        );
+    for u in &cal.proposal.levels {
+        level_row(out, cal, ctx, u);
     }
-    apart_table(&mut out, cal);
+}
+
+/// One level's row of the levels table.
+fn level_row(out: &mut String, cal: &Calibration, ctx: &ReportContext, u: &LevelUpdate) {
+    let key = level_key(u.level);
+    let games = cal.selection.levels.get(&key);
+    let accounts = games.map_or_else(String::new, |g| {
+        g.accounts.iter().cloned().collect::<Vec<_>>().join(", ")
+    });
+    let (n, wdl, score, perf, ci) = match &u.estimate {
+        Some(e) => (
+            e.games.to_string(),
+            format!("{}/{}/{}", e.wins, e.draws, e.losses),
+            format!("{:.1}%", 100.0 * e.score),
+            format!("{:.0}", e.rating),
+            format!("{:.0}", e.ci95()),
+        ),
+        None => (
+            games.map_or(0, |g| g.observations.len()).to_string(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+            "-".into(),
+        ),
+    };
+    let target = u.target.map_or("-".to_string(), |t| format!("{t:.0}"));
+    let lichess = ctx.lichess.get(&key).map_or("-".to_string(), |(_, r)| {
+        format!(
+            "{:.0}{}{}",
+            r.rating,
+            r.rd.map_or(String::new(), |rd| format!(" (RD {rd:.0})")),
+            if r.provisional { "?" } else { "" }
+        )
+    });
+    let _ = writeln!(
+        out,
+        "| {key} | {accounts} | {n} | {wdl} | {score} | {perf} | {ci} | {target} | {lichess} | {:+.3} → {:+.3} | {} → {} | {:.1} → {:.1} | {} |",
+        u.offset_old,
+        u.offset_new,
+        u.nodes_old,
+        u.nodes_new,
+        u.noise_old,
+        u.noise_new,
+        u.status.label()
+    );
+}
+
+/// How the estimate was made (prior, weights, fit, gain), the proposed coefficients, and the
+/// notes, errors and warnings of the pass.
+fn method(out: &mut String, cal: &Calibration) {
+    let p = &cal.proposal;
     let _ = writeln!(out, "\n## Method\n");
     let _ = writeln!(out, "- Prior: {}.", cal.prior);
     let _ = writeln!(
         out,
         "- Provisional opponents (flag, or RD ≥ 110) are down-weighted by the Glicko factor g(RD); {} such games.",
-        cal.selection
-            .levels
-            .values()
-            .map(|l| l.provisional)
-            .sum::<usize>()
+        total(&cal.selection.levels, |l| l.provisional)
     );
     let _ = writeln!(
         out,
@@ -150,19 +172,11 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
          they tell little and rest on the Elo model's tails; {} such games used{}.",
         cal.far_off.gap,
         cal.far_off.share,
-        cal.selection
-            .levels
-            .values()
-            .map(|l| l.far_off)
-            .sum::<usize>(),
+        total(&cal.selection.levels, |l| l.far_off),
         match cal.opponents.apart() {
             Some(apart) => format!(
                 ", {} against {apart}",
-                cal.selection
-                    .apart
-                    .values()
-                    .map(|l| l.far_off)
-                    .sum::<usize>()
+                total(&cal.selection.apart, |l| l.far_off)
             ),
             None => String::new(),
         }
@@ -212,6 +226,15 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
             );
         }
     }
+}
+
+/// A count summed over the levels of a sample (provisional or far-off games).
+fn total(sample: &BTreeMap<String, LevelGames>, count: impl Fn(&LevelGames) -> usize) -> usize {
+    sample.values().map(count).sum()
+}
+
+/// The games left out, by reason, and the first unreadable lines.
+fn left_out(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
     let _ = writeln!(out, "\n## Games left out\n");
     let _ = writeln!(out, "| reason | games |\n|---|---:|");
     for (label, n) in cal.selection.excluded.rows() {
@@ -236,7 +259,6 @@ pub fn markdown(cal: &Calibration, ctx: &ReportContext) -> String {
             let _ = writeln!(out, "- … and {} more", ctx.read_warnings.len() - 20);
         }
     }
-    out
 }
 
 /// The table of the games kept apart (against bots when the estimate is from people): each

@@ -267,82 +267,138 @@ pub fn select_with(
 ) -> Selection {
     let mut out = Selection::default();
     let mut exponent_sums: BTreeMap<(bool, String), f64> = BTreeMap::new();
-    let mut alike: HashMap<(u32, String), bool> = HashMap::new();
+    let mut versions = VersionCheck {
+        filter,
+        lineage,
+        alike: HashMap::new(),
+    };
     for record in records {
-        let ex = &mut out.excluded;
-        if !filter.sources.is_empty() && !filter.sources.contains(&record.source) {
-            ex.other_source += 1;
-            continue;
-        }
-        let Some(score) = record.result.score() else {
-            ex.aborted += 1;
+        let Some(score) = usable_score(record, filter, &mut out.excluded) else {
             continue;
         };
-        if record.status == "aborted" {
-            ex.aborted += 1;
+        let Some((exponent, carried_over)) = versions.exponent(record) else {
+            out.excluded.other_version += 1;
             continue;
-        }
-        if record.moves.split_whitespace().count() < 2 {
-            ex.too_short += 1;
-            continue;
-        }
-        if record.fault.is_some() {
-            ex.fault += 1;
-            continue;
-        }
-        if record.perf != filter.perf {
-            ex.other_perf += 1;
-            continue;
-        }
-        if is_fetched(record) && record.coefficients_version == 0 {
-            ex.unknown_version += 1;
-            continue;
-        }
-        // The exponent the game was played at, in the scale of the version it counts for.
-        let mut exponent = record.level + record.offset;
-        let mut carried_over = false;
-        if !filter.versions.contains(record.coefficients_version) {
-            let carried = lineage.is_some_and(|l| {
-                let key = (record.coefficients_version, level_key(record.level));
-                *alike.entry(key).or_insert_with(|| {
-                    l.older
-                        .get(&record.coefficients_version)
-                        .is_some_and(|old| plays_alike(old, l.current, record.level))
-                })
-            });
-            if !carried {
-                ex.other_version += 1;
-                continue;
-            }
-            let current = lineage.expect("carried games have a lineage").current;
-            exponent = record.level + current.offset(record.level);
-            carried_over = true;
-        }
+        };
         let Some(opponent) = record.opponent.rating.filter(|r| r.is_finite()) else {
-            ex.unrated_opponent += 1;
+            out.excluded.unrated_opponent += 1;
             continue;
         };
+        let asked = filter.opponents.admits(record.opponent.bot);
+        out.add(record, asked, carried_over, opponent, score, filter);
+        *exponent_sums
+            .entry((asked, level_key(record.level)))
+            .or_default() += exponent;
+    }
+    for (asked, sample) in [(true, &mut out.levels), (false, &mut out.apart)] {
+        for (key, level) in sample.iter_mut() {
+            level.exponent = exponent_sums[&(asked, key.clone())] / level.observations.len() as f64;
+        }
+    }
+    out
+}
+
+/// The game's score when nothing but its version and opponent may still leave it out: a source
+/// asked for, a result, a move by each side, no fault of ours, the perf, and a known version
+/// for a fetched game. Otherwise None, the reason counted in `ex`.
+fn usable_score(record: &GameRecord, filter: &Filter, ex: &mut Exclusions) -> Option<f64> {
+    if !filter.sources.is_empty() && !filter.sources.contains(&record.source) {
+        ex.other_source += 1;
+        return None;
+    }
+    let Some(score) = record.result.score() else {
+        ex.aborted += 1;
+        return None;
+    };
+    if record.status == "aborted" {
+        ex.aborted += 1;
+        return None;
+    }
+    if record.moves.split_whitespace().count() < 2 {
+        ex.too_short += 1;
+        return None;
+    }
+    if record.fault.is_some() {
+        ex.fault += 1;
+        return None;
+    }
+    if record.perf != filter.perf {
+        ex.other_perf += 1;
+        return None;
+    }
+    if is_fetched(record) && record.coefficients_version == 0 {
+        ex.unknown_version += 1;
+        return None;
+    }
+    Some(score)
+}
+
+/// Which games' versions count: those in the window, and older ones whose level plays as it
+/// does now (remembered per version and level).
+struct VersionCheck<'a> {
+    filter: &'a Filter,
+    lineage: Option<Lineage<'a>>,
+    alike: HashMap<(u32, String), bool>,
+}
+
+impl VersionCheck<'_> {
+    /// The exponent the game was played at, in the scale of the version it counts for, and
+    /// whether it was carried over from an older version; None when its version does not count.
+    fn exponent(&mut self, record: &GameRecord) -> Option<(f64, bool)> {
+        if self.filter.versions.contains(record.coefficients_version) {
+            return Some((record.level + record.offset, false));
+        }
+        let alike = &mut self.alike;
+        let carried = self.lineage.is_some_and(|l| {
+            let key = (record.coefficients_version, level_key(record.level));
+            *alike.entry(key).or_insert_with(|| {
+                l.older
+                    .get(&record.coefficients_version)
+                    .is_some_and(|old| plays_alike(old, l.current, record.level))
+            })
+        });
+        if !carried {
+            return None;
+        }
+        let current = self.lineage.expect("carried games have a lineage").current;
+        Some((record.level + current.offset(record.level), true))
+    }
+}
+
+impl Selection {
+    /// Adds a selected game to its level's sample: the one estimated when its opponent is of
+    /// the kind `asked` for, else the one kept apart. A provisional opponent (flagged, or an
+    /// RD of [`PROVISIONAL_RD`] or more) is down-weighted by g(RD).
+    fn add(
+        &mut self,
+        record: &GameRecord,
+        asked: bool,
+        carried_over: bool,
+        opponent: f64,
+        score: f64,
+        filter: &Filter,
+    ) {
         let rd = match record.opponent.rd {
             Some(rd) if rd.is_finite() => Some(rd),
             _ if record.opponent.provisional => Some(filter.provisional_rd),
             _ => None,
         };
         let uncertain = rd.filter(|&rd| rd >= PROVISIONAL_RD || record.opponent.provisional);
-        let key = level_key(record.level);
-        let asked = filter.opponents.admits(record.opponent.bot);
         let (sample, count) = if asked {
-            (&mut out.levels, &mut out.used)
+            (&mut self.levels, &mut self.used)
         } else {
-            (&mut out.apart, &mut out.used_apart)
+            (&mut self.apart, &mut self.used_apart)
         };
         *count += 1;
         if asked && carried_over {
-            out.carried_over += 1;
+            self.carried_over += 1;
         }
-        let level = sample.entry(key.clone()).or_insert_with(|| LevelGames {
-            level: record.level,
-            ..LevelGames::default()
-        });
+        let level = sample
+            .entry(level_key(record.level))
+            .or_insert_with(|| LevelGames {
+                level: record.level,
+                ..LevelGames::default()
+            });
         level.accounts.insert(record.account.clone());
         level.sources.insert(source_name(record.source));
         level.observations.push(Observation {
@@ -354,14 +410,7 @@ pub fn select_with(
         if uncertain.is_some() {
             level.provisional += 1;
         }
-        *exponent_sums.entry((asked, key)).or_default() += exponent;
     }
-    for (asked, sample) in [(true, &mut out.levels), (false, &mut out.apart)] {
-        for (key, level) in sample.iter_mut() {
-            level.exponent = exponent_sums[&(asked, key.clone())] / level.observations.len() as f64;
-        }
-    }
-    out
 }
 
 #[cfg(test)]

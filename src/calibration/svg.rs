@@ -35,6 +35,92 @@ fn nice_step(span: f64, count: f64) -> f64 {
         .unwrap_or(10.0 * magnitude)
 }
 
+/// The plotted area's size inside the margins.
+const PLOT_W: f64 = WIDTH - LEFT - RIGHT;
+const PLOT_H: f64 = HEIGHT - TOP - BOTTOM;
+
+/// The plotted ranges [x0, x1] × [y0, y1], and where a point of them lands in the SVG.
+struct Frame {
+    x0: f64,
+    x1: f64,
+    y0: f64,
+    y1: f64,
+}
+
+impl Frame {
+    /// The SVG x coordinate of `x`.
+    fn px(&self, x: f64) -> f64 {
+        LEFT + (x - self.x0) / (self.x1 - self.x0) * PLOT_W
+    }
+
+    /// The SVG y coordinate of `y` (up is larger).
+    fn py(&self, y: f64) -> f64 {
+        TOP + (self.y1 - y) / (self.y1 - self.y0) * PLOT_H
+    }
+}
+
+/// The smallest and largest of `values`, or `empty` when there is none.
+fn range(values: impl Iterator<Item = f64>, empty: (f64, f64)) -> (f64, f64) {
+    let (lo, hi) = values.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+        (a.min(v), b.max(v))
+    });
+    if lo.is_finite() { (lo, hi) } else { empty }
+}
+
+/// The opening of a plot: the svg element, its title (already escaped) and a white background.
+fn open_svg(s: &mut String, title: &str) {
+    let _ = writeln!(
+        s,
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+    );
+    let _ = writeln!(s, "<title>{title}</title>");
+    let _ = writeln!(
+        s,
+        r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
+    );
+}
+
+/// A horizontal grid line at rating (or percentage) `y`, labelled on the left.
+fn y_tick(s: &mut String, frame: &Frame, y: f64) {
+    let _ = writeln!(
+        s,
+        r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#ddd"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4:.0}</text>"##,
+        frame.py(y),
+        LEFT + PLOT_W,
+        LEFT - 6.0,
+        frame.py(y) + 4.0,
+        y
+    );
+}
+
+/// A tick below the x axis at `x`, with its label.
+fn x_tick(s: &mut String, frame: &Frame, x: f64, label: &str) {
+    let _ = writeln!(
+        s,
+        r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="black"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4}</text>"#,
+        frame.px(x),
+        TOP + PLOT_H,
+        TOP + PLOT_H + 5.0,
+        TOP + PLOT_H + 18.0,
+        label
+    );
+}
+
+/// The axes' names: `x` under the x axis, `y` turned up along the y axis (both escaped).
+fn axis_labels(s: &mut String, x: &str, y: &str) {
+    let _ = writeln!(
+        s,
+        r#"<text class="xlabel" x="{:.1}" y="{:.1}" text-anchor="middle">{x}</text>"#,
+        LEFT + PLOT_W / 2.0,
+        HEIGHT - 15.0
+    );
+    let _ = writeln!(
+        s,
+        r#"<text class="ylabel" x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">{y}</text>"#,
+        TOP + PLOT_H / 2.0,
+    );
+}
+
 /// The plot of one calibration pass; `perf` names the rating pool on the y axis.
 pub fn plot(cal: &Calibration, perf: &str) -> String {
     plot_with_anchors(cal, perf, &[])
@@ -43,172 +129,182 @@ pub fn plot(cal: &Calibration, perf: &str) -> String {
 /// [`plot`] with the anchors' ratings as labelled horizontal lines (those inside the plotted
 /// range), so each level can be read against the players it was measured with.
 pub fn plot_with_anchors(cal: &Calibration, perf: &str, anchors: &[(String, f64)]) -> String {
-    let levels = &cal.proposal.levels;
-    let points: Vec<(f64, f64, f64)> = levels
-        .iter()
-        .filter_map(|u| u.estimate.map(|e| (u.level, e.rating, e.ci95())))
-        .collect();
-    let targets: Vec<(f64, f64)> = levels
-        .iter()
-        .filter_map(|u| Some((u.level, u.target?)))
-        .collect();
-    let fitted: Vec<(f64, f64)> = match cal.proposal.fit {
-        Some(f) => levels
-            .iter()
-            .map(|u| (u.level, f.at(u.exponent_old)))
-            .collect(),
-        None => Vec::new(),
-    };
-
-    let xs = levels.iter().map(|u| u.level);
-    let (mut x0, mut x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
-        (a.min(x), b.max(x))
-    });
-    if !x0.is_finite() {
-        (x0, x1) = (1.0, 2.0);
-    }
-    x0 -= 0.5;
-    x1 += 0.5;
-    let ys = points
-        .iter()
-        .flat_map(|p| [p.1 - p.2, p.1 + p.2])
-        .chain(targets.iter().map(|t| t.1))
-        .chain(fitted.iter().map(|f| f.1));
-    let (mut y0, mut y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
-        (a.min(y), b.max(y))
-    });
-    if !y0.is_finite() {
-        (y0, y1) = (0.0, 1000.0);
-    }
-    let step = nice_step((y1 - y0).max(100.0), 8.0);
-    y0 = (y0 / step).floor() * step;
-    y1 = ((y1 / step).ceil() * step).max(y0 + step);
-
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * plot_w;
-    let py = |y: f64| TOP + (y1 - y) / (y1 - y0) * plot_h;
-
+    let series = LevelSeries::of(cal);
+    let (frame, step) = series.frame();
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
+    open_svg(
+        &mut s,
+        &format!(
+            "Measured {} rating by level, coefficients v{}",
+            xml(perf),
+            cal.proposal.coefficients.version - 1
+        ),
     );
-    let _ = writeln!(
-        s,
-        "<title>Measured {} rating by level, coefficients v{}</title>",
-        xml(perf),
-        cal.proposal.coefficients.version - 1
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
-    );
-    // Axes, grid and ticks.
+    level_axes(&mut s, &frame, step);
+    axis_labels(&mut s, "level", &format!("{} rating (Elo)", xml(perf)));
+    series.lines(&mut s, &frame);
+    anchor_lines(&mut s, &frame, anchors);
+    series.measured(&mut s, &frame);
+    level_legend(&mut s);
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+/// What the calibration plot draws, in (level, rating) terms.
+struct LevelSeries {
+    /// (level, rating, ±95%) of the levels with an estimate.
+    points: Vec<(f64, f64, f64)>,
+    /// (level, target) of the levels with a target.
+    targets: Vec<(f64, f64)>,
+    /// The fitted line at each level's exponent, when there is a fit.
+    fitted: Vec<(f64, f64)>,
+    /// Every level of the proposal.
+    levels: Vec<f64>,
+}
+
+impl LevelSeries {
+    /// The series of `cal`'s proposal.
+    fn of(cal: &Calibration) -> LevelSeries {
+        let levels = &cal.proposal.levels;
+        LevelSeries {
+            points: levels
+                .iter()
+                .filter_map(|u| u.estimate.map(|e| (u.level, e.rating, e.ci95())))
+                .collect(),
+            targets: levels
+                .iter()
+                .filter_map(|u| Some((u.level, u.target?)))
+                .collect(),
+            fitted: match cal.proposal.fit {
+                Some(f) => levels
+                    .iter()
+                    .map(|u| (u.level, f.at(u.exponent_old)))
+                    .collect(),
+                None => Vec::new(),
+            },
+            levels: levels.iter().map(|u| u.level).collect(),
+        }
+    }
+
+    /// The frame holding every level (half a level of margin) and every error bar, target and
+    /// fitted rating, its rating range rounded out to the returned tick step.
+    fn frame(&self) -> (Frame, f64) {
+        let (x0, x1) = range(self.levels.iter().copied(), (1.0, 2.0));
+        let ys = self
+            .points
+            .iter()
+            .flat_map(|p| [p.1 - p.2, p.1 + p.2])
+            .chain(self.targets.iter().map(|t| t.1))
+            .chain(self.fitted.iter().map(|f| f.1));
+        let (y0, y1) = range(ys, (0.0, 1000.0));
+        let step = nice_step((y1 - y0).max(100.0), 8.0);
+        let y0 = (y0 / step).floor() * step;
+        let y1 = ((y1 / step).ceil() * step).max(y0 + step);
+        let frame = Frame {
+            x0: x0 - 0.5,
+            x1: x1 + 0.5,
+            y0,
+            y1,
+        };
+        (frame, step)
+    }
+
+    /// The target line (dashed green) and the fitted line (red), where there are some.
+    fn lines(&self, s: &mut String, frame: &Frame) {
+        let polyline = |pts: &[(f64, f64)]| {
+            pts.iter()
+                .map(|(x, y)| format!("{:.1},{:.1}", frame.px(*x), frame.py(*y)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        if !self.targets.is_empty() {
+            let _ = writeln!(
+                s,
+                r##"<polyline class="target" fill="none" stroke="#2a7" stroke-width="2" stroke-dasharray="6 4" points="{}"/>"##,
+                polyline(&self.targets)
+            );
+        }
+        if !self.fitted.is_empty() {
+            let _ = writeln!(
+                s,
+                r##"<polyline class="fit" fill="none" stroke="#c33" stroke-width="1.5" points="{}"/>"##,
+                polyline(&self.fitted)
+            );
+        }
+    }
+
+    /// Each measured level as a point with its 95% error bar and its numbers as data-*.
+    fn measured(&self, s: &mut String, frame: &Frame) {
+        let _ = writeln!(s, r#"<g class="measured">"#);
+        for (level, rating, ci) in &self.points {
+            let _ = writeln!(
+                s,
+                r##"<g class="level" data-level="{key}" data-rating="{rating:.0}" data-ci95="{ci:.0}"><line x1="{x:.1}" y1="{lo:.1}" x2="{x:.1}" y2="{hi:.1}" stroke="#246" stroke-width="1.5"/><circle cx="{x:.1}" cy="{y:.1}" r="4" fill="#246"/></g>"##,
+                key = level_key(*level),
+                x = frame.px(*level),
+                y = frame.py(*rating),
+                lo = frame.py(rating - ci),
+                hi = frame.py(rating + ci),
+            );
+        }
+        let _ = writeln!(s, "</g>");
+    }
+}
+
+/// The calibration plot's axes, its rating grid every `step` and its level ticks.
+fn level_axes(s: &mut String, frame: &Frame, step: f64) {
     let _ = writeln!(s, r#"<g class="axes" stroke="black">"#);
     let _ = writeln!(
         s,
         r#"<line x1="{LEFT}" y1="{:.1}" x2="{:.1}" y2="{:.1}"/>"#,
-        TOP + plot_h,
-        LEFT + plot_w,
-        TOP + plot_h
+        TOP + PLOT_H,
+        LEFT + PLOT_W,
+        TOP + PLOT_H
     );
     let _ = writeln!(
         s,
         r#"<line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{:.1}"/>"#,
-        TOP + plot_h
+        TOP + PLOT_H
     );
     let _ = writeln!(s, "</g>");
     let _ = writeln!(s, r#"<g class="ticks">"#);
-    let mut y = y0;
-    while y <= y1 + 1e-9 {
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#ddd"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4:.0}</text>"##,
-            py(y),
-            LEFT + plot_w,
-            LEFT - 6.0,
-            py(y) + 4.0,
-            y
-        );
+    let mut y = frame.y0;
+    while y <= frame.y1 + 1e-9 {
+        y_tick(s, frame, y);
         y += step;
     }
-    let mut level = x0.ceil();
-    let level_step = nice_step(x1 - x0, 12.0).max(0.5);
-    while level <= x1 {
-        let _ = writeln!(
-            s,
-            r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="black"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4}</text>"#,
-            px(level),
-            TOP + plot_h,
-            TOP + plot_h + 5.0,
-            TOP + plot_h + 18.0,
-            level_key(level)
-        );
+    let mut level = frame.x0.ceil();
+    let level_step = nice_step(frame.x1 - frame.x0, 12.0).max(0.5);
+    while level <= frame.x1 {
+        x_tick(s, frame, level, &level_key(level));
         level += level_step;
     }
     let _ = writeln!(s, "</g>");
-    let _ = writeln!(
-        s,
-        r#"<text class="xlabel" x="{:.1}" y="{:.1}" text-anchor="middle">level</text>"#,
-        LEFT + plot_w / 2.0,
-        HEIGHT - 15.0
-    );
-    let _ = writeln!(
-        s,
-        r#"<text class="ylabel" x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">{1} rating (Elo)</text>"#,
-        TOP + plot_h / 2.0,
-        xml(perf)
-    );
+}
 
-    let polyline = |pts: &[(f64, f64)]| {
-        pts.iter()
-            .map(|(x, y)| format!("{:.1},{:.1}", px(*x), py(*y)))
-            .collect::<Vec<_>>()
-            .join(" ")
-    };
-    if !targets.is_empty() {
-        let _ = writeln!(
-            s,
-            r##"<polyline class="target" fill="none" stroke="#2a7" stroke-width="2" stroke-dasharray="6 4" points="{}"/>"##,
-            polyline(&targets)
-        );
-    }
-    if !fitted.is_empty() {
-        let _ = writeln!(
-            s,
-            r##"<polyline class="fit" fill="none" stroke="#c33" stroke-width="1.5" points="{}"/>"##,
-            polyline(&fitted)
-        );
-    }
+/// The anchors inside the rating range, each a dotted line labelled with its name and rating.
+fn anchor_lines(s: &mut String, frame: &Frame, anchors: &[(String, f64)]) {
     let _ = writeln!(s, r#"<g class="anchors">"#);
-    for (name, rating) in anchors.iter().filter(|(_, r)| *r >= y0 && *r <= y1) {
+    for (name, rating) in anchors
+        .iter()
+        .filter(|(_, r)| *r >= frame.y0 && *r <= frame.y1)
+    {
         let _ = writeln!(
             s,
             r##"<g class="anchor" data-anchor="{name}" data-rating="{rating:.0}"><line x1="{LEFT}" y1="{y:.1}" x2="{x2:.1}" y2="{y:.1}" stroke="#999" stroke-dasharray="2 3"/><text x="{tx:.1}" y="{ty:.1}" fill="#666" font-size="10">{name} {rating:.0}</text></g>"##,
             name = xml(name),
-            y = py(*rating),
-            x2 = LEFT + plot_w,
-            tx = LEFT + plot_w + 4.0,
-            ty = py(*rating) + 3.0,
+            y = frame.py(*rating),
+            x2 = LEFT + PLOT_W,
+            tx = LEFT + PLOT_W + 4.0,
+            ty = frame.py(*rating) + 3.0,
         );
     }
     let _ = writeln!(s, "</g>");
-    let _ = writeln!(s, r#"<g class="measured">"#);
-    for (level, rating, ci) in &points {
-        let _ = writeln!(
-            s,
-            r##"<g class="level" data-level="{key}" data-rating="{rating:.0}" data-ci95="{ci:.0}"><line x1="{x:.1}" y1="{lo:.1}" x2="{x:.1}" y2="{hi:.1}" stroke="#246" stroke-width="1.5"/><circle cx="{x:.1}" cy="{y:.1}" r="4" fill="#246"/></g>"##,
-            key = level_key(*level),
-            x = px(*level),
-            y = py(*rating),
-            lo = py(rating - ci),
-            hi = py(rating + ci),
-        );
-    }
-    let _ = writeln!(s, "</g>");
-    // Legend.
-    let lx = LEFT + plot_w + 15.0;
+}
+
+/// The calibration plot's legend, right of the plotted area.
+fn level_legend(s: &mut String) {
+    let lx = LEFT + PLOT_W + 15.0;
     let _ = writeln!(
         s,
         r##"<g class="legend"><circle cx="{0:.1}" cy="{1:.1}" r="4" fill="#246"/><text x="{2:.1}" y="{3:.1}">measured ±95%</text><line x1="{4:.1}" y1="{5:.1}" x2="{6:.1}" y2="{5:.1}" stroke="#2a7" stroke-width="2" stroke-dasharray="6 4"/><text x="{2:.1}" y="{7:.1}">target</text><line x1="{4:.1}" y1="{8:.1}" x2="{6:.1}" y2="{8:.1}" stroke="#c33" stroke-width="1.5"/><text x="{2:.1}" y="{9:.1}">fit</text></g>"##,
@@ -223,8 +319,6 @@ pub fn plot_with_anchors(cal: &Calibration, perf: &str, anchors: &[(String, f64)
         TOP + 50.0,
         TOP + 54.0,
     );
-    let _ = writeln!(s, "</svg>");
-    s
 }
 
 /// Top-1 match (%) of each band's level with the people of that band, one point per band
@@ -232,85 +326,53 @@ pub fn plot_with_anchors(cal: &Calibration, perf: &str, anchors: &[(String, f64)
 pub fn plot_likeness(likeness: &Likeness, perf: &str) -> String {
     let bands = &likeness.bands;
     let mids: Vec<f64> = bands.iter().map(|b| 0.5 * (b.low + b.high)).collect();
-    let (mut x0, mut x1) = mids
-        .iter()
-        .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &x| {
-            (a.min(x), b.max(x))
-        });
-    if !x0.is_finite() {
-        (x0, x1) = (600.0, 2400.0);
-    }
+    let (x0, x1) = range(mids.iter().copied(), (600.0, 2400.0));
     let width = bands.first().map_or(200.0, |b| b.high - b.low);
-    x0 -= width;
-    x1 += width;
-    let (y0, y1) = (0.0, 100.0);
-    let plot_w = WIDTH - LEFT - RIGHT;
-    let plot_h = HEIGHT - TOP - BOTTOM;
-    let px = |x: f64| LEFT + (x - x0) / (x1 - x0) * plot_w;
-    let py = |y: f64| TOP + (y1 - y) / (y1 - y0) * plot_h;
-
+    let frame = Frame {
+        x0: x0 - width,
+        x1: x1 + width,
+        y0: 0.0,
+        y1: 100.0,
+    };
     let mut s = String::new();
-    let _ = writeln!(
-        s,
-        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{HEIGHT}" viewBox="0 0 {WIDTH} {HEIGHT}" font-family="sans-serif" font-size="12">"#
-    );
-    let _ = writeln!(
-        s,
-        "<title>Top-1 match of each band's level with the people's moves, by {} rating</title>",
-        xml(perf)
-    );
-    let _ = writeln!(
-        s,
-        r#"<rect x="0" y="0" width="{WIDTH}" height="{HEIGHT}" fill="white"/>"#
+    open_svg(
+        &mut s,
+        &format!(
+            "Top-1 match of each band's level with the people's moves, by {} rating",
+            xml(perf)
+        ),
     );
     let _ = writeln!(
         s,
         r#"<g class="axes" stroke="black"><line x1="{LEFT}" y1="{b:.1}" x2="{r:.1}" y2="{b:.1}"/><line x1="{LEFT}" y1="{TOP}" x2="{LEFT}" y2="{b:.1}"/></g>"#,
-        b = TOP + plot_h,
-        r = LEFT + plot_w,
+        b = TOP + PLOT_H,
+        r = LEFT + PLOT_W,
     );
     let _ = writeln!(s, r#"<g class="ticks">"#);
     for y in (0..=100).step_by(10) {
-        let y = f64::from(y);
-        let _ = writeln!(
-            s,
-            r##"<line x1="{LEFT}" y1="{0:.1}" x2="{1:.1}" y2="{0:.1}" stroke="#ddd"/><text x="{2:.1}" y="{3:.1}" text-anchor="end">{4:.0}</text>"##,
-            py(y),
-            LEFT + plot_w,
-            LEFT - 6.0,
-            py(y) + 4.0,
-            y
-        );
+        y_tick(&mut s, &frame, f64::from(y));
     }
-    let step = nice_step(x1 - x0, 10.0);
-    let mut x = (x0 / step).ceil() * step;
-    while x <= x1 {
-        let _ = writeln!(
-            s,
-            r#"<line x1="{0:.1}" y1="{1:.1}" x2="{0:.1}" y2="{2:.1}" stroke="black"/><text x="{0:.1}" y="{3:.1}" text-anchor="middle">{4:.0}</text>"#,
-            px(x),
-            TOP + plot_h,
-            TOP + plot_h + 5.0,
-            TOP + plot_h + 18.0,
-            x
-        );
+    let step = nice_step(frame.x1 - frame.x0, 10.0);
+    let mut x = (frame.x0 / step).ceil() * step;
+    while x <= frame.x1 {
+        x_tick(&mut s, &frame, x, &format!("{x:.0}"));
         x += step;
     }
     let _ = writeln!(s, "</g>");
-    let _ = writeln!(
-        s,
-        r#"<text class="xlabel" x="{:.1}" y="{:.1}" text-anchor="middle">people's {} rating (band middle)</text>"#,
-        LEFT + plot_w / 2.0,
-        HEIGHT - 15.0,
-        xml(perf)
+    axis_labels(
+        &mut s,
+        &format!("people's {} rating (band middle)", xml(perf)),
+        "top-1 match (%)",
     );
-    let _ = writeln!(
-        s,
-        r#"<text class="ylabel" x="18" y="{0:.1}" text-anchor="middle" transform="rotate(-90 18 {0:.1})">top-1 match (%)</text>"#,
-        TOP + plot_h / 2.0,
-    );
+    band_points(&mut s, &frame, likeness, &mids);
+    let _ = writeln!(s, "</svg>");
+    s
+}
+
+/// Each band as a point at its middle rating with its 95% interval, labelled with its level.
+fn band_points(s: &mut String, frame: &Frame, likeness: &Likeness, mids: &[f64]) {
     let _ = writeln!(s, r#"<g class="measured">"#);
-    for (b, &mid) in bands.iter().zip(&mids) {
+    for (b, &mid) in likeness.bands.iter().zip(mids) {
         let (p, ci) = (100.0 * b.top1(), 100.0 * b.ci95());
         let _ = writeln!(
             s,
@@ -318,17 +380,15 @@ pub fn plot_likeness(likeness: &Likeness, perf: &str) -> String {
             low = b.low,
             level = level_key(b.level),
             n = b.positions,
-            x = px(mid),
-            y = py(p),
-            lo = py((p - ci).max(0.0)),
-            hi = py((p + ci).min(100.0)),
-            tx = px(mid) + 6.0,
-            ty = py(p) - 6.0,
+            x = frame.px(mid),
+            y = frame.py(p),
+            lo = frame.py((p - ci).max(0.0)),
+            hi = frame.py((p + ci).min(100.0)),
+            tx = frame.px(mid) + 6.0,
+            ty = frame.py(p) - 6.0,
         );
     }
     let _ = writeln!(s, "</g>");
-    let _ = writeln!(s, "</svg>");
-    s
 }
 
 #[cfg(test)]

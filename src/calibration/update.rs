@@ -151,21 +151,7 @@ pub fn propose(
     let gain = (1.0 / cycle as f64).max(config.gain_floor).min(1.0);
     let mut notes = Vec::new();
 
-    let exponent = |level: f64| level + current.offset(level);
-    let eligible = |i: &LevelInput| {
-        i.estimate
-            .as_ref()
-            .is_some_and(|e| e.games >= config.min_games)
-    };
-    // (x, R, SE) of the levels with enough games, in level order.
-    let measured: Vec<(f64, f64, f64)> = inputs
-        .iter()
-        .filter(|i| eligible(i))
-        .map(|i| {
-            let e = i.estimate.as_ref().expect("eligible has an estimate");
-            (exponent(i.level), e.rating, e.se)
-        })
-        .collect();
+    let measured = measured_points(current, &inputs, config);
     let fit = weighted_line(
         &measured
             .iter()
@@ -173,195 +159,39 @@ pub fn propose(
             .collect::<Vec<_>>(),
     )
     .ok();
-    let slope = match fit {
-        Some(f) if f.slope > 0.0 => Some(f.slope),
-        Some(f) => {
-            notes.push(format!(
-                "the fitted slope is {:.1} Elo per level (not positive): no level moved",
-                f.slope
-            ));
-            None
-        }
-        None => {
-            notes.push(format!(
-                "{} level(s) with at least {} games: a slope needs two, no level moved",
-                measured.len(),
-                config.min_games
-            ));
-            None
-        }
+    let stepper = Stepper {
+        config,
+        slope: usable_slope(fit, measured.len(), config, &mut notes),
+        measured: &measured,
+        gain,
+        floor: weakest_exponent(current),
     };
-
-    let floor = weakest_exponent(current);
-    let mut updates = Vec::with_capacity(inputs.len());
-    for input in &inputs {
-        let x = exponent(input.level);
-        let mut status;
-        let mut local_slope = None;
-        let mut x_new = x;
-        match (&input.estimate, input.target) {
-            (_, None) => status = Status::NoTarget,
-            (e, Some(_)) if e.as_ref().is_none_or(|e| e.games < config.min_games) => {
-                status = Status::TooFewGames
-            }
-            (Some(e), Some(target)) => {
-                status = Status::Held;
-                if let Some(global) = slope {
-                    let local = secant(&measured, x, e.rating, target)
-                        .unwrap_or(global)
-                        .clamp(
-                            config.slope_bounds.0 * global,
-                            config.slope_bounds.1 * global,
-                        );
-                    local_slope = Some(local);
-                    let miss = target - e.rating;
-                    if miss.abs() < config.converge_sigmas * e.se {
-                        status = Status::Converged;
-                    } else {
-                        let elo = (gain * miss).clamp(-config.max_step_elo, config.max_step_elo);
-                        x_new = x + elo / local;
-                        status = Status::Moved;
-                        // Below the floor every exponent plays alike: a level there that is
-                        // still too strong cannot be weakened, and pushing its exponent on
-                        // would only drag the refit of every other level with it.
-                        if let Some(floor) = floor.filter(|&f| x_new < f) {
-                            if x <= floor + 1e-9 {
-                                x_new = x;
-                                status = Status::AtFloor;
-                            } else {
-                                x_new = floor;
-                            }
-                        }
-                    }
-                }
-            }
-            (None, Some(_)) => unreachable!("no estimate is too few games"),
-        }
-        updates.push((input.clone(), status, local_slope, x, x_new));
-    }
-    // Levels must stay in order: where bounded slopes would make a level overtake its
-    // neighbour, the crossing exponents are pooled (isotonic regression) and the next cycle's
-    // measurements separate them again.
-    let wanted: Vec<f64> = updates.iter().map(|u| u.4).collect();
-    let ordered = isotonic(&wanted);
-    if ordered != wanted {
-        let pooled: Vec<String> = updates
-            .iter()
-            .zip(&ordered)
-            .filter(|(u, o)| (u.4 - **o).abs() > 1e-12)
-            .map(|(u, _)| level_key(u.0.level))
-            .collect();
-        notes.push(format!(
-            "levels {} would have crossed a neighbour; their exponents were pooled to keep the \
-             levels in order",
-            pooled.join(", ")
-        ));
-        for (u, o) in updates.iter_mut().zip(ordered) {
-            u.4 = o;
-        }
-    }
+    let mut steps: Vec<Step> = inputs
+        .iter()
+        .map(|input| stepper.step(input, exponent(current, input.level)))
+        .collect();
+    keep_levels_in_order(&mut steps, &mut notes);
 
     let mut next = current.clone();
     next.version = current.version + 1;
     next.calibration_cycle = cycle;
     // When no exponent moves, the parametrisation stays as it is: a refit would only shuffle
     // float dust between n0, b and the offsets.
-    let moved_any = updates.iter().any(|u| u.4 != u.3);
-    let (mut p, mut q) = (0.0, 1.0);
-    if moved_any {
-        // Closed form: the best line x_new ≈ p + q·L becomes the new (n0, b, s0, d); what the
-        // line misses stays as the level's offset. x_old-scale exponent = p + q · x_new-scale.
-        let pairs: Vec<(f64, f64, f64)> = updates.iter().map(|u| (u.0.level, u.4, 1.0)).collect();
-        (p, q) = match weighted_line(&pairs) {
-            Ok(line) if line.slope > 0.0 => (line.intercept, line.slope.clamp(0.25, 4.0)),
-            _ => (
-                pairs.iter().map(|(l, x, _)| x - l).sum::<f64>() / pairs.len() as f64,
-                1.0,
-            ),
-        };
-        next.n0 = current.n0 * current.b.powf(p);
-        next.b = current.b.powf(q);
-        next.s0 = current.s0 * current.d.powf(p);
-        next.d = current.d.powf(q);
-        // The endgame scaling is held in engine terms: k halvings of the old scale's levels are
-        // k/q of the new one's, so b'^(k/q) = b^k and a level left alone plays exactly as before
-        // (its games keep counting, see select.rs).
-        next.endgame_levels_per_halving = current.endgame_levels_per_halving / q;
-        // The blindness curve is a function of x too: p(x_old) = p(p + q·x_new), so its
-        // midpoint and width move to the new scale and every level keeps its chance.
-        next.blindness = current.blindness.map(|curve| BlindnessCurve {
-            max: curve.max,
-            mid: (curve.mid - p) / q,
-            width: curve.width / q,
-        });
-        let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
-        // Offsets of levels this run does not see keep their old exponent.
-        let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
-        for key in current.offsets.keys() {
-            if let Ok(level) = key.parse::<f64>() {
-                offsets.insert(key.clone(), to_offset(level, exponent(level)));
-            }
-        }
-        for u in &updates {
-            offsets.insert(level_key(u.0.level), to_offset(u.0.level, u.4));
-        }
-        offsets.retain(|_, o| *o != 0.0);
-        next.offsets = offsets;
-    }
-    let mut measured_levels = 0;
-    for u in &updates {
-        if let Some(e) =
-            u.0.estimate
-                .as_ref()
-                .filter(|e| e.games >= config.min_games)
-        {
-            next.ratings.insert(level_key(u.0.level), e.rating.round());
-            measured_levels += 1;
-        }
-    }
-    if measured_levels > 0 {
-        next.ratings_source = ratings_source.to_string();
-    }
+    let moved_any = steps.iter().any(|s| s.x_new != s.x_old);
+    let (p, q) = if moved_any {
+        refit(current, &steps, &mut next)
+    } else {
+        (0.0, 1.0)
+    };
+    record_ratings(&mut next, &steps, config, ratings_source);
     // Round-trip through the validator (finite numbers, ratings and offsets in range): a
     // proposal that cannot be loaded is never written.
     let next = Coefficients::parse(&next.to_toml(), "proposed coefficients")
         .map_err(|e| UpdateError::Invalid(e.to_string()))?;
-    // Every level the files name or this run saw: does any play differently, or has a
-    // measured rating changed? If not, there is nothing to write.
-    let mut compared: Vec<f64> = updates.iter().map(|u| u.0.level).collect();
-    compared.extend(
-        current
-            .offsets
-            .keys()
-            .chain(current.ratings.keys())
-            .filter_map(|k| k.parse::<f64>().ok()),
-    );
-    let changed = next.ratings != current.ratings
-        || compared
-            .iter()
-            .any(|&level| !plays_alike(current, &next, level));
-
-    let levels = updates
+    let changed = changes_anything(current, &next, &steps);
+    let levels = steps
         .into_iter()
-        .map(|(input, status, local_slope, x_old, _)| {
-            let old = LevelParams::new(current, input.level);
-            let new = LevelParams::new(&next, input.level);
-            LevelUpdate {
-                level: input.level,
-                target: input.target,
-                estimate: input.estimate,
-                status,
-                local_slope,
-                exponent_old: x_old,
-                exponent_new: new.exponent,
-                offset_old: old.offset,
-                offset_new: new.offset,
-                nodes_old: old.nodes,
-                nodes_new: new.nodes,
-                noise_old: old.noise_cp,
-                noise_new: new.noise_cp,
-            }
-        })
+        .map(|step| step.into_update(current, &next))
         .collect();
     Ok(Proposal {
         coefficients: next,
@@ -374,6 +204,267 @@ pub fn propose(
         q,
         notes,
     })
+}
+
+/// A level's exponent x = L + o(L) under `c`: the one number its strength is a function of.
+fn exponent(c: &Coefficients, level: f64) -> f64 {
+    level + c.offset(level)
+}
+
+/// (x, R, SE) of the levels with at least `min_games` games, in level order: the points the
+/// rating curve is read from.
+fn measured_points(
+    current: &Coefficients,
+    inputs: &[LevelInput],
+    config: &UpdateConfig,
+) -> Vec<(f64, f64, f64)> {
+    inputs
+        .iter()
+        .filter_map(|i| {
+            let e = i.estimate.as_ref()?;
+            (e.games >= config.min_games).then(|| (exponent(current, i.level), e.rating, e.se))
+        })
+        .collect()
+}
+
+/// The global slope of rating in x when the fit has a positive one; otherwise None, with a note
+/// saying why no level moves.
+fn usable_slope(
+    fit: Option<LineFit>,
+    measured_levels: usize,
+    config: &UpdateConfig,
+    notes: &mut Vec<String>,
+) -> Option<f64> {
+    match fit {
+        Some(f) if f.slope > 0.0 => Some(f.slope),
+        Some(f) => {
+            notes.push(format!(
+                "the fitted slope is {:.1} Elo per level (not positive): no level moved",
+                f.slope
+            ));
+            None
+        }
+        None => {
+            notes.push(format!(
+                "{} level(s) with at least {} games: a slope needs two, no level moved",
+                measured_levels, config.min_games
+            ));
+            None
+        }
+    }
+}
+
+/// One level's step this cycle, before the levels are kept in order.
+struct Step {
+    input: LevelInput,
+    status: Status,
+    local_slope: Option<f64>,
+    /// The level's exponent now and the one wanted, both in the current scale.
+    x_old: f64,
+    x_new: f64,
+}
+
+impl Step {
+    /// The level's report line: its status and slope, its old and new parameters.
+    fn into_update(self, current: &Coefficients, next: &Coefficients) -> LevelUpdate {
+        let old = LevelParams::new(current, self.input.level);
+        let new = LevelParams::new(next, self.input.level);
+        LevelUpdate {
+            level: self.input.level,
+            target: self.input.target,
+            estimate: self.input.estimate,
+            status: self.status,
+            local_slope: self.local_slope,
+            exponent_old: self.x_old,
+            exponent_new: new.exponent,
+            offset_old: old.offset,
+            offset_new: new.offset,
+            nodes_old: old.nodes,
+            nodes_new: new.nodes,
+            noise_old: old.noise_cp,
+            noise_new: new.noise_cp,
+        }
+    }
+}
+
+/// What every level's step shares: the knobs, the measured points, the global slope, this
+/// cycle's gain and the exponent below which nothing gets weaker.
+struct Stepper<'a> {
+    config: &'a UpdateConfig,
+    measured: &'a [(f64, f64, f64)],
+    slope: Option<f64>,
+    gain: f64,
+    floor: Option<f64>,
+}
+
+impl Stepper<'_> {
+    /// The damped, capped Newton step of one level at exponent `x` toward its target.
+    fn step(&self, input: &LevelInput, x: f64) -> Step {
+        let config = self.config;
+        let mut status;
+        let mut local_slope = None;
+        let mut x_new = x;
+        match (&input.estimate, input.target) {
+            (_, None) => status = Status::NoTarget,
+            (e, Some(_)) if e.as_ref().is_none_or(|e| e.games < config.min_games) => {
+                status = Status::TooFewGames
+            }
+            (Some(e), Some(target)) => {
+                status = Status::Held;
+                if let Some(global) = self.slope {
+                    let local = secant(self.measured, x, e.rating, target)
+                        .unwrap_or(global)
+                        .clamp(
+                            config.slope_bounds.0 * global,
+                            config.slope_bounds.1 * global,
+                        );
+                    local_slope = Some(local);
+                    let miss = target - e.rating;
+                    if miss.abs() < config.converge_sigmas * e.se {
+                        status = Status::Converged;
+                    } else {
+                        let elo =
+                            (self.gain * miss).clamp(-config.max_step_elo, config.max_step_elo);
+                        (x_new, status) = self.stop_at_floor(x, x + elo / local);
+                    }
+                }
+            }
+            (None, Some(_)) => unreachable!("no estimate is too few games"),
+        }
+        Step {
+            input: input.clone(),
+            status,
+            local_slope,
+            x_old: x,
+            x_new,
+        }
+    }
+
+    /// Below the floor every exponent plays alike: a level there that is still too strong
+    /// cannot be weakened, and pushing its exponent on would only drag the refit of every other
+    /// level with it. Returns the exponent a move from `x` toward `wanted` ends at, and its
+    /// status.
+    fn stop_at_floor(&self, x: f64, wanted: f64) -> (f64, Status) {
+        match self.floor.filter(|&f| wanted < f) {
+            Some(floor) if x <= floor + 1e-9 => (x, Status::AtFloor),
+            Some(floor) => (floor, Status::Moved),
+            None => (wanted, Status::Moved),
+        }
+    }
+}
+
+/// Levels must stay in order: where bounded slopes would make a level overtake its neighbour,
+/// the crossing exponents are pooled (isotonic regression) and the next cycle's measurements
+/// separate them again.
+fn keep_levels_in_order(steps: &mut [Step], notes: &mut Vec<String>) {
+    let wanted: Vec<f64> = steps.iter().map(|s| s.x_new).collect();
+    let ordered = isotonic(&wanted);
+    if ordered == wanted {
+        return;
+    }
+    let pooled: Vec<String> = steps
+        .iter()
+        .zip(&ordered)
+        .filter(|(s, o)| (s.x_new - **o).abs() > 1e-12)
+        .map(|(s, _)| level_key(s.input.level))
+        .collect();
+    notes.push(format!(
+        "levels {} would have crossed a neighbour; their exponents were pooled to keep the \
+         levels in order",
+        pooled.join(", ")
+    ));
+    for (s, o) in steps.iter_mut().zip(ordered) {
+        s.x_new = o;
+    }
+}
+
+/// Writes the new exponents into `next` in closed form: the best line x_new ≈ p + q·L becomes
+/// the new (n0, b, s0, d); what the line misses stays as the level's offset. Returns (p, q):
+/// x_old-scale exponent = p + q · x_new-scale.
+fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> (f64, f64) {
+    let pairs: Vec<(f64, f64, f64)> = steps
+        .iter()
+        .map(|s| (s.input.level, s.x_new, 1.0))
+        .collect();
+    let (p, q) = match weighted_line(&pairs) {
+        Ok(line) if line.slope > 0.0 => (line.intercept, line.slope.clamp(0.25, 4.0)),
+        _ => (
+            pairs.iter().map(|(l, x, _)| x - l).sum::<f64>() / pairs.len() as f64,
+            1.0,
+        ),
+    };
+    next.n0 = current.n0 * current.b.powf(p);
+    next.b = current.b.powf(q);
+    next.s0 = current.s0 * current.d.powf(p);
+    next.d = current.d.powf(q);
+    // The endgame scaling is held in engine terms: k halvings of the old scale's levels are
+    // k/q of the new one's, so b'^(k/q) = b^k and a level left alone plays exactly as before
+    // (its games keep counting, see select.rs).
+    next.endgame_levels_per_halving = current.endgame_levels_per_halving / q;
+    // The blindness curve is a function of x too: p(x_old) = p(p + q·x_new), so its
+    // midpoint and width move to the new scale and every level keeps its chance.
+    next.blindness = current.blindness.map(|curve| BlindnessCurve {
+        max: curve.max,
+        mid: (curve.mid - p) / q,
+        width: curve.width / q,
+    });
+    let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
+    // Offsets of levels this run does not see keep their old exponent.
+    let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
+    for key in current.offsets.keys() {
+        if let Ok(level) = key.parse::<f64>() {
+            offsets.insert(key.clone(), to_offset(level, exponent(current, level)));
+        }
+    }
+    for s in steps {
+        offsets.insert(level_key(s.input.level), to_offset(s.input.level, s.x_new));
+    }
+    offsets.retain(|_, o| *o != 0.0);
+    next.offsets = offsets;
+    (p, q)
+}
+
+/// Puts the measured rating of every level with enough games into `next`'s table, and names
+/// the measurements as its source when there was one.
+fn record_ratings(
+    next: &mut Coefficients,
+    steps: &[Step],
+    config: &UpdateConfig,
+    ratings_source: &str,
+) {
+    let mut measured_levels = 0;
+    for s in steps {
+        if let Some(e) = s
+            .input
+            .estimate
+            .as_ref()
+            .filter(|e| e.games >= config.min_games)
+        {
+            next.ratings
+                .insert(level_key(s.input.level), e.rating.round());
+            measured_levels += 1;
+        }
+    }
+    if measured_levels > 0 {
+        next.ratings_source = ratings_source.to_string();
+    }
+}
+
+/// Every level the files name or this run saw: does any play differently, or has a measured
+/// rating changed? If not, there is nothing to write.
+fn changes_anything(current: &Coefficients, next: &Coefficients, steps: &[Step]) -> bool {
+    let mut compared: Vec<f64> = steps.iter().map(|s| s.input.level).collect();
+    compared.extend(
+        current
+            .offsets
+            .keys()
+            .chain(current.ratings.keys())
+            .filter_map(|k| k.parse::<f64>().ok()),
+    );
+    next.ratings != current.ratings
+        || compared
+            .iter()
+            .any(|&level| !plays_alike(current, next, level))
 }
 
 /// The slope of rating in x between a level at (`x`, `rating`) and its `target`, read off the
@@ -487,6 +578,23 @@ mod tests {
         })
     }
 
+    /// Levels 1..=`n` with target and rating linear in the level, (from, step) each, at an SE
+    /// of 20 from `games` games.
+    fn linear_levels(
+        n: u32,
+        target: (f64, f64),
+        rating: (f64, f64),
+        games: usize,
+    ) -> Vec<LevelInput> {
+        (1..=n)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(target.0 + target.1 * l as f64),
+                estimate: est(rating.0 + rating.1 * l as f64, 20.0, games),
+            })
+            .collect()
+    }
+
     /// Version 1 of the shipped file, fixed here so the tests do not follow calibration.
     fn base() -> Coefficients {
         Coefficients::parse(
@@ -527,13 +635,7 @@ mb = 8
     fn closed_form_keeps_each_level_at_its_new_exponent() {
         let c = base();
         // Ratings 150 per level from 500, targets 200 per level from 600: levels must spread.
-        let inputs: Vec<_> = (1..=5)
-            .map(|l| LevelInput {
-                level: l as f64,
-                target: Some(400.0 + 200.0 * l as f64),
-                estimate: est(350.0 + 150.0 * l as f64, 20.0, 200),
-            })
-            .collect();
+        let inputs = linear_levels(5, (400.0, 200.0), (350.0, 150.0), 200);
         let p = propose(&c, &inputs, &UpdateConfig::default(), "test").unwrap();
         assert_eq!(p.coefficients.version, c.version + 1);
         assert_eq!(p.coefficients.calibration_cycle, 1);
@@ -616,13 +718,7 @@ mb = 8
     #[test]
     fn gain_schedule_decreases_to_its_floor_and_restarts() {
         let mut c = base();
-        let inputs: Vec<_> = (1..=3)
-            .map(|l| LevelInput {
-                level: l as f64,
-                target: Some(400.0 + 200.0 * l as f64),
-                estimate: est(400.0 + 180.0 * l as f64, 20.0, 100),
-            })
-            .collect();
+        let inputs = linear_levels(3, (400.0, 200.0), (400.0, 180.0), 100);
         let mut cfg = UpdateConfig::default();
         c.calibration_cycle = 1;
         assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().gain, 0.5);
@@ -700,13 +796,7 @@ mb = 8
             width: 0.7,
         });
         // Ratings flatter than the targets: the refit rescales x (q != 1) and shifts it.
-        let inputs: Vec<_> = (1..=4)
-            .map(|l| LevelInput {
-                level: l as f64,
-                target: Some(200.0 + 300.0 * l as f64),
-                estimate: est(400.0 + 150.0 * l as f64, 20.0, 200),
-            })
-            .collect();
+        let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert_ne!(p.q, 1.0);
         let curve = c.blindness.unwrap();
