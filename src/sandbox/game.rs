@@ -258,9 +258,7 @@ impl SandboxGame {
         now: Instant,
         now_ms: i64,
     ) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         if color != self.turn() {
             return Err(ActionError::NotYourTurn);
         }
@@ -295,19 +293,24 @@ impl SandboxGame {
         Ok(())
     }
 
-    pub fn resign(&mut self, color: Color, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+    /// Runs the clock to `now`; an action on a game that is over (or just lost on time) is
+    /// refused.
+    fn still_running(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
         if self.tick(now, now_ms) || self.is_over() {
             return Err(ActionError::GameOver);
         }
+        Ok(())
+    }
+
+    pub fn resign(&mut self, color: Color, now: Instant, now_ms: i64) -> Result<(), ActionError> {
+        self.still_running(now, now_ms)?;
         self.finish(GameStatus::Resign, Some(color.other()), now, now_ms);
         Ok(())
     }
 
     /// Aborting is allowed until both sides have moved.
     pub fn abort(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         if self.moves.len() >= 2 {
             return Err(ActionError::CannotAbort);
         }
@@ -322,18 +325,14 @@ impl SandboxGame {
         now: Instant,
         now_ms: i64,
     ) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         self.finish(GameStatus::Timeout, Some(color), now, now_ms);
         Ok(())
     }
 
     /// `claim-draw` after the opponent left.
     pub fn claim_draw(&mut self, now: Instant, now_ms: i64) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         self.finish(GameStatus::Timeout, None, now, now_ms);
         Ok(())
     }
@@ -346,9 +345,7 @@ impl SandboxGame {
         now: Instant,
         now_ms: i64,
     ) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         if !yes {
             if self.draw_offer == Some(color.other()) {
                 self.draw_offer = None;
@@ -372,9 +369,7 @@ impl SandboxGame {
         now: Instant,
         now_ms: i64,
     ) -> Result<(), ActionError> {
-        if self.tick(now, now_ms) || self.is_over() {
-            return Err(ActionError::GameOver);
-        }
+        self.still_running(now, now_ms)?;
         if !yes {
             if self.takeback_offer == Some(color.other()) {
                 self.takeback_offer = None;

@@ -321,6 +321,16 @@ impl Sandbox {
 
     /// Answers the account's next `n` requests with `status` (429, 500, 502, ...).
     pub fn fail_next(&self, username: &str, n: u32, status: u16) {
+        self.fail_next_with(username, n, status, None);
+    }
+
+    /// Answers the account's next `n` requests with a 429 that asks for `wait` (a
+    /// `Retry-After` header and lila's `ratelimit.seconds`).
+    pub fn rate_limit_next(&self, username: &str, n: u32, wait: Duration) {
+        self.fail_next_with(username, n, 429, Some(wait));
+    }
+
+    fn fail_next_with(&self, username: &str, n: u32, status: u16, retry_after: Option<Duration>) {
         let mut world = self.lock();
         let faults = world
             .faults
@@ -328,20 +338,7 @@ impl Sandbox {
             .or_default();
         faults.fail_next = n;
         faults.fail_status = status;
-        faults.retry_after = None;
-    }
-
-    /// Answers the account's next `n` requests with a 429 that asks for `wait` (a
-    /// `Retry-After` header and lila's `ratelimit.seconds`).
-    pub fn rate_limit_next(&self, username: &str, n: u32, wait: Duration) {
-        let mut world = self.lock();
-        let faults = world
-            .faults
-            .entry(username.to_ascii_lowercase())
-            .or_default();
-        faults.fail_next = n;
-        faults.fail_status = 429;
-        faults.retry_after = Some(wait);
+        faults.retry_after = retry_after;
     }
 
     /// For `duration`, the account's accepts of bots' challenges are answered as lila answers

@@ -68,6 +68,22 @@ fn parse_form(body: &[u8]) -> HashMap<String, String> {
         .collect()
 }
 
+/// The offers a player answers yes or no.
+#[derive(Clone, Copy)]
+enum Answer {
+    Draw,
+    Takeback,
+}
+
+impl Answer {
+    fn action(self, yes: bool) -> Action {
+        match self {
+            Answer::Draw => Action::Draw(yes),
+            Answer::Takeback => Action::Takeback(yes),
+        }
+    }
+}
+
 fn yes(text: &str) -> Result<bool, ApiError> {
     match text {
         "yes" | "true" => Ok(true),
@@ -137,65 +153,38 @@ pub fn router(shared: Shared) -> Router {
                             act(api, s, id, h, Action::Chat { room, text })
                         },
                     ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/abort"),
-                    post(
-                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
-                            act(api, s, id, h, Action::Abort)
-                        },
-                    ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/resign"),
-                    post(
-                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
-                            act(api, s, id, h, Action::Resign)
-                        },
-                    ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/claim-victory"),
-                    post(
-                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
-                            act(api, s, id, h, Action::ClaimVictory)
-                        },
-                    ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/claim-draw"),
-                    post(
-                        move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
-                            act(api, s, id, h, Action::ClaimDraw)
-                        },
-                    ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/draw/{{accept}}"),
-                    post(
-                        move |s: State<Shared>,
-                              Path((id, accept)): Path<(GameId, String)>,
-                              h: HeaderMap| async move {
-                            match yes(&accept) {
-                                Ok(y) => act(api, s, id, h, Action::Draw(y)),
-                                Err(e) => e.into_response(),
-                            }
-                        },
-                    ),
-                )
-                .route(
-                    &format!("{base}/{{id}}/takeback/{{accept}}"),
-                    post(
-                        move |s: State<Shared>,
-                              Path((id, accept)): Path<(GameId, String)>,
-                              h: HeaderMap| async move {
-                            match yes(&accept) {
-                                Ok(y) => act(api, s, id, h, Action::Takeback(y)),
-                                Err(e) => e.into_response(),
-                            }
-                        },
-                    ),
                 );
+        // The game actions without a value, and the offers answered yes or no.
+        for (name, action) in [
+            ("abort", Action::Abort),
+            ("resign", Action::Resign),
+            ("claim-victory", Action::ClaimVictory),
+            ("claim-draw", Action::ClaimDraw),
+        ] {
+            router = router.route(
+                &format!("{base}/{{id}}/{name}"),
+                post(
+                    move |s: State<Shared>, Path(id): Path<GameId>, h: HeaderMap| async move {
+                        act(api, s, id, h, action)
+                    },
+                ),
+            );
+        }
+        for (name, answer) in [("draw", Answer::Draw), ("takeback", Answer::Takeback)] {
+            router = router.route(
+                &format!("{base}/{{id}}/{name}/{{accept}}"),
+                post(
+                    move |s: State<Shared>,
+                          Path((id, accept)): Path<(GameId, String)>,
+                          h: HeaderMap| async move {
+                        match yes(&accept) {
+                            Ok(y) => act(api, s, id, h, answer.action(y)),
+                            Err(e) => e.into_response(),
+                        }
+                    },
+                ),
+            );
+        }
     }
     router
         .layer(middleware::from_fn_with_state(shared.clone(), fault_layer))
