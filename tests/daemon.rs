@@ -552,26 +552,7 @@ async fn game_ending_during_a_search_posts_nothing_after_the_end() {
             playing(&bots, &["Rita"], &[AccountConfig::human("Alice")], &options).await;
         // Alice has White and opens out of the book (1.a3), so our first move is searched,
         // not read from the book; both sides have not moved yet, so she may still abort.
-        let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ladder::lichess::ChallengeColor::White;
-        let id = sb.challenge("alice", "race1", &spec).unwrap().id.game_id();
-        tokio::time::timeout(Duration::from_secs(10), async {
-            while sb
-                .act(
-                    "alice",
-                    &id,
-                    Action::Move {
-                        uci: "a2a3".to_string(),
-                        offering_draw: false,
-                    },
-                )
-                .is_err()
-            {
-                tokio::time::sleep(Duration::from_millis(10)).await;
-            }
-        })
-        .await
-        .expect("Alice could not open");
+        let id = alice_opens(&sb, "race1", "a2a3").await;
         let submitted = format!("game={id}");
         wait_log("of a search started", Duration::from_secs(10), |l| {
             l.contains("search submitted ply=1") && l.contains(&submitted)
@@ -738,8 +719,8 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
 
 // ---------------------------------------------------------------- games Lichess ends for us
 
-/// Alice (white) opens, or the bot does; the game is under way once both have moved.
-async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
+/// Alice challenges `bot` with White (1+0) and plays `first` as soon as the game lets her.
+async fn alice_opens(sb: &Sandbox, bot: &str, first: &str) -> GameId {
     let mut spec = ChallengeSpec::clock(60, 0);
     spec.color = ladder::lichess::ChallengeColor::White;
     let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
@@ -749,7 +730,7 @@ async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
                 "alice",
                 &id,
                 Action::Move {
-                    uci: "e2e4".to_string(),
+                    uci: first.to_string(),
                     offering_draw: false,
                 },
             )
@@ -760,6 +741,12 @@ async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
     })
     .await
     .expect("Alice could not open");
+    id
+}
+
+/// Alice (white) opens, or the bot does; the game is under way once both have moved.
+async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
+    let id = alice_opens(sb, bot, "e2e4").await;
     sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
         w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
     })

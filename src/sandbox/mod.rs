@@ -331,25 +331,19 @@ impl Sandbox {
     }
 
     fn fail_next_with(&self, username: &str, n: u32, status: u16, retry_after: Option<Duration>) {
-        let mut world = self.lock();
-        let faults = world
-            .faults
-            .entry(username.to_ascii_lowercase())
-            .or_default();
-        faults.fail_next = n;
-        faults.fail_status = status;
-        faults.retry_after = retry_after;
+        self.with_faults(username, |faults| {
+            faults.fail_next = n;
+            faults.fail_status = status;
+            faults.retry_after = retry_after;
+        });
     }
 
     /// For `duration`, the account's accepts of bots' challenges are answered as lila answers
     /// a bot at its bot-game limit: 429 `bot.vsBot.day` with the seconds left.
     pub fn bot_limit_reached(&self, username: &str, duration: Duration) {
-        let mut world = self.lock();
-        let faults = world
-            .faults
-            .entry(username.to_ascii_lowercase())
-            .or_default();
-        faults.bot_limit_until = Some(tokio::time::Instant::now() + duration);
+        self.with_faults(username, |faults| {
+            faults.bot_limit_until = Some(tokio::time::Instant::now() + duration);
+        });
     }
 
     /// The game's stream answers `status` (400: a game the bot API cannot play) to every
@@ -385,26 +379,20 @@ impl Sandbox {
 
     /// Answers every request of the account with `status` for `duration`.
     pub fn fail_for(&self, username: &str, duration: Duration, status: u16) {
-        let mut world = self.lock();
-        let faults = world
-            .faults
-            .entry(username.to_ascii_lowercase())
-            .or_default();
-        faults.fail_until = Some(tokio::time::Instant::now() + duration);
-        faults.fail_status = status;
-        faults.retry_after = None;
+        self.with_faults(username, |faults| {
+            faults.fail_until = Some(tokio::time::Instant::now() + duration);
+            faults.fail_status = status;
+            faults.retry_after = None;
+        });
     }
 
     /// Delays every response to the account by `delay`, for `duration` (`None`: until
     /// cleared).
     pub fn delay_responses(&self, username: &str, delay: Duration, duration: Option<Duration>) {
-        let mut world = self.lock();
-        let faults = world
-            .faults
-            .entry(username.to_ascii_lowercase())
-            .or_default();
-        faults.delay = delay;
-        faults.delay_until = duration.map(|d| tokio::time::Instant::now() + d);
+        self.with_faults(username, |faults| {
+            faults.delay = delay;
+            faults.delay_until = duration.map(|d| tokio::time::Instant::now() + d);
+        });
     }
 
     /// What the account asked of the sandbox so far (total, and the most ordinary requests
@@ -473,6 +461,17 @@ impl Sandbox {
             .lost_game_starts
             .entry(username.to_ascii_lowercase())
             .or_default() += 1;
+    }
+
+    /// Changes the account's armed faults (created unarmed when it has none).
+    fn with_faults(&self, username: &str, change: impl FnOnce(&mut world::AccountFaults)) {
+        let mut world = self.lock();
+        change(
+            world
+                .faults
+                .entry(username.to_ascii_lowercase())
+                .or_default(),
+        );
     }
 
     /// Disarms every HTTP fault of the account.
