@@ -353,12 +353,15 @@ async fn check_account(
 
 /// The account's row of the ladder, before Lichess is asked: its level's parameters (when the
 /// coefficients loaded) and where its token comes from.
-fn ladder_row(account: &Account, coefficients: Option<&Coefficients>) -> LadderRow {
+pub fn ladder_row(account: &Account, coefficients: Option<&Coefficients>) -> LadderRow {
     let params = coefficients.map(|c| LevelParams::new(c, account.level));
     LadderRow {
         account: account.username.clone(),
         level: account.level,
-        target: format!("{} {}", account.target_rating, account.target_perf),
+        target: coefficients.map_or("-".to_string(), |c| {
+            let targets = c.targets();
+            format!("{:.0} {}", targets.target(account.level), targets.scale)
+        }),
         nodes: params.as_ref().map_or(0, |p| p.nodes),
         noise_cp: params.as_ref().map_or(f64::NAN, |p| p.noise_cp),
         hash_mb: params.as_ref().map_or(0, |p| p.hash_mb),

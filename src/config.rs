@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use toml::Spanned;
 
-use crate::lichess::{MAX_CHAT_CHARS, Perf, Speed, Token};
+use crate::lichess::{MAX_CHAT_CHARS, Speed, Token};
 use crate::player::chat::{LONGEST_USERNAME, longest_line};
 use crate::player::conduct::{Conduct, NEVER_RESIGN_BELOW};
 use crate::player::think::{DEFAULT_MAX_THINK, ThinkMode, ThinkSettings};
@@ -24,15 +24,6 @@ pub const VARIANTS: &[&str] = &["standard", "chess960", "fromPosition"];
 /// Speeds an account may accept: those Lichess lets a bot play.
 pub fn bot_speeds() -> impl Iterator<Item = Speed> {
     Speed::ALL.into_iter().filter(|s| s.bots_may_play())
-}
-
-/// Rating pools a target may name: those of the games the accounts can play (a bot speed
-/// with a variant counted by speed, or a variant of [`VARIANTS`] with its own pool).
-pub fn target_perfs() -> impl Iterator<Item = Perf> {
-    Perf::ALL.into_iter().filter(|perf| match perf.speed() {
-        Some(speed) => speed.bots_may_play(),
-        None => VARIANTS.contains(&perf.key()),
-    })
 }
 
 fn list<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> String {
@@ -203,9 +194,9 @@ pub struct Account {
     /// Lichess username (as displayed).
     pub username: String,
     pub token: TokenSource,
+    /// The account's level; its target is the ladder's for that level (the coefficients'
+    /// `[targets]`, [`crate::levels::Coefficients::targets`]), never set per account.
     pub level: f64,
-    pub target_rating: f64,
-    pub target_perf: Perf,
     /// Sent to the player room when a game starts; `{me}`/`{opponent}` are substituted.
     pub greeting: Option<String>,
     /// Sent when a game ends.
@@ -350,9 +341,11 @@ struct RawAccount {
     token_env: Option<Spanned<String>>,
     token_file: Option<Spanned<String>>,
     level: Spanned<f64>,
-    target_rating: Spanned<f64>,
+    /// No longer read: refused with what to do instead ([`Validator::no_own_target`]).
     #[serde(default)]
-    target_perf: Option<Spanned<String>>,
+    target_rating: Option<Spanned<toml::Value>>,
+    #[serde(default)]
+    target_perf: Option<Spanned<toml::Value>>,
     greeting: Option<Spanned<String>>,
     goodbye: Option<Spanned<String>>,
     think_time: Option<Spanned<String>>,
@@ -509,15 +502,7 @@ impl Validator<'_> {
                 .file
                 .invalid(a.level.span(), &key("level"), "must be > 0");
         }
-        let target_rating = *a.target_rating.get_ref();
-        if !(target_rating.is_finite() && (100.0..=4000.0).contains(&target_rating)) {
-            return self.file.invalid(
-                a.target_rating.span(),
-                &key("target_rating"),
-                "must be between 100 and 4000",
-            );
-        }
-        let target_perf = self.target_perf(&a.target_perf, &key("target_perf"))?;
+        self.no_own_target(a, key)?;
         let greeting = self.chat_line(&a.greeting, &key("greeting"))?;
         let goodbye = self.chat_line(&a.goodbye, &key("goodbye"))?;
         let challenge = match &a.challenge {
@@ -530,8 +515,6 @@ impl Validator<'_> {
             username,
             token,
             level,
-            target_rating,
-            target_perf,
             greeting,
             goodbye,
             challenge,
@@ -603,19 +586,33 @@ impl Validator<'_> {
         }
     }
 
-    /// `target_perf`: a rating pool the account can play in (blitz when absent).
-    fn target_perf(&self, raw: &Option<Spanned<String>>, key: &str) -> Result<Perf, ConfigError> {
-        match raw {
-            None => Ok(Perf::Blitz),
-            Some(p) => match p.get_ref().parse::<Perf>() {
-                Ok(perf) if target_perfs().any(|t| t == perf) => Ok(perf),
-                _ => self.file.invalid(
-                    p.span(),
-                    key,
-                    format!("must be one of {}", list(target_perfs())),
-                ),
-            },
+    /// `target_rating` and `target_perf` (accepted before issue 22) are refused: the ladder has
+    /// one set of targets on one scale, the coefficients file's `[targets]`, and an account's
+    /// own number would pull its level toward another scale. The error says what to change.
+    fn no_own_target(
+        &self,
+        a: &RawAccount,
+        key: impl Fn(&str) -> String,
+    ) -> Result<(), ConfigError> {
+        for (name, value) in [
+            ("target_rating", &a.target_rating),
+            ("target_perf", &a.target_perf),
+        ] {
+            if let Some(v) = value {
+                return self.file.invalid(
+                    v.span(),
+                    &key(name),
+                    format!(
+                        "targets are no longer set per account: delete target_rating and \
+                         target_perf from every [[accounts]]; every level's target is the \
+                         ladder's, written once in the coefficients file's [targets] \
+                         (shipped: {}; `ladder levels` prints them)",
+                        crate::levels::Coefficients::builtin().targets().describe()
+                    ),
+                );
+            }
         }
+        Ok(())
     }
 
     /// A greeting or goodbye that fits a chat message once the names are filled in; a blank
@@ -888,7 +885,6 @@ mod tests {
 username = "ladder-l1"
 token_env = "LADDER_TOKEN_L1"
 level = 1
-target_rating = 600
 "#;
 
     fn parse(text: &str) -> Result<Config, ConfigError> {
@@ -904,7 +900,6 @@ target_rating = 600
             PathBuf::from("/etc/ladder/calibration/results.jsonl")
         );
         assert_eq!(c.accounts[0].challenge, ChallengePolicy::default());
-        assert_eq!(c.accounts[0].target_perf, Perf::Blitz);
         assert_eq!(
             c.accounts[0].token,
             TokenSource::Env("LADDER_TOKEN_L1".into())
@@ -917,9 +912,24 @@ target_rating = 600
         let levels: Vec<f64> = c.accounts.iter().map(|a| a.level).collect();
         assert_eq!(levels, (1..=10).map(f64::from).collect::<Vec<_>>());
         for a in &c.accounts {
-            assert_eq!(a.target_rating, 400.0 + 200.0 * a.level);
-            assert_eq!(a.target_perf, Perf::Blitz);
             assert!(matches!(&a.token, TokenSource::Env(v) if v.starts_with("LADDER_TOKEN_L")));
+        }
+    }
+
+    #[test]
+    fn an_own_target_is_refused_with_what_to_change() {
+        // Before issue 22 every account set its target, on another scale than the ladder's.
+        for key in ["target_rating = 600", "target_perf = \"blitz\""] {
+            let err = parse(&format!("{MINIMAL}{key}\n")).unwrap_err().to_string();
+            let name = key.split(' ').next().unwrap();
+            assert!(
+                err.starts_with(&format!(
+                    "accounts.toml:6: accounts[0].{name}: targets are no longer set per \
+                     account: delete target_rating and target_perf"
+                )),
+                "{err}"
+            );
+            assert!(err.contains("coefficients file's [targets]"), "{err}");
         }
     }
 
@@ -1077,11 +1087,11 @@ target_rating = 600
             err.starts_with("accounts.toml:5: accounts[0].level: invalid type"),
             "{err}"
         );
-        let err = parse(&MINIMAL.replace("target_rating = 600\n", ""))
+        let err = parse(&MINIMAL.replace("level = 1\n", ""))
             .unwrap_err()
             .to_string();
         assert!(
-            err.starts_with("accounts.toml:") && err.contains("accounts[0].target_rating: missing"),
+            err.starts_with("accounts.toml:") && err.contains("accounts[0].level: missing"),
             "{err}"
         );
         let err = parse(&format!("[daemon]\nmax_games = \"many\"\n{MINIMAL}"))
@@ -1097,7 +1107,7 @@ target_rating = 600
         .unwrap_err()
         .to_string();
         assert!(
-            err.contains(":8: accounts[0].challenge.speeds: invalid type"),
+            err.contains(":7: accounts[0].challenge.speeds: invalid type"),
             "{err}"
         );
     }

@@ -75,6 +75,43 @@ pub struct Coefficients {
     /// so a retuned evaluation moves no level until the ladder is recalibrated with it.
     #[serde(default)]
     pub eval_weights: u32,
+    /// The ladder's targets: the rating every level aims at, on one named scale. The one place
+    /// they are written: accounts, `ladder check`, the sandbox, calibration and `ladder levels`
+    /// all read them from here. A file without them (versions before 17's `[targets]`) has the
+    /// shipped file's ([`Coefficients::targets`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub targets: Option<LadderTargets>,
+}
+
+/// The ladder's targets: T(L) = from + step·(L − 1) on `scale`, for every level, fractional
+/// ones included.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LadderTargets {
+    /// The rating scale the targets (and the measured `ratings`) are on, e.g. "lichess-blitz":
+    /// the anchors' scale of calibration/anchors.toml.
+    pub scale: String,
+    /// The Lichess perf (rating pool) of that scale: bullet, blitz, rapid or classical.
+    pub perf: String,
+    /// Level 1's target.
+    pub from: f64,
+    /// The target's step per level (> 0: every level above the one below).
+    pub step: f64,
+}
+
+/// The perfs a target may be on.
+pub const TARGET_PERFS: [&str; 4] = ["bullet", "blitz", "rapid", "classical"];
+
+impl LadderTargets {
+    /// The target of `level` (may be fractional).
+    pub fn target(&self, level: f64) -> f64 {
+        self.from + self.step * (level - 1.0)
+    }
+
+    /// "450 + 210·(L − 1) on lichess-blitz".
+    pub fn describe(&self) -> String {
+        format!("{} + {}·(L − 1) on {}", self.from, self.step, self.scale)
+    }
 }
 
 fn default_levels_per_halving() -> f64 {
@@ -128,6 +165,20 @@ impl Coefficients {
     pub fn builtin() -> Coefficients {
         Coefficients::parse(Self::DEFAULT_TOML, "built-in coefficients")
             .expect("the shipped coefficients file is valid")
+    }
+
+    /// The ladder's targets: this file's `[targets]`, or the shipped file's when it has none.
+    pub fn targets(&self) -> LadderTargets {
+        static SHIPPED: std::sync::OnceLock<LadderTargets> = std::sync::OnceLock::new();
+        self.targets.clone().unwrap_or_else(|| {
+            SHIPPED
+                .get_or_init(|| {
+                    Coefficients::builtin()
+                        .targets
+                        .expect("the shipped coefficients file has [targets]")
+                })
+                .clone()
+        })
     }
 
     pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
@@ -222,6 +273,36 @@ impl Coefficients {
                 return invalid("blindness.width", "must be a positive number");
             }
         }
+        if let Some(t) = &self.targets {
+            if t.scale.trim().is_empty() {
+                return invalid(
+                    "targets.scale",
+                    "must name the rating scale (e.g. \"lichess-blitz\")",
+                );
+            }
+            if !TARGET_PERFS.contains(&t.perf.as_str()) {
+                return invalid(
+                    "targets.perf",
+                    &format!("must be one of {}", TARGET_PERFS.join(", ")),
+                );
+            }
+            if !(t.from.is_finite() && crate::results::RATING_RANGE.contains(&t.from)) {
+                return invalid(
+                    "targets.from",
+                    &format!(
+                        "must be a rating between {} and {} (level 1's target)",
+                        crate::results::RATING_RANGE.start(),
+                        crate::results::RATING_RANGE.end()
+                    ),
+                );
+            }
+            if !(t.step.is_finite() && t.step > 0.0 && t.step <= 1000.0) {
+                return invalid(
+                    "targets.step",
+                    "must be a positive number of Elo per level, at most 1000",
+                );
+            }
+        }
         for (table, keys) in [("offsets", &self.offsets), ("ratings", &self.ratings)] {
             for key in keys.keys() {
                 if !key.parse::<f64>().is_ok_and(f64::is_finite) {
@@ -254,9 +335,28 @@ impl Coefficients {
         Ok(())
     }
 
-    /// The calibration offset of a level (0 when none is recorded).
+    /// The calibration offset of a level: its own when recorded (every whole level of a
+    /// calibrated ladder); between two levels with offsets, interpolated linearly, so a
+    /// fractional level (`UCI_Elo` 1000 is level 3.7) is as calibrated as its neighbours;
+    /// beyond the first or last, theirs; 0 when none is recorded.
     pub fn offset(&self, level: f64) -> f64 {
-        self.offsets.get(&level_key(level)).copied().unwrap_or(0.0)
+        if let Some(offset) = self.offsets.get(&level_key(level)) {
+            return *offset;
+        }
+        interpolate(&keyed(&self.offsets), level).unwrap_or(0.0)
+    }
+
+    /// The rating of a level: its recorded one, or interpolated linearly between the two
+    /// rated levels around it (`None` outside the rated levels, or with no ratings).
+    pub fn rating_of(&self, level: f64) -> Option<f64> {
+        if let Some(rating) = self.ratings.get(&level_key(level)) {
+            return Some(*rating);
+        }
+        let levels = self.rated_levels();
+        let (first, last) = (levels.first()?, levels.last()?);
+        (level >= first.0 && level <= last.0)
+            .then(|| interpolate(&levels, level))
+            .flatten()
     }
 
     /// Hash size for a level.
@@ -272,13 +372,7 @@ impl Coefficients {
 
     /// Levels with a recorded rating, sorted by level.
     pub fn rated_levels(&self) -> Vec<(f64, f64)> {
-        let mut levels: Vec<(f64, f64)> = self
-            .ratings
-            .iter()
-            .filter_map(|(k, r)| Some((k.parse().ok()?, *r)))
-            .collect();
-        levels.sort_by(|a, b| a.0.total_cmp(&b.0));
-        levels
+        keyed(&self.ratings)
     }
 
     /// The (fractional) level whose recorded rating is `elo`, interpolating linearly between
@@ -297,6 +391,32 @@ impl Coefficients {
             (elo >= r0 && elo <= r1 && r1 > r0).then(|| l0 + (l1 - l0) * (elo - r0) / (r1 - r0))
         })
     }
+}
+
+/// A table keyed by level ("3", "3.5") as (level, value) pairs sorted by level.
+fn keyed(table: &BTreeMap<String, f64>) -> Vec<(f64, f64)> {
+    let mut levels: Vec<(f64, f64)> = table
+        .iter()
+        .filter_map(|(k, v)| Some((k.parse().ok()?, *v)))
+        .collect();
+    levels.sort_by(|a, b| a.0.total_cmp(&b.0));
+    levels
+}
+
+/// The value at `level` of the piecewise-linear curve through `points` (sorted by level),
+/// constant beyond its ends; `None` without points.
+fn interpolate(points: &[(f64, f64)], level: f64) -> Option<f64> {
+    let (first, last) = (points.first()?, points.last()?);
+    if level <= first.0 {
+        return Some(first.1);
+    }
+    if level >= last.0 {
+        return Some(last.1);
+    }
+    points.windows(2).find_map(|w| {
+        let ((l0, v0), (l1, v1)) = (w[0], w[1]);
+        (level >= l0 && level <= l1 && l1 > l0).then(|| v0 + (v1 - v0) * (level - l0) / (l1 - l0))
+    })
 }
 
 /// The line of the coefficients file that sets `key` as [`Coefficients::validate`] names it
@@ -516,17 +636,60 @@ pub struct LevelsArgs {
     /// First level of the table.
     #[arg(long, default_value_t = 1.0)]
     pub from: f64,
-    /// Last level of the table.
+    /// Last level of the table (not below --from: the table counts up).
     #[arg(long, default_value_t = 10.0)]
     pub to: f64,
-    /// Step between levels.
+    /// Step between levels (positive); rows are --from + i·step, rounded to the decimals of
+    /// --from and --step.
     #[arg(long, default_value_t = 1.0)]
     pub step: f64,
 }
 
-/// The table `ladder levels` prints: per level, nodes, noise, the chance of a blind move and
-/// hash, and the endgame multipliers at r = 1, 0.5 and 0.25.
-pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> String {
+/// Most rows `ladder levels` prints.
+pub const MAX_TABLE_ROWS: usize = 100_000;
+
+/// The levels of `ladder levels --from --to --step`: from + i·step for i = 0, 1, … up to `to`,
+/// each rounded to the decimals of `from` and `step` (so 0.1 steps give 1.2, not
+/// 1.2000000000000002, and land on the whole levels exactly). An error names the option.
+pub fn table_levels(from: f64, to: f64, step: f64) -> Result<Vec<f64>, String> {
+    for (name, value) in [("--from", from), ("--to", to), ("--step", step)] {
+        if !value.is_finite() {
+            return Err(format!("{name} must be a number, not {value}"));
+        }
+    }
+    if step <= 0.0 {
+        return Err(format!(
+            "--step must be positive (got {step}); e.g. --step 0.1 for tenths of a level"
+        ));
+    }
+    if to < from {
+        return Err(format!(
+            "--to {to} is below --from {from}: the table counts up; swap them (--from {to} --to {from})"
+        ));
+    }
+    let decimals = decimals_of(from).max(decimals_of(step));
+    let scale = 10f64.powi(decimals as i32);
+    let round = |x: f64| (x * scale).round() / scale;
+    let count = ((to - from) / step + 1e-9).floor() as usize + 1;
+    if count > MAX_TABLE_ROWS {
+        return Err(format!(
+            "--from {from} --to {to} --step {step} makes {count} rows (at most {MAX_TABLE_ROWS}): take a larger --step"
+        ));
+    }
+    Ok((0..count).map(|i| round(from + i as f64 * step)).collect())
+}
+
+/// How many decimals the shortest form of `x` has ("0.25" → 2, "3" → 0), at most 9.
+fn decimals_of(x: f64) -> usize {
+    let text = format!("{x}");
+    text.split_once('.')
+        .map_or(0, |(_, frac)| frac.len().min(9))
+}
+
+/// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
+/// interpolated between rated levels), nodes, noise, the chance of a blind move and hash, and
+/// the endgame multipliers at r = 1, 0.5 and 0.25.
+pub fn table(coefficients: &Coefficients, levels: &[f64]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
     let _ = writeln!(
@@ -543,15 +706,28 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
         coefficients.endgame_noise,
         coefficients.endgame_levels_per_halving
     );
+    let targets = coefficients.targets();
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
+        "targets: {} ({} ratings); ratings: {}",
+        targets.describe(),
+        targets.perf,
+        if coefficients.ratings_source.is_empty() {
+            "-"
+        } else {
+            &coefficients.ratings_source
+        }
+    );
+    let _ = writeln!(
+        out,
+        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>7} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
         "level",
         "offset",
         "nodes",
         "noise_cp",
         "blind",
         "hash",
+        "target",
         "rating",
         "nodes@1",
         "nodes@0.5",
@@ -560,22 +736,24 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
         "@0.5",
         "@0.25"
     );
-    let mut level = from;
-    while level <= to + 1e-9 {
+    for &level in levels {
         let p = LevelParams::new(coefficients, level);
-        let rating = coefficients
-            .ratings
-            .get(&level_key(level))
-            .map_or("-".to_string(), |r| format!("{r:.0}"));
+        let rating = match coefficients.ratings.get(&level_key(level)) {
+            Some(r) => format!("{r:.0}"),
+            None => coefficients
+                .rating_of(level)
+                .map_or("-".to_string(), |r| format!("~{r:.0}")),
+        };
         let _ = writeln!(
             out,
-            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>7.0} {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
             level_key(level),
             p.offset,
             p.nodes,
             p.noise_cp,
             p.blind_probability,
             p.hash_mb,
+            targets.target(level),
             rating,
             p.nodes_at(1.0),
             p.nodes_at(0.5),
@@ -584,17 +762,17 @@ pub fn table(coefficients: &Coefficients, from: f64, to: f64, step: f64) -> Stri
             p.noise_at(0.5),
             p.noise_at(0.25),
         );
-        level += step.max(0.01);
     }
     out
 }
 
 pub fn run_table(args: LevelsArgs) -> anyhow::Result<()> {
+    let levels = table_levels(args.from, args.to, args.step).map_err(anyhow::Error::msg)?;
     let coefficients = match &args.coefficients {
         Some(path) => Coefficients::load(path)?,
         None => Coefficients::builtin(),
     };
-    print!("{}", table(&coefficients, args.from, args.to, args.step));
+    print!("{}", table(&coefficients, &levels));
     Ok(())
 }
 
@@ -821,6 +999,125 @@ mod tests {
         let fen = "r1bqkbnr/pppp1ppp/2n5/4p3/4P3/5N2/PPPP1PPP/RNBQKB1R w KQkq - 2 3";
         let set_up = Game::new(Some(fen), false).unwrap();
         assert_eq!(top.search_params(&set_up, 1).noise.scale_cp, top.noise_cp);
+    }
+
+    #[test]
+    fn a_fractional_level_is_as_calibrated_as_its_neighbours() {
+        let c = Coefficients::builtin();
+        // Whole levels play exactly as their own offsets say.
+        for (key, offset) in &c.offsets {
+            let level: f64 = key.parse().unwrap();
+            let p = LevelParams::new(&c, level);
+            assert_eq!(p.offset, *offset, "level {key}");
+            assert_eq!(p.exponent, level + offset, "level {key}");
+        }
+        // Between two levels, strength lies between theirs: the offset is interpolated, so a
+        // level like 3.5 does not fall back to offset 0 (3.5 was x = 3.5 while 3 and 4 are
+        // x = 3.21 and 4.53; 9.5 was x = 9.5 while 9 and 10 are x = 8.87 and 10.39).
+        for whole in 1..10 {
+            let (lo, hi) = (
+                LevelParams::new(&c, whole as f64),
+                LevelParams::new(&c, whole as f64 + 1.0),
+            );
+            for frac in [0.1, 0.25, 0.5, 0.7, 0.9] {
+                let level = whole as f64 + frac;
+                let p = LevelParams::new(&c, level);
+                assert!(
+                    lo.exponent < p.exponent && p.exponent < hi.exponent,
+                    "level {level}: x = {} not between {} and {}",
+                    p.exponent,
+                    lo.exponent,
+                    hi.exponent
+                );
+                assert!(lo.nodes <= p.nodes && p.nodes <= hi.nodes, "level {level}");
+                assert!(lo.noise_cp >= p.noise_cp && p.noise_cp >= hi.noise_cp);
+                assert!(lo.blind_probability >= p.blind_probability);
+                let expected = c.offset(whole as f64)
+                    + frac * (c.offset(whole as f64 + 1.0) - c.offset(whole as f64));
+                assert!((p.offset - expected).abs() < 1e-12, "level {level}");
+            }
+        }
+        // UCI_Elo 1000 maps to a level between 3 and 4, played between them.
+        let level = c.level_for_rating(1000.0).unwrap();
+        assert!(level > 3.0 && level < 4.0, "{level}");
+        let r = c.rating_of(level).unwrap();
+        assert!((r - 1000.0).abs() < 1e-9, "{r}");
+        // Beyond the calibrated levels the end's offset holds (continuous, no jump to 0).
+        assert_eq!(c.offset(10.5), c.offset(10.0));
+        assert_eq!(c.offset(0.5), c.offset(1.0));
+        // Without offsets, every level has offset 0.
+        let v1 = Coefficients::parse(V1_TOML, "v1").unwrap();
+        assert_eq!(LevelParams::new(&v1, 3.5).offset, 0.0);
+    }
+
+    #[test]
+    fn the_levels_table_rows_are_exact_decimals_and_bad_ranges_are_refused() {
+        let levels = table_levels(1.0, 3.0, 0.1).unwrap();
+        assert_eq!(levels.len(), 21);
+        for (i, level) in levels.iter().enumerate() {
+            let key = level_key(*level);
+            assert!(
+                key.split_once('.').is_none_or(|(_, f)| f.len() == 1),
+                "row {i}: {key}"
+            );
+        }
+        assert_eq!(levels[2], 1.2);
+        assert_eq!(levels[10], 2.0);
+        assert_eq!(levels[20], 3.0);
+        // The row of level 2 is level 2's.
+        let c = Coefficients::builtin();
+        let text = table(&c, &levels);
+        let row = |key: &str| {
+            text.lines()
+                .find(|l| l.split_whitespace().next() == Some(key))
+                .map(str::to_string)
+        };
+        assert_eq!(
+            row("2"),
+            table(&c, &[2.0]).lines().nth(3).map(str::to_string)
+        );
+        assert!(row("2").unwrap().contains(" 640 "), "{:?}", row("2"));
+        // Decimals of --from count too, and the end is reached despite rounding.
+        assert_eq!(
+            table_levels(1.25, 2.0, 0.25).unwrap(),
+            vec![1.25, 1.5, 1.75, 2.0]
+        );
+        assert_eq!(table_levels(4.0, 4.0, 1.0).unwrap(), vec![4.0]);
+        let err = table_levels(1.0, 3.0, 0.0).unwrap_err();
+        assert!(err.starts_with("--step must be positive"), "{err}");
+        assert!(table_levels(1.0, 3.0, -1.0).is_err());
+        let err = table_levels(5.0, 1.0, 1.0).unwrap_err();
+        assert!(err.contains("--to 1 is below --from 5"), "{err}");
+        assert!(table_levels(f64::NAN, 3.0, 1.0).is_err());
+        assert!(table_levels(1.0, 1e9, 0.001).unwrap_err().contains("rows"));
+    }
+
+    #[test]
+    fn the_targets_are_one_line_on_a_named_scale() {
+        let c = Coefficients::builtin();
+        let t = c.targets();
+        assert!(!t.scale.is_empty() && TARGET_PERFS.contains(&t.perf.as_str()));
+        for level in 1..10 {
+            let (a, b) = (t.target(level as f64), t.target(level as f64 + 1.0));
+            assert!((b - a - t.step).abs() < 1e-9 && t.step > 0.0);
+        }
+        // A file without [targets] (the history) has the shipped ones; a broken one is refused
+        // by key and line.
+        let v1 = Coefficients::parse(V1_TOML, "v1").unwrap();
+        assert_eq!(v1.targets, None);
+        assert_eq!(v1.targets(), t);
+        let text = Coefficients::DEFAULT_TOML.replace("step = 210.0", "step = -5.0");
+        let err = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        let line = 1 + text.lines().position(|l| l == "step = -5.0").unwrap();
+        assert!(
+            err.starts_with(&format!("c.toml:{line}: targets.step: must be a positive")),
+            "{err}"
+        );
+        // Written back, they survive.
+        let again = Coefficients::parse(&c.to_toml(), "again").unwrap();
+        assert_eq!(again.targets, c.targets);
     }
 
     #[test]

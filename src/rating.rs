@@ -18,6 +18,108 @@ pub const Q: f64 = LN_10 / 400.0;
 /// Below this RD an opponent's rating counts as certain (g = 1): Lichess's provisional threshold.
 pub const PROVISIONAL_RD: f64 = 110.0;
 
+/// The two-sided 95% quantile of the normal distribution.
+pub const Z95: f64 = 1.959_963_984_540_054;
+
+/// A mean score (draws ½) with its 95% interval, in [0, 1].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ScoreInterval {
+    /// points / games.
+    pub score: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The project's one interval of a score or a rate: the Wilson score interval (Wilson 1927) of
+/// `points` out of `games` at 95%. Every score, rate and Elo difference the project prints
+/// with an interval comes from here (through [`elo_interval`] for Elo).
+///
+/// Unlike the normal ("Wald") interval p ± z·sqrt(p(1 − p)/n) it does not collapse to a point
+/// at 0% or 100%: 0 of 4 gives [0, 49%]. `games` is the number of independent units (games,
+/// or game pairs for paired openings, whose mean score is the unit's score); its variance
+/// bound p(1 − p) is the largest a score in [0, 1] can have, so with draws (or pairs that
+/// split) the interval is conservative — a little wider than the truth, never narrower.
+/// No games: the whole range.
+pub fn score_interval(points: f64, games: f64) -> ScoreInterval {
+    if !(games.is_finite() && games > 0.0 && points.is_finite()) {
+        return ScoreInterval {
+            score: 0.5,
+            lo: 0.0,
+            hi: 1.0,
+        };
+    }
+    let p = (points / games).clamp(0.0, 1.0);
+    let z2 = Z95 * Z95;
+    let denominator = 1.0 + z2 / games;
+    let centre = (p + z2 / (2.0 * games)) / denominator;
+    let half = Z95 * (p * (1.0 - p) / games + z2 / (4.0 * games * games)).sqrt() / denominator;
+    // At 0% and 100% the ends are exactly 0 and 1 (rounding would leave 1e-17 inside).
+    ScoreInterval {
+        score: p,
+        lo: if p == 0.0 {
+            0.0
+        } else {
+            (centre - half).max(0.0)
+        },
+        hi: if p == 1.0 {
+            1.0
+        } else {
+            (centre + half).min(1.0)
+        },
+    }
+}
+
+/// An Elo difference with its 95% interval.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct EloInterval {
+    /// The Elo of the score, the score held half a game from 0% and 100% so that it is finite
+    /// (a perfect score's maximum-likelihood Elo is infinite).
+    pub elo: f64,
+    /// The Elo of the interval's ends: −∞ when the interval reaches 0%, +∞ at 100% (the
+    /// games cannot rule out any difference on that side).
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// The Elo difference of `points` out of `games` (draws ½) and its 95% interval: the
+/// [`score_interval`] mapped through the Elo curve.
+pub fn elo_interval(points: f64, games: f64) -> EloInterval {
+    let s = score_interval(points, games);
+    let half_game = 0.5 / games.max(1.0);
+    EloInterval {
+        elo: elo_of_score(s.score.clamp(half_game, 1.0 - half_game)),
+        lo: elo_of_score(s.lo),
+        hi: elo_of_score(s.hi),
+    }
+}
+
+/// The Elo difference whose expected score is `s`: −∞ at 0, +∞ at 1.
+pub fn elo_of_score(s: f64) -> f64 {
+    if s <= 0.0 {
+        f64::NEG_INFINITY
+    } else if s >= 1.0 {
+        f64::INFINITY
+    } else {
+        -400.0 * (1.0 / s - 1.0).log10()
+    }
+}
+
+/// A signed whole number of Elo as the reports print it: "+12", "-338", "+0", "-∞", "+∞".
+pub fn signed_elo(x: f64) -> String {
+    if x == f64::INFINITY {
+        return "+∞".to_string();
+    }
+    if x == f64::NEG_INFINITY {
+        return "-∞".to_string();
+    }
+    let r = x.round();
+    if r == 0.0 {
+        "+0".to_string()
+    } else {
+        format!("{r:+.0}")
+    }
+}
+
 /// Expected score of a player rated `rating` against `opponent`.
 pub fn expected(rating: f64, opponent: f64) -> f64 {
     1.0 / (1.0 + 10f64.powf((opponent - rating) / 400.0))
@@ -161,9 +263,12 @@ pub struct Estimate {
 }
 
 impl Estimate {
-    /// The 95% interval half-width.
+    /// The 95% interval half-width: [`Z95`] standard errors of the maximum-likelihood (or,
+    /// with the prior, maximum a posteriori) estimate. The prior's virtual draws keep it
+    /// finite and wide where the games alone say little (4 losses: about ±450), so it does not
+    /// collapse at 0% or 100% as a normal interval of the score would.
     pub fn ci95(&self) -> f64 {
-        1.96 * self.se
+        Z95 * self.se
     }
 }
 
@@ -277,6 +382,69 @@ mod tests {
         v.extend(vec![Observation::new(opponent, 0.5); d]);
         v.extend(vec![Observation::new(opponent, 0.0); l]);
         v
+    }
+
+    #[test]
+    fn the_score_interval_is_wilsons_and_never_collapses() {
+        // Newcombe (1998), Statistics in Medicine 17, 857-872, table I, method 3 (Wilson
+        // score without continuity correction): 81/263 -> 0.2553-0.3662, 15/148 ->
+        // 0.0624-0.1605, 0/20 -> 0.0000-0.1611, 1/29 -> 0.0061-0.1718.
+        for (x, n, lo, hi) in [
+            (81.0, 263.0, 0.2553, 0.3662),
+            (15.0, 148.0, 0.0624, 0.1605),
+            (0.0, 20.0, 0.0, 0.1611),
+            (1.0, 29.0, 0.0061, 0.1718),
+        ] {
+            let s = score_interval(x, n);
+            assert!(
+                (s.lo - lo).abs() < 5e-5 && (s.hi - hi).abs() < 5e-5,
+                "{x}/{n}: {s:?}"
+            );
+        }
+        // 0 of 4: wide, and it holds the plausible values: an even match (−7 Elo at its top)
+        // is not ruled out by four games, and no difference below is either.
+        let zero = elo_interval(0.0, 4.0);
+        assert_eq!(zero.lo, f64::NEG_INFINITY);
+        assert!(zero.hi > -50.0 && zero.hi < 0.0, "{zero:?}");
+        assert!(zero.elo > zero.lo && zero.elo < zero.hi, "{zero:?}");
+        let all = elo_interval(4.0, 4.0);
+        assert_eq!(all.hi, f64::INFINITY);
+        assert!((all.lo + zero.hi).abs() < 1e-9 && (all.elo + zero.elo).abs() < 1e-9);
+        // 50%: symmetric around 0.
+        for n in [2.0, 10.0, 101.0] {
+            let e = elo_interval(n / 2.0, n);
+            assert!(
+                e.elo.abs() < 1e-9 && (e.lo + e.hi).abs() < 1e-9,
+                "{n}: {e:?}"
+            );
+        }
+        // More games, a narrower interval at the same score, and it holds the score.
+        let mut width = f64::INFINITY;
+        for n in [4.0, 16.0, 64.0, 256.0, 1024.0] {
+            let s = score_interval(0.75 * n, n);
+            assert!(s.lo < 0.75 && 0.75 < s.hi);
+            assert!(s.hi - s.lo < width, "{n}: {s:?}");
+            width = s.hi - s.lo;
+        }
+        // At many games it meets the normal interval.
+        let s = score_interval(5000.0, 10000.0);
+        assert!((s.hi - 0.5 - Z95 * (0.25f64 / 10000.0).sqrt()).abs() < 1e-4);
+        assert_eq!(signed_elo(zero.lo), "-∞");
+        assert_eq!(signed_elo(-0.2), "+0");
+    }
+
+    #[test]
+    fn an_estimate_from_four_losses_has_a_wide_interval() {
+        let e = estimate(
+            &games(1500.0, 0, 0, 4),
+            Prior::VirtualDraws {
+                count: 2,
+                center: 1500.0,
+            },
+        )
+        .unwrap();
+        assert!(e.ci95() > 300.0, "{e:?}");
+        assert!(e.rating < 1500.0 && e.rating + e.ci95() > 1400.0, "{e:?}");
     }
 
     #[test]

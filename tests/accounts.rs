@@ -68,7 +68,7 @@ fn config_text(url: &str, bots: &[&str], max_games: usize) -> String {
         "accept_bots = true\nmin_initial_s = 30\nmax_games = 4\nmax_games_per_opponent = 2\n",
     );
     for bot in bots {
-        text.push_str(&account_table(bot, "LADDER_TEST_UNUSED", 1, 1000, ""));
+        text.push_str(&account_table(bot, "LADDER_TEST_UNUSED", 1, ""));
     }
     text
 }
@@ -829,7 +829,7 @@ async fn check_reports_every_bad_account_in_its_row() {
                 std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
             }
             text.push_str(&format!(
-                "\n[[accounts]]\nusername = \"{bot}\"\ntoken_file = \"{}\"\nlevel = 1\ntarget_rating = 1000\n",
+                "\n[[accounts]]\nusername = \"{bot}\"\ntoken_file = \"{}\"\nlevel = 1\n",
                 file.display()
             ));
         }

@@ -98,6 +98,23 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     }
     let text = std::fs::read_to_string(&pgn).unwrap();
     assert_eq!(text.matches("[Event ").count(), 4);
+    // The same command again resumes: every game is in the results file, none is played, and
+    // the report counts the four it resumed with their scores (it once said "0 games").
+    let pairing_row = |report: &str| {
+        report
+            .lines()
+            .find(|l| l.starts_with("| level-1 | level-2 |"))
+            .map(str::to_string)
+    };
+    let resumed = run(&list);
+    assert!(resumed.games.is_empty(), "{}", resumed.report);
+    assert!(
+        resumed.report.contains("4 games: 4 resumed from"),
+        "{}",
+        resumed.report
+    );
+    assert!(pairing_row(&summary.report).is_some());
+    assert_eq!(pairing_row(&resumed.report), pairing_row(&summary.report));
     // The report rebuilt from the results counts each game once, with the same scores.
     let again = report_from_results(&[results]).unwrap();
     let row = |report: &str| {

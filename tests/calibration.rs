@@ -87,7 +87,8 @@ fn standard_error_matches_the_formula() {
         .sum();
     let se = 1.0 / (Q * Q * info).sqrt();
     assert!((e.se - se).abs() < 1e-9, "{} vs {se}", e.se);
-    assert!((e.ci95() - 1.96 * se).abs() < 1e-9);
+    assert!((e.ci95() - ladder::rating::Z95 * se).abs() < 1e-9);
+    assert!((e.ci95() / se - 1.96).abs() < 1e-3);
     // 100 games at 50% against equals: SE = 1 / (q · sqrt(25)) ≈ 34.7.
     let e = estimate(&games(1500.0, 50, 0, 50), Prior::None).unwrap();
     assert!((e.se - 1.0 / (Q * 5.0)).abs() < 1e-9 && (e.se - 34.74).abs() < 0.01);
@@ -636,8 +637,7 @@ fn fetch_merges_exported_games_once_and_shows_the_lichess_rating() {
         &accounts,
         format!(
             "[lichess]\nbase_url = \"http://127.0.0.1:{port}\"\n\n[[accounts]]\n\
-             username = \"Ladder-L3\"\ntoken_env = \"CALIBRATION_TEST_TOKEN\"\nlevel = 3\n\
-             target_rating = 1000\ntarget_perf = \"blitz\"\n"
+             username = \"Ladder-L3\"\ntoken_env = \"CALIBRATION_TEST_TOKEN\"\nlevel = 3\n"
         ),
     )
     .unwrap();
@@ -895,4 +895,79 @@ fn likeness_table_and_plot_match_a_hand_count() {
             "{band}"
         );
     }
+}
+
+/// Issue 22: `ladder calibrate` works from any directory. Without --coefficients it reads and
+/// (with --apply) writes the file the accounts file's `daemon.coefficients` names, relative to
+/// the accounts file as `ladder run` reads it, with that file's [targets]; --apply with neither
+/// says what to give.
+#[test]
+fn calibrate_finds_the_coefficients_through_the_accounts_file_from_any_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let (results, coefficients) = simulated(dir.path(), 40);
+    let etc = dir.path().join("etc");
+    let elsewhere = dir.path().join("elsewhere");
+    fs::create_dir_all(&etc).unwrap();
+    fs::create_dir_all(&elsewhere).unwrap();
+    let installed = etc.join("coefficients.toml");
+    fs::copy(&coefficients, &installed).unwrap();
+    let before = Coefficients::load(&installed).unwrap();
+    // The simulation's coefficients carry its own targets, not the shipped ones.
+    assert_ne!(before.targets(), Coefficients::builtin().targets());
+    let accounts = etc.join("accounts.toml");
+    fs::write(
+        &accounts,
+        "[daemon]\ncoefficients = \"coefficients.toml\"\n\n[[accounts]]\nusername = \"ladder-l1\"\n\
+         token_env = \"LADDER_TEST_UNUSED\"\nlevel = 1\n",
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        texts(
+            &std::process::Command::new(common::cli::LADDER)
+                .current_dir(&elsewhere)
+                .env("RUST_LOG", "warn")
+                .args(args)
+                .output()
+                .unwrap(),
+        )
+    };
+    let (ok, out, err) = run(&[
+        "calibrate",
+        "--accounts",
+        accounts.to_str().unwrap(),
+        "--results",
+        results.to_str().unwrap(),
+        "--likeness-games",
+        "0",
+        "--apply",
+    ]);
+    assert!(ok, "{out}{err}");
+    let after = Coefficients::load(&installed).unwrap();
+    assert_eq!(after.version, before.version + 1, "{out}");
+    assert_eq!(after.targets, before.targets);
+    assert!(out.contains(&installed.display().to_string()), "{out}");
+    // The report's targets are the file's: level 3's is from + 2·step of its [targets].
+    let t = before.targets();
+    let level_3: Vec<&str> = out
+        .lines()
+        .skip_while(|l| !l.starts_with("| level |"))
+        .find(|l| l.starts_with("| 3 |"))
+        .unwrap_or_else(|| panic!("no level 3 row: {out}"))
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(level_3[8], format!("{:.0}", t.target(3.0)), "{out}");
+    assert!(!elsewhere.join("calibration").exists());
+    // --apply without a file to write says what to give.
+    let (ok, _, err) = run(&[
+        "calibrate",
+        "--results",
+        results.to_str().unwrap(),
+        "--apply",
+    ]);
+    assert!(!ok);
+    assert!(
+        err.contains("--apply writes the coefficients: give --coefficients FILE, or --accounts"),
+        "{err}"
+    );
 }

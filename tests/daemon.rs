@@ -98,7 +98,6 @@ fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> Stri
             bot,
             "LADDER_TEST_UNUSED",
             level,
-            1000,
             "greeting = \"Hi {opponent}, {me} here\"\ngoodbye = \"GG {opponent}\"\n",
         ));
     }

@@ -404,8 +404,9 @@ fn good_setup_passes_and_shows_the_ladder() {
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "{out}");
     assert!(out.contains("ok: no problems found"), "{out}");
-    // The ladder as it would run: level 1 and 2 with their node budgets, noise and hash
-    // from the coefficients (n0 = 16, b = 2, s0 = 133, d = 0.75, 1 MB).
+    // The ladder as it would run: level 1 and 2 with their targets, node budgets, noise and
+    // hash from the deployment's coefficients ([targets] 600 + 200 (L − 1); n0 = 16, b = 2,
+    // s0 = 133, d = 0.75, 1 MB).
     let row = |name: &str| {
         out.lines()
             .find(|l| l.starts_with(name))
@@ -417,14 +418,14 @@ fn good_setup_passes_and_shows_the_ladder() {
     let l1 = row("Ladder-L1");
     assert_eq!(
         &l1[1..7],
-        ["1", "600", "blitz", "32", "99.8", "1M"],
+        ["1", "600", "lichess-blitz", "32", "99.8", "1M"],
         "{out}"
     );
     assert!(out.contains("env LADDER_TEST_TOKEN_L1"), "{out}");
     let l2 = row("ladder-l2");
     assert_eq!(
         &l2[1..7],
-        ["2", "800", "blitz", "64", "74.8", "1M"],
+        ["2", "800", "lichess-blitz", "64", "74.8", "1M"],
         "{out}"
     );
     assert!(l2.join(" ").contains("BOT, bot:play"), "{out}");
@@ -933,9 +934,9 @@ fn calibration_unit_runs_as_the_timer_starts_it() {
         format!(
             "[daemon]\nresults = \"{s}/results.jsonl\"\ncoefficients = \"{s}/coefficients.toml\"\n\n\
              [[accounts]]\nusername = \"ladder-l1\"\ntoken_file = \"credential:ladder_l1\"\n\
-             level = 1\ntarget_rating = 600\n\n\
+             level = 1\n\n\
              [[accounts]]\nusername = \"ladder-l2\"\ntoken_file = \"credential:ladder_l2\"\n\
-             level = 2\ntarget_rating = 800\n",
+             level = 2\n",
             s = state.display()
         ),
     )

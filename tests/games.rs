@@ -63,7 +63,7 @@ async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, o: &Options) -> Runni
             o.shutdown_grace_s
         ),
         "min_initial_s = 30\nmax_games = 4\n",
-    ) + &account_table(bot, "LADDER_TEST_UNUSED", 1, 600, "");
+    ) + &account_table(bot, "LADDER_TEST_UNUSED", 1, "");
     let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
     let pause = o.rate_limit_pause;
     let clients = token_clients(sb, &[bot], move |c| {

@@ -47,7 +47,7 @@ async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, level: u32, keys: &st
         "search_threads = 1\nmax_games = 4\nabort_after_s = 60\nshutdown_grace_s = 30\n",
         "min_initial_s = 15\nmax_games = 4\nmax_games_per_opponent = 4\n\
          variants = [\"standard\", \"fromPosition\"]\n",
-    ) + &account_table(bot, "LADDER_TEST_UNUSED", level, 1000, &format!("{keys}\n"));
+    ) + &account_table(bot, "LADDER_TEST_UNUSED", level, &format!("{keys}\n"));
     let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
     let clients = token_clients(sb, &[bot], quick);
     launch(spec(config, clients, dir)).await.unwrap()

@@ -125,9 +125,8 @@ async fn fetch_says_how_far_it_is_account_by_account() {
     for (i, bot) in bots.iter().enumerate() {
         config.push_str(&format!(
             "\n[[accounts]]\nusername = \"{bot}\"\ntoken_env = \"PROGRESS_TEST_TOKEN_{i}\"\n\
-             level = {}\ntarget_rating = {}\ntarget_perf = \"blitz\"\nthink_time = \"fast\"\n",
+             level = {}\nthink_time = \"fast\"\n",
             i + 3,
-            1000 + 200 * i
         ));
     }
     std::fs::write(&accounts, config).unwrap();

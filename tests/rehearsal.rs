@@ -165,8 +165,7 @@ fn accounts_toml(base_url: &str, s: &Settings) -> String {
             &bot_name(level),
             &token_env(level),
             level,
-            target(level),
-            "target_perf = \"blitz\"\nthink_time = \"fast\"\n",
+            "think_time = \"fast\"\n",
         ));
     }
     out
@@ -459,6 +458,11 @@ async fn rehearsal_of_the_live_loop_from_wrong_coefficients() {
             s.games.to_string(),
             "--likeness-games".into(),
             "0".into(),
+            // The rehearsal's own targets, written into its coefficients' [targets].
+            "--target-from".into(),
+            TARGET_FROM.to_string(),
+            "--target-step".into(),
+            TARGET_STEP.to_string(),
         ];
         println!("cycle {k}: ladder {}", args.join(" "));
         let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_ladder"))

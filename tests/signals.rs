@@ -51,7 +51,7 @@ fn write_setup(dir: &Path, base_url: &str, bot: &str) {
         "results = \"results.jsonl\"\ncoefficients = \"calibration/coefficients.toml\"\n\
          search_threads = 1\nabort_after_s = 120\nshutdown_grace_s = 60\nstatus_interval_s = 1\n",
         "min_initial_s = 30\nmax_games = 4\n",
-    ) + &account_table(bot, TOKEN_ENV, 1, 600, "");
+    ) + &account_table(bot, TOKEN_ENV, 1, "");
     std::fs::write(dir.join("accounts.toml"), config).unwrap();
 }
 
@@ -411,7 +411,7 @@ async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
     write_setup(dir.path(), sb.base_url(), bot);
     let bad_env = "LADDER_SIGNALS_TEST_BAD_TOKEN";
     let mut config = std::fs::read_to_string(dir.path().join("accounts.toml")).unwrap();
-    config.push_str(&account_table("notify2", bad_env, 2, 800, ""));
+    config.push_str(&account_table("notify2", bad_env, 2, ""));
     std::fs::write(dir.path().join("accounts.toml"), config).unwrap();
     let socket = NotifySocket::bind(dir.path());
 

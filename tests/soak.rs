@@ -368,7 +368,6 @@ fn write_setup(dir: &Path, base_url: &str, s: &Settings, bots: &[String]) {
             bot,
             &format!("LADDER_SOAK_TOKEN_{i}"),
             level,
-            400 + 200 * level,
             "think_time = \"fast\"\ngreeting = \"Hi {opponent}, good luck\"\n\
              goodbye = \"GG {opponent}\"\n",
         ));

@@ -12,7 +12,7 @@ pub mod report;
 pub mod schedule;
 pub mod uci_client;
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -361,7 +361,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let (plan, mut games) = MatchPlan::new(args)?;
     let log = ResultsLog::open(&args.results)
         .with_context(|| format!("opening results file {}", args.results.display()))?;
-    skip_recorded_games(&mut games, &log, &plan.match_id, &args.results);
+    let resumed = skip_recorded_games(&mut games, &log, &plan.match_id, &args.results);
     let pgn = open_pgn(args.pgn.as_deref(), &games)?;
     let perf = args
         .perf
@@ -392,7 +392,7 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         w.finish().context("writing the PGN")?;
     }
     let elapsed = started.elapsed();
-    let text = match_report(args, &plan, &played, elapsed);
+    let text = match_report(args, &plan, &played, &resumed, elapsed);
     if let Some(path) = &args.report {
         std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
     }
@@ -525,28 +525,87 @@ fn pairings_of(
 }
 
 /// Resuming: the same command (same seed, so the same match id and schedule) skips the games
-/// its results file already holds.
+/// its results file already holds, and returns them as the report counts them, so a resumed
+/// match reports all its games, not only those played this time.
 fn skip_recorded_games(
     games: &mut Vec<ScheduledGame>,
     log: &ResultsLog,
     match_id: &str,
     results: &Path,
-) {
+) -> Vec<report::Scored> {
     let scheduled = games.len();
-    games.retain(|g| {
-        let id = game_id(match_id, g.index);
-        !(log.contains(&id)
-            || log.contains(&format!("{id}-white"))
-            || log.contains(&format!("{id}-black")))
-    });
-    if games.len() < scheduled {
-        tracing::info!(
-            "resuming {match_id}: {} of {scheduled} games already in {}, {} to play",
-            scheduled - games.len(),
-            results.display(),
-            games.len()
-        );
+    let (recorded, kept): (Vec<ScheduledGame>, Vec<ScheduledGame>) =
+        games.drain(..).partition(|g| {
+            let id = game_id(match_id, g.index);
+            log.contains(&id)
+                || log.contains(&format!("{id}-white"))
+                || log.contains(&format!("{id}-black"))
+        });
+    *games = kept;
+    if recorded.is_empty() {
+        return Vec::new();
     }
+    tracing::info!(
+        "resuming {match_id}: {} of {scheduled} games already in {}, {} to play",
+        recorded.len(),
+        results.display(),
+        games.len()
+    );
+    recorded_scores(&recorded, match_id, results)
+}
+
+/// The scores of `games` as recorded in `results`: from a level's record (White's, or Black's
+/// turned round), or from the line of a game between anchors. A game without a result is left
+/// out, as the report leaves it out when it is played.
+fn recorded_scores(games: &[ScheduledGame], match_id: &str, results: &Path) -> Vec<report::Scored> {
+    let paths = [results.to_path_buf()];
+    let mut by_id: HashMap<String, (f64, bool)> = HashMap::new();
+    match crate::results::read_results(&paths) {
+        Ok(read) => {
+            for r in read.records {
+                let Some(score) = r.result.score() else {
+                    continue;
+                };
+                let white_score = if r.color == "white" {
+                    score
+                } else {
+                    1.0 - score
+                };
+                let id = r
+                    .game_id
+                    .strip_suffix("-white")
+                    .or_else(|| r.game_id.strip_suffix("-black"))
+                    .unwrap_or(&r.game_id)
+                    .to_string();
+                by_id.entry(id).or_insert((white_score, r.fault.is_some()));
+            }
+        }
+        Err(e) => tracing::warn!(
+            "cannot read the resumed games of {}: {e}",
+            results.display()
+        ),
+    }
+    if let Ok((anchor_games, _)) = anchors::read_anchor_games(&paths) {
+        for g in anchor_games {
+            if let Some(score) = g.white_score() {
+                by_id
+                    .entry(g.game_id.clone())
+                    .or_insert((score, g.fault.is_some()));
+            }
+        }
+    }
+    games
+        .iter()
+        .filter_map(|g| {
+            let &(white_score, fault) = by_id.get(&game_id(match_id, g.index))?;
+            Some(report::Scored {
+                white: g.white,
+                black: g.black,
+                white_score,
+                fault,
+            })
+        })
+        .collect()
 }
 
 /// The `--pgn` file, if any, opened to append `games` in schedule order.
@@ -715,24 +774,38 @@ fn match_report(
     args: &ArenaOptions,
     plan: &MatchPlan,
     played: &PlayedMatch,
+    resumed: &[report::Scored],
     elapsed: Duration,
 ) -> String {
     let players = &plan.players;
-    let scored = &played.scored;
+    let scored: Vec<report::Scored> = resumed.iter().chain(&played.scored).copied().collect();
     let names: Vec<String> = players.iter().map(|p| p.name.clone()).collect();
     let levels: Vec<Option<f64>> = players.iter().map(PlayerSpec::level_number).collect();
     let known: Vec<Option<f64>> = players.iter().map(|p| p.rating).collect();
+    let secs = elapsed.as_secs_f64();
+    let timing = if resumed.is_empty() {
+        format!(
+            "{} games in {secs:.0} s ({:.0} games/hour)",
+            scored.len(),
+            scored.len() as f64 / secs.max(1e-9) * 3600.0
+        )
+    } else {
+        format!(
+            "{} games: {} resumed from {}, {} played in {secs:.0} s",
+            scored.len(),
+            resumed.len(),
+            args.results.display(),
+            played.scored.len()
+        )
+    };
     let mut text = format!(
-        "# Arena {}\n\n{} games in {:.0} s ({:.0} games/hour), seed {}, {}\n\n",
+        "# Arena {}\n\n{timing}, seed {}, {}\n\n",
         plan.match_id,
-        scored.len(),
-        elapsed.as_secs_f64(),
-        scored.len() as f64 / elapsed.as_secs_f64().max(1e-9) * 3600.0,
         plan.seed,
         args.tc
             .map_or_else(|| "fixed limits".to_string(), |tc| format!("clock {tc}"))
     );
-    text.push_str(&report::render(&names, &levels, &known, scored));
+    text.push_str(&report::render(&names, &levels, &known, &scored));
     text.push('\n');
     text.push_str(&report::render_quality(
         &names,

@@ -22,13 +22,8 @@ pub struct Scored {
     pub fault: bool,
 }
 
-/// A score with its Elo equivalent and 95% interval.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct EloDiff {
-    pub elo: f64,
-    pub lo: f64,
-    pub hi: f64,
-}
+/// A score with its Elo equivalent and 95% interval ([`crate::rating::elo_interval`]).
+pub type EloDiff = crate::rating::EloInterval;
 
 /// One pairing from the point of view of its first player `a`.
 #[derive(Clone, Debug, PartialEq)]
@@ -60,42 +55,16 @@ pub struct Rating {
     pub fixed: bool,
 }
 
-/// The Elo difference that gives expected score `s` (clamped away from 0 and 1 by `eps`).
-pub fn elo_of_score(s: f64, eps: f64) -> f64 {
-    let s = s.clamp(eps, 1.0 - eps);
-    -400.0 * (1.0 / s - 1.0).log10()
-}
-
-/// Elo difference and 95% interval from individual game scores (normal approximation of the
-/// mean score, mapped through the Elo curve). The spread is estimated with one virtual draw
-/// added, so an all-win or all-loss sample still gets an interval of honest width.
+/// Elo difference and 95% interval from individual game scores: the project's one interval,
+/// [`crate::rating::elo_interval`] (Wilson's score interval mapped through the Elo curve), so a
+/// score of 0% or 100% still gets an interval of honest width (0 of 4: [-∞, -7]).
 pub fn elo_diff(scores: &[f64]) -> EloDiff {
-    let n = scores.len().max(1) as f64;
-    let mean = scores.iter().sum::<f64>() / n;
-    let spread_mean = (scores.iter().sum::<f64>() + 0.5) / (n + 1.0);
-    let var = (scores
-        .iter()
-        .map(|x| (x - spread_mean).powi(2))
-        .sum::<f64>()
-        + (0.5 - spread_mean).powi(2))
-        / (n + 1.0);
-    let se = (var / n).sqrt();
-    let eps = 0.5 / n;
-    EloDiff {
-        elo: elo_of_score(mean, eps),
-        lo: elo_of_score(mean - 1.96 * se, eps),
-        hi: elo_of_score(mean + 1.96 * se, eps),
-    }
+    crate::rating::elo_interval(scores.iter().sum(), scores.len() as f64)
 }
 
-/// A signed whole number of Elo, never "-0".
+/// A signed whole number of Elo, never "-0"; ±∞ for an interval's open end.
 fn signed(x: f64) -> String {
-    let r = x.round();
-    if r == 0.0 {
-        "+0".to_string()
-    } else {
-        format!("{r:+.0}")
-    }
+    crate::rating::signed_elo(x)
 }
 
 /// Per-pairing statistics, pairings in order of first appearance, `a` the lower index.
@@ -200,7 +169,7 @@ pub fn estimate_ratings(known: &[Option<f64>], games: &[Scored]) -> Vec<Option<R
                 .sum();
             Some(Rating {
                 rating: r[i],
-                ci95: 1.96 / info.sqrt(),
+                ci95: crate::rating::Z95 / info.sqrt(),
                 fixed: false,
             })
         })
@@ -638,14 +607,28 @@ mod tests {
 
     #[test]
     fn elo_of_known_scores() {
-        assert!((elo_of_score(0.5, 0.01)).abs() < 1e-9);
-        assert!((elo_of_score(0.75, 0.01) - 190.85).abs() < 0.1);
+        assert!((crate::rating::elo_of_score(0.5)).abs() < 1e-9);
+        assert!((crate::rating::elo_of_score(0.75) - 190.85).abs() < 0.1);
         let d = elo_diff(&[1.0, 1.0, 0.0, 0.5]);
         assert!(d.lo < d.elo && d.elo < d.hi);
-        // A clean sweep still has an interval, and it reaches down to a finite gap.
+        // A clean sweep still has an interval: it reaches down to a finite gap, and up
+        // without bound (no number of wins rules out a larger one).
         let sweep = elo_diff(&[1.0; 10]);
         assert!(sweep.lo < sweep.elo && sweep.lo > 100.0, "{sweep:?}");
+        assert_eq!(sweep.hi, f64::INFINITY);
         assert_eq!(signed(-0.2), "+0");
+    }
+
+    #[test]
+    fn a_pairing_lost_four_times_reports_a_wide_interval() {
+        // ladder arena --level 1,2 --games-per-pairing 4: 0/4 once reported [-338, -245].
+        let g = games(0, 1, 0.0, 4);
+        let table = render_pairings(&["level-1".into(), "level-2".into()], &g);
+        let row = table.lines().find(|l| l.starts_with("| level-1")).unwrap();
+        assert!(row.ends_with("| [-∞, -7] |"), "{row}");
+        // The ratings table's ± for the same games is wide too.
+        let r = estimate_ratings(&[None, None], &g);
+        assert!(r[1].unwrap().ci95 > 300.0, "{r:?}");
     }
 
     #[test]

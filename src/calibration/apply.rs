@@ -16,6 +16,8 @@ const HEADER: &str = "\
 # For level L with offset o(L), x = L + o(L):
 #   nodes = n0 * b^x,   noise (logistic scale, centipawns) = s0 * d^x
 # Written by `ladder calibrate --apply`; earlier versions are in history/.
+# [targets] is the one place the ladder's targets are written: T(L) = from + step * (L - 1) on
+# the named scale; accounts, `ladder check`, the sandbox and calibration all read it here.
 ";
 
 /// Where version `version` of `coefficients` is kept.

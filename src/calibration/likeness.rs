@@ -80,11 +80,12 @@ impl Band {
         self.matches as f64 / self.positions.max(1) as f64
     }
 
-    /// Half-width of a 95% interval of the match rate, treating positions as independent
-    /// (they are not quite: moves of one game are alike, so read it as a lower bound).
-    pub fn ci95(&self) -> f64 {
-        let p = self.top1();
-        1.96 * (p * (1.0 - p) / self.positions.max(1) as f64).sqrt()
+    /// The 95% interval of the match rate ([`crate::rating::score_interval`]: Wilson's, so 0 or
+    /// every move matched still has width), treating positions as independent (they are not
+    /// quite: moves of one game are alike, so read it as a lower bound on the width).
+    pub fn interval95(&self) -> (f64, f64) {
+        let s = crate::rating::score_interval(self.matches as f64, self.positions as f64);
+        (s.lo, s.hi)
     }
 }
 

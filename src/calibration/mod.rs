@@ -37,9 +37,11 @@ pub struct CalibrateArgs {
     /// daemon's results file named in --accounts.
     #[arg(long = "results", value_name = "FILE")]
     pub results: Vec<PathBuf>,
-    /// The coefficients to start from and, with --apply, to replace.
-    #[arg(long, default_value = "calibration/coefficients.toml")]
-    pub coefficients: PathBuf,
+    /// The coefficients to start from and, with --apply or --arena, to replace. Default: the
+    /// file daemon.coefficients of --accounts names (relative to that file, as `ladder run`
+    /// reads it); without --accounts, the built-in coefficients (a dry run only).
+    #[arg(long)]
+    pub coefficients: Option<PathBuf>,
     /// The perf (rating pool) to calibrate.
     #[arg(long, default_value = "blitz")]
     pub perf: Perf,
@@ -52,14 +54,17 @@ pub struct CalibrateArgs {
     /// Sources to use (lichess, arena, sandbox); default: all.
     #[arg(long = "source", value_parser = parse_source)]
     pub sources: Vec<Source>,
-    /// accounts.toml: targets (accounts whose target perf is --perf), and the accounts, tokens
-    /// and Lichess URL for --fetch and --lichess-ratings.
+    /// accounts.toml: the daemon's results and coefficients files (the defaults of --results
+    /// and --coefficients), and the accounts, tokens and Lichess URL for --fetch and
+    /// --lichess-ratings.
     #[arg(long)]
     pub accounts: Option<PathBuf>,
-    /// Targets as "1=600,2=800,…" (instead of accounts.toml).
-    #[arg(long, conflicts_with_all = ["target_from", "target_step"])]
+    /// Targets as "1=600,2=800,…" for a dry run (default: the coefficients' [targets], the
+    /// ladder's one set of targets). Cannot be written: with --apply or --arena give a line.
+    #[arg(long, conflicts_with_all = ["target_from", "target_step", "apply", "arena"])]
     pub targets: Option<String>,
-    /// Linear targets: level 1's target …
+    /// Linear targets instead of the coefficients' [targets]: level 1's target … (with
+    /// --apply or --arena they become the written coefficients' [targets])
     #[arg(long, requires = "target_step")]
     pub target_from: Option<f64>,
     /// … and the step per level.
@@ -104,8 +109,9 @@ pub struct CalibrateArgs {
     /// Where the previous versions go (default: history/ beside the coefficients file).
     #[arg(long)]
     pub history_dir: Option<PathBuf>,
-    /// Where the Markdown report and the SVG plot go (with --apply: calibration/report by
-    /// default; a dry run prints the report and writes files only when this is given).
+    /// Where the Markdown report and the SVG plot go (with --apply: report/ beside the
+    /// coefficients file by default; a dry run prints the report and writes files only when
+    /// this is given).
     #[arg(long)]
     pub report_dir: Option<PathBuf>,
     /// Pull the accounts' finished games from Lichess (since the newest logged game) and merge
@@ -203,14 +209,35 @@ fn parse_source(text: &str) -> Result<Source, String> {
 }
 
 impl CalibrateArgs {
-    /// Where the previous versions are kept (default: history/ beside the coefficients file).
-    fn history_dir(&self) -> PathBuf {
-        self.history_dir.clone().unwrap_or_else(|| {
-            self.coefficients
-                .parent()
-                .unwrap_or(Path::new("."))
-                .join("history")
-        })
+    /// Where the previous versions are kept (default: history/ beside the coefficients file;
+    /// none for the built-in coefficients).
+    fn history_dir(&self, coefficients: Option<&Path>) -> Option<PathBuf> {
+        self.history_dir
+            .clone()
+            .or_else(|| coefficients.map(|c| c.parent().unwrap_or(Path::new(".")).join("history")))
+    }
+
+    /// The coefficients file: --coefficients, or the one daemon.coefficients of --accounts
+    /// names (relative to the accounts file, as `ladder run` and `ladder check` read it), or
+    /// none (the built-in coefficients). `writes`: the run replaces it, so one is needed.
+    fn coefficients_path(
+        &self,
+        config: Option<&Config>,
+        writes: Option<&str>,
+    ) -> anyhow::Result<Option<PathBuf>> {
+        let path = self
+            .coefficients
+            .clone()
+            .or_else(|| config.map(|c| c.daemon.coefficients.clone()));
+        if path.is_none()
+            && let Some(what) = writes
+        {
+            bail!(
+                "{what} writes the coefficients: give --coefficients FILE, or --accounts \
+                 accounts.toml to use the file its daemon.coefficients names"
+            );
+        }
+        Ok(path)
     }
 
     fn settings(&self, current: &Coefficients) -> anyhow::Result<Settings> {
@@ -267,33 +294,30 @@ impl CalibrateArgs {
         })
     }
 
-    fn targets(&self, config: Option<&Config>) -> anyhow::Result<Targets> {
+    /// The targets: the ladder's, from the current coefficients' `[targets]`, unless the
+    /// command line gives others (--targets, --target-from/--target-step).
+    fn targets(&self, current: &Coefficients) -> anyhow::Result<Targets> {
         if let Some(t) = &self.targets {
             return Targets::parse_table(t).map_err(|e| anyhow::anyhow!("--targets: {e}"));
         }
         if let (Some(from), Some(step)) = (self.target_from, self.target_step) {
+            if !(from.is_finite() && step.is_finite() && step > 0.0) {
+                bail!("--target-from must be a number and --target-step a positive one");
+            }
             return Ok(Targets::Linear { from, step });
         }
-        if let Some(config) = config {
-            let table: BTreeMap<String, f64> = config
-                .accounts
-                .iter()
-                .filter(|a| a.target_perf == self.perf)
-                .map(|a| (level_key(a.level), a.target_rating))
-                .collect();
-            if table.is_empty() {
-                bail!(
-                    "{}: no account has target perf `{}`",
-                    config.path.display(),
-                    self.perf
-                );
-            }
-            return Ok(Targets::Table(table));
+        let ladder = current.targets();
+        if ladder.perf != self.perf.key() {
+            bail!(
+                "the ladder's targets are on {} ({} ratings): calibrate with --perf {}, or give \
+                 --target-from/--target-step for --perf {}",
+                ladder.scale,
+                ladder.perf,
+                ladder.perf,
+                self.perf
+            );
         }
-        bail!(
-            "no targets: give --accounts accounts.toml, --targets \"1=600,2=800,…\" or \
-             --target-from 600 --target-step 200"
-        )
+        Ok(Targets::of(current))
     }
 }
 
@@ -304,13 +328,17 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if args.arena {
         return run_arena_loop(&args);
     }
-    let current = Coefficients::load(&args.coefficients)?;
-    let mut settings = args.settings(&current)?;
     // Loading accounts.toml reads no token: calibrating from the local results needs none, so
     // the timer's unit runs without the daemon's credentials. --fetch and --lichess-ratings
     // read each account's token below, and a missing one names the account and its setting.
     let config = args.accounts_config()?;
-    let targets = args.targets(config.as_ref())?;
+    let path = args.coefficients_path(config.as_ref(), args.apply.then_some("--apply"))?;
+    let current = match &path {
+        Some(path) => Coefficients::load(path)?,
+        None => Coefficients::builtin(),
+    };
+    let mut settings = args.settings(&current)?;
+    let targets = args.targets(&current)?;
     let mut games = Games::read(&args, config.as_ref())?;
     let lichess = match config.as_ref() {
         Some(config) if args.fetch || args.lichess_ratings => {
@@ -319,10 +347,18 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         _ => BTreeMap::new(),
     };
 
-    settings.history = older_versions(&games.records, &settings, &current, &args.history_dir());
+    if let Some(dir) = args.history_dir(path.as_deref()) {
+        settings.history = older_versions(&games.records, &settings, &current, &dir);
+    }
     let result = calibrate_and_describe(&games.records, &current, &targets, &settings)?;
     let next = result.proposal.coefficients.clone();
-    let outcome = outcome(&args, &current, &next, result.proposal.changed)?;
+    let outcome = outcome(
+        &args,
+        path.as_deref(),
+        &current,
+        &next,
+        result.proposal.changed,
+    )?;
     tracing::info!("{outcome}");
     let ctx = report::ReportContext {
         perf: args.perf.to_string(),
@@ -341,7 +377,13 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     if let Some(l) = &likeness {
         markdown.push_str(&report::likeness_section(l, "likeness.svg"));
     }
-    write_report(&args, &result, &markdown, likeness.as_ref())?;
+    write_report(
+        &args,
+        path.as_deref(),
+        &result,
+        &markdown,
+        likeness.as_ref(),
+    )?;
     if !args.apply && result.proposal.changed {
         println!(
             "\n## Proposed coefficients (not written)\n\n```toml\n{}```",
@@ -391,7 +433,7 @@ impl Games {
         })
     }
 
-    /// --fetch and --lichess-ratings: per account of the perf, pulls its new games (merged in)
+    /// --fetch and --lichess-ratings: per account, pulls its new games of the perf (merged in)
     /// and its current Lichess rating (returned by level key, with the account's name).
     fn ask_lichess(
         &mut self,
@@ -403,11 +445,7 @@ impl Games {
             .enable_all()
             .build()
             .context("starting the HTTP runtime")?;
-        let accounts: Vec<_> = config
-            .accounts
-            .iter()
-            .filter(|a| a.target_perf == args.perf)
-            .collect();
+        let accounts: Vec<_> = config.accounts.iter().collect();
         let timeline = VersionTimeline::new(&self.records, current.version);
         let mut fetched = fetch::Fetched::default();
         let mut lichess = BTreeMap::new();
@@ -531,22 +569,25 @@ fn calibrate_and_describe(
 /// applied (and where the old version went) or a dry run.
 fn outcome(
     args: &CalibrateArgs,
+    path: Option<&Path>,
     current: &Coefficients,
     next: &Coefficients,
     changed: bool,
 ) -> anyhow::Result<String> {
+    let name = path.map_or("the built-in coefficients".to_string(), |p| {
+        p.display().to_string()
+    });
     Ok(if !changed {
         format!(
             "No change: no level's parameters and no measured rating would change, so no new \
-             version is written; {} stays version {}.",
-            args.coefficients.display(),
+             version is written; {name} stays version {}.",
             current.version
         )
-    } else if args.apply {
-        let kept = apply::apply(&args.coefficients, current, next, &args.history_dir())?;
+    } else if let (true, Some(path), Some(history)) = (args.apply, path, args.history_dir(path)) {
+        let kept = apply::apply(path, current, next, &history)?;
         format!(
             "Applied: {} is now version {}; version {} kept as {}.",
-            args.coefficients.display(),
+            path.display(),
             next.version,
             current.version,
             kept.display()
@@ -581,18 +622,19 @@ fn measure_likeness(
     likeness::measure(records, current, &levels, &settings)
 }
 
-/// Prints the report and, with --report-dir (or --apply: calibration/report), writes it with
-/// its plots.
+/// Prints the report and, with --report-dir (or --apply: report/ beside the coefficients file,
+/// calibration/report for the repository's), writes it with its plots.
 fn write_report(
     args: &CalibrateArgs,
+    coefficients: Option<&Path>,
     result: &pipeline::Calibration,
     markdown: &str,
     likeness: Option<&likeness::Likeness>,
 ) -> anyhow::Result<()> {
-    let report_dir = args
-        .report_dir
-        .clone()
-        .or_else(|| args.apply.then(|| PathBuf::from("calibration/report")));
+    let report_dir = args.report_dir.clone().or_else(|| {
+        let beside = coefficients?.parent().unwrap_or(Path::new("."));
+        args.apply.then(|| beside.join("report"))
+    });
     let Some(dir) = report_dir else {
         print!("{markdown}");
         return Ok(());
@@ -683,7 +725,10 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
         bail!("--arena needs exactly one --results FILE: the loop's own games, appended");
     };
     let config = args.accounts_config()?;
-    let targets = args.targets(config.as_ref())?;
+    let Some(coefficients) = args.coefficients_path(config.as_ref(), Some("--arena"))? else {
+        bail!("--arena needs a coefficients file");
+    };
+    let targets = args.targets(&Coefficients::load(&coefficients)?)?;
     let mut levels = Vec::new();
     let lists = if args.levels.is_empty() {
         vec!["1..10".to_string()]
@@ -717,8 +762,10 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
         seed: args.seed,
         anchors_file: args.anchors_file.clone(),
         results: results.clone(),
-        coefficients: args.coefficients.clone(),
-        history_dir: args.history_dir(),
+        history_dir: args
+            .history_dir(Some(&coefficients))
+            .unwrap_or_else(|| PathBuf::from("history")),
+        coefficients,
         report_dir: args.report_dir.clone().unwrap_or_else(|| {
             results
                 .parent()
@@ -784,7 +831,7 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
         let coefficients = path.with_extension("coefficients.toml");
         apply::write_atomically(&coefficients, &start.to_toml())?;
         println!(
-            "wrote {} simulated games to {} and their coefficients to {} (targets: --target-from 600 --target-step 200)",
+            "wrote {} simulated games to {} and their coefficients to {} (with their targets, 600 + 200·(L − 1))",
             records.len(),
             path.display(),
             coefficients.display()

@@ -19,6 +19,15 @@ pub enum Targets {
 }
 
 impl Targets {
+    /// The ladder's own targets, from the coefficients' `[targets]`.
+    pub fn of(coefficients: &Coefficients) -> Targets {
+        let t = coefficients.targets();
+        Targets::Linear {
+            from: t.from,
+            step: t.step,
+        }
+    }
+
     pub fn target(&self, level: f64) -> Option<f64> {
         match self {
             Targets::Table(t) => t.get(&level_key(level)).copied(),
@@ -154,7 +163,21 @@ pub fn calibrate(
             (key.clone(), ApartEstimate { level, estimate })
         })
         .collect();
-    let proposal = propose(current, &inputs, &settings.update, ratings_source)?;
+    let mut proposal = propose(current, &inputs, &settings.update, ratings_source)?;
+    // The coefficients record the targets they were calibrated toward: a line given on the
+    // command line that differs from the current file's becomes the proposal's [targets].
+    if let Targets::Linear { from, step } = *targets {
+        let now = current.targets();
+        if (now.from, now.step, now.perf.as_str()) != (from, step, settings.filter.perf.as_str()) {
+            proposal.coefficients.targets = Some(crate::levels::LadderTargets {
+                from,
+                step,
+                perf: settings.filter.perf.clone(),
+                ..now
+            });
+            proposal.changed = true;
+        }
+    }
     Ok(Calibration {
         selection,
         proposal,

@@ -334,7 +334,7 @@ pub fn likeness_section(l: &Likeness, svg_name: &str) -> String {
     let _ = writeln!(out, "![top-1 match by band]({svg_name})\n");
     let _ = writeln!(
         out,
-        "| band | level (target) | games | moves compared | top-1 match | ±95% | people's ACPL | blunders |"
+        "| band | level (target) | games | moves compared | top-1 match | 95% interval | people's ACPL | blunders |"
     );
     let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
     for b in &l.bands {
@@ -347,7 +347,7 @@ pub fn likeness_section(l: &Likeness, svg_name: &str) -> String {
         };
         let _ = writeln!(
             out,
-            "| {:.0}–{:.0} | {} ({:.0}) | {} | {} | {:.1}% | {:.1} | {acpl} | {blunders} |",
+            "| {:.0}–{:.0} | {} ({:.0}) | {} | {} | {:.1}% | {:.1}–{:.1}% | {acpl} | {blunders} |",
             b.low,
             b.high,
             level_key(b.level),
@@ -355,7 +355,8 @@ pub fn likeness_section(l: &Likeness, svg_name: &str) -> String {
             b.games,
             b.positions,
             100.0 * b.top1(),
-            100.0 * b.ci95(),
+            100.0 * b.interval95().0,
+            100.0 * b.interval95().1,
         );
     }
     let _ = writeln!(

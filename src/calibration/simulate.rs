@@ -142,6 +142,12 @@ impl SimConfig {
         c.d = d.powf(q);
         c.ratings = self.targets();
         c.ratings_source = "simulation targets".to_string();
+        c.targets = Some(crate::levels::LadderTargets {
+            scale: "simulation".to_string(),
+            perf: "blitz".to_string(),
+            from: self.target_from,
+            step: self.target_step,
+        });
         c
     }
 

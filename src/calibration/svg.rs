@@ -373,7 +373,8 @@ pub fn plot_likeness(likeness: &Likeness, perf: &str) -> String {
 fn band_points(s: &mut String, frame: &Frame, likeness: &Likeness, mids: &[f64]) {
     let _ = writeln!(s, r#"<g class="measured">"#);
     for (b, &mid) in likeness.bands.iter().zip(mids) {
-        let (p, ci) = (100.0 * b.top1(), 100.0 * b.ci95());
+        let p = 100.0 * b.top1();
+        let (lo, hi) = b.interval95();
         let _ = writeln!(
             s,
             r##"<g class="band" data-low="{low:.0}" data-level="{level}" data-top1="{p:.1}" data-positions="{n}"><line x1="{x:.1}" y1="{lo:.1}" x2="{x:.1}" y2="{hi:.1}" stroke="#246" stroke-width="1.5"/><circle cx="{x:.1}" cy="{y:.1}" r="4" fill="#246"/><text x="{tx:.1}" y="{ty:.1}" font-size="10" fill="#444">L{level}</text></g>"##,
@@ -382,8 +383,8 @@ fn band_points(s: &mut String, frame: &Frame, likeness: &Likeness, mids: &[f64])
             n = b.positions,
             x = frame.px(mid),
             y = frame.py(p),
-            lo = frame.py((p - ci).max(0.0)),
-            hi = frame.py((p + ci).min(100.0)),
+            lo = frame.py(100.0 * lo),
+            hi = frame.py(100.0 * hi),
             tx = frame.px(mid) + 6.0,
             ty = frame.py(p) - 6.0,
         );

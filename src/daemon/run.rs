@@ -119,6 +119,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                 &started_sandbox,
                 &sandbox_config,
                 &config,
+                &coefficients,
                 &origin,
                 &results_path,
             );
@@ -187,6 +188,7 @@ fn introduce(
     sandbox: &Sandbox,
     sandbox_config: &SandboxConfig,
     config: &Config,
+    coefficients: &Coefficients,
     origin: &str,
     results: &Path,
 ) {
@@ -194,7 +196,7 @@ fn introduce(
         "sandbox up at {}: a local Lichess emulator with simulated challengers; nothing goes to lichess.org",
         sandbox.base_url()
     );
-    tracing::info!("{} (from {origin})", accounts_line(config));
+    tracing::info!("{} (from {origin})", accounts_line(config, coefficients));
     for challenger in &sandbox_config.challengers {
         tracing::info!("{}", challenger_line(challenger, config));
     }

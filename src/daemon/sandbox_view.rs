@@ -6,21 +6,27 @@
 use std::time::Duration;
 
 use crate::config::Config;
+use crate::levels::Coefficients;
 use crate::lichess::TimeControl;
 use crate::sandbox::{ChallengerConfig, GameSummary, PlayerKind};
 
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::scoreboard::Tally;
 
-/// `accounts: ladder-l1 (level 1, target 600 blitz), ladder-l2 (level 2, target 800 blitz)`.
-pub fn accounts_line(config: &Config) -> String {
+/// `2 accounts play: ladder-l1 (level 1, target 450 lichess-blitz), ladder-l2 (level 2,
+/// target 660 lichess-blitz)`: the targets are the ladder's, from `coefficients`.
+pub fn accounts_line(config: &Config, coefficients: &Coefficients) -> String {
+    let targets = coefficients.targets();
     let accounts: Vec<String> = config
         .accounts
         .iter()
         .map(|a| {
             format!(
-                "{} (level {}, target {} {})",
-                a.username, a.level, a.target_rating, a.target_perf
+                "{} (level {}, target {:.0} {})",
+                a.username,
+                a.level,
+                targets.target(a.level),
+                targets.scale
             )
         })
         .collect();
@@ -180,13 +186,11 @@ accept_bots = false
 username = "ladder-l1"
 token_env = "X"
 level = 1
-target_rating = 600
 
 [[accounts]]
 username = "ladder-l2"
 token_env = "Y"
 level = 2
-target_rating = 800
 [accounts.challenge]
 min_initial_s = 180
 "#,
@@ -198,10 +202,17 @@ min_initial_s = 180
     #[test]
     fn the_intro_says_who_plays_whom_as_the_policies_decide() {
         let config = config();
+        let shipped = Coefficients::builtin();
+        let t = shipped.targets();
         assert_eq!(
-            accounts_line(&config),
-            "2 accounts play: ladder-l1 (level 1, target 600 blitz), \
-             ladder-l2 (level 2, target 800 blitz)"
+            accounts_line(&config, &shipped),
+            format!(
+                "2 accounts play: ladder-l1 (level 1, target {:.0} {s}), \
+                 ladder-l2 (level 2, target {:.0} {s})",
+                t.target(1.0),
+                t.target(2.0),
+                s = t.scale
+            )
         );
         let mut rita = ChallengerConfig::new("RandomRita");
         rita.rating = 800;
@@ -231,6 +242,88 @@ min_initial_s = 180
             "{}",
             challenger_line(&bot, &config)
         );
+    }
+
+    /// Issue 22: one set of targets. What `ladder check`, the sandbox, calibration's default,
+    /// `ladder levels` and the README's table say each level of the committed accounts.toml
+    /// aims at are the same numbers, all read from the coefficients' [targets]; and the
+    /// sandbox's challengers advertise the ratings their players measure.
+    #[test]
+    fn one_set_of_targets_everywhere() {
+        let shipped = Coefficients::builtin();
+        let ladder = shipped.targets();
+        let config = Config::parse(
+            include_str!("../../accounts.toml"),
+            Path::new("accounts.toml"),
+        )
+        .unwrap();
+        let calibration = crate::calibration::pipeline::Targets::of(&shipped);
+        let sandbox = accounts_line(&config, &shipped);
+        let readme = include_str!("../../README.md");
+        let readme_table: Vec<&str> = readme
+            .split("## The levels today")
+            .nth(1)
+            .unwrap()
+            .lines()
+            .filter(|l| l.starts_with("| ") && l[2..].starts_with(|c: char| c.is_ascii_digit()))
+            .collect();
+        assert_eq!(readme_table.len(), config.accounts.len());
+        for (account, readme_row) in config.accounts.iter().zip(readme_table) {
+            let level = account.level;
+            let target = ladder.target(level);
+            let whole = format!("{target:.0}");
+            // ladder check
+            let check = crate::check::ladder_row(account, Some(&shipped)).target;
+            assert_eq!(check, format!("{whole} {}", ladder.scale));
+            // the sandbox's introduction
+            assert!(
+                sandbox.contains(&format!(
+                    "{} (level {level}, target {whole} {})",
+                    account.username, ladder.scale
+                )),
+                "{sandbox}"
+            );
+            // calibration without target flags
+            assert_eq!(calibration.target(level), Some(target));
+            // ladder levels: the target column (after level, offset, nodes, noise, blind, hash)
+            let table = crate::levels::table(&shipped, &[level]);
+            let row: Vec<&str> = table.lines().nth(3).unwrap().split_whitespace().collect();
+            assert_eq!(row[6], whole, "{table}");
+            // the README's table of the levels today: | level | target | measured | ...
+            let cells: Vec<&str> = readme_row.split('|').map(str::trim).collect();
+            assert_eq!(cells[1], crate::levels::level_key(level));
+            assert_eq!(cells[2], whole, "README: {readme_row}");
+            assert_eq!(
+                cells[3],
+                format!("{:.0}", shipped.rating_of(level).unwrap()),
+                "README: {readme_row}"
+            );
+        }
+        assert!(
+            readme.contains(&format!("{} + {} (L − 1)", ladder.from, ladder.step)),
+            "the README names the targets' line"
+        );
+        // The sandbox's challengers: a level's rating as calibrated, a random mover's as the
+        // anchors measure it.
+        let names: Vec<String> = config.accounts.iter().map(|a| a.username.clone()).collect();
+        let demo = crate::sandbox::SandboxConfig::demo(&names);
+        for challenger in &demo.challengers {
+            let measured = match &challenger.player {
+                PlayerKind::Engine { level } => shipped.rating_of(*level).unwrap(),
+                PlayerKind::Random => crate::arena::anchors::AnchorsFile::builtin()
+                    .get("random")
+                    .unwrap()
+                    .rating
+                    .unwrap(),
+                PlayerKind::Anchor(a) => a.rating.unwrap(),
+            };
+            assert_eq!(
+                challenger.rating,
+                measured.round() as i32,
+                "{}",
+                challenger.name
+            );
+        }
     }
 
     #[test]

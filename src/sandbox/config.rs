@@ -60,6 +60,23 @@ pub fn sandbox_token(username: &str) -> Token {
     Token::new(&sandbox_token_string(username), "sandbox").expect("sandbox tokens are valid")
 }
 
+/// The rating a simulated challenger's player has, on the ladder's scale: a level's from the
+/// calibrated ratings of the coefficients it plays with (the built-in ones, interpolated for
+/// a fractional level), a random mover's and an anchor's from the anchors file. `None` when
+/// the table has none (a level outside the rated ones).
+pub fn advertised_rating(player: &PlayerKind) -> Option<i32> {
+    let rating = match player {
+        PlayerKind::Engine { level } => crate::levels::Coefficients::builtin().rating_of(*level)?,
+        PlayerKind::Random => {
+            crate::arena::anchors::AnchorsFile::builtin()
+                .get("random")?
+                .rating?
+        }
+        PlayerKind::Anchor(anchor) => anchor.rating?,
+    };
+    Some(rating.round() as i32)
+}
+
 /// How a simulated challenger picks its moves.
 #[derive(Clone, Debug, PartialEq)]
 pub enum PlayerKind {
@@ -172,11 +189,12 @@ impl SandboxConfig {
     }
 
     /// The default of `ladder run --sandbox`: the given bots plus a few challengers of
-    /// different strengths and habits, so every level sees games, declines and draws.
+    /// different strengths and habits, so every level sees games, declines and draws. Each
+    /// advertises the rating its player has on the ladder's scale ([`advertised_rating`]).
     pub fn demo<S: AsRef<str>>(bots: &[S]) -> SandboxConfig {
         let names: Vec<&str> = bots.iter().map(|b| b.as_ref()).collect();
         let mut patzer = ChallengerConfig::new("RandomRita");
-        patzer.rating = 800;
+        patzer.rating = advertised_rating(&PlayerKind::Random).unwrap_or(patzer.rating);
         patzer.provisional = true;
         patzer.time_controls = vec![(60, 0), (180, 2)];
         patzer.interval = Some(Duration::from_secs(20));
@@ -184,23 +202,23 @@ impl SandboxConfig {
         patzer.takeback_chance = 0.02;
 
         let mut club = ChallengerConfig::new("ClubCarl");
-        club.rating = 1400;
         club.time_controls = vec![(180, 2), (300, 3)];
         club.rated = true;
         club.interval = Some(Duration::from_secs(30));
         club.player = PlayerKind::Engine { level: 3.0 };
+        club.rating = advertised_rating(&club.player).unwrap_or(club.rating);
         club.think_time = Duration::from_secs(1);
         club.draw_offer_chance = 0.01;
         club.accept_draws = true;
 
         let mut fast = ChallengerConfig::new("BulletBot");
         fast.title = Some("BOT".to_string());
-        fast.rating = 1900;
         fast.time_controls = vec![(30, 0), (60, 1), (3 * 60, 0)];
         fast.variants = vec!["standard".to_string(), "chess960".to_string()];
         fast.rated = true;
         fast.interval = Some(Duration::from_secs(45));
         fast.player = PlayerKind::Engine { level: 6.0 };
+        fast.rating = advertised_rating(&fast.player).unwrap_or(fast.rating);
         fast.think_time = Duration::from_millis(100);
 
         SandboxConfig {

@@ -5,9 +5,12 @@
 //! material, balanced by a short search) is played twice, each set once with White, so an
 //! unbalanced opening cancels out. Each side has its own engine and hash; the games are
 //! adjudicated as in datagen. The result is given as a score and an Elo difference with a 95%
-//! interval from the variance of the game pairs.
+//! interval over the game pairs (the project's one interval, [`crate::rating::elo_interval`],
+//! with each pair one unit: it never collapses, and it is conservative when pairs split).
 
 use std::sync::Arc;
+
+use crate::rating::signed_elo;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use anyhow::bail;
@@ -58,15 +61,13 @@ impl MatchResult {
         (f64::from(self.wins) + 0.5 * f64::from(self.draws)) / f64::from(self.games().max(1))
     }
 
-    /// The Elo difference and its 95% interval, from the pairs' variance (pentanomial).
+    /// The Elo difference and its 95% interval: [`crate::rating::elo_interval`] over the game
+    /// pairs, each pair's mean score one unit (the two games of an opening are not
+    /// independent; the pairs are).
     pub fn elo(&self) -> (f64, f64, f64) {
-        let n = self.pair_points.len().max(1) as f64;
-        let per_game: Vec<f64> = self.pair_points.iter().map(|p| p / 2.0).collect();
-        let mean = per_game.iter().sum::<f64>() / n;
-        let variance = per_game.iter().map(|s| (s - mean).powi(2)).sum::<f64>() / n;
-        let half = 1.96 * (variance / n).sqrt();
-        let elo = |s: f64| -400.0 * (1.0 / s.clamp(1e-3, 1.0 - 1e-3) - 1.0).log10();
-        (elo(mean), elo(mean - half), elo(mean + half))
+        let points: f64 = self.pair_points.iter().map(|p| p / 2.0).sum();
+        let e = crate::rating::elo_interval(points, self.pair_points.len() as f64);
+        (e.elo, e.lo, e.hi)
     }
 }
 
@@ -165,8 +166,13 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
             progress.inc();
             let (elo, low, high) = so_far.elo();
             let line = format!(
-                "+{} ={} -{}: {elo:+.0} [{low:+.0}, {high:+.0}]",
-                so_far.wins, so_far.draws, so_far.losses
+                "+{} ={} -{}: {} [{}, {}]",
+                so_far.wins,
+                so_far.draws,
+                so_far.losses,
+                signed_elo(elo),
+                signed_elo(low),
+                signed_elo(high)
             );
             if progress.is_bar() {
                 progress.set_message(line);
@@ -178,8 +184,8 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
     progress.finish();
     let (elo, low, high) = result.elo();
     println!(
-        "{} vs {} at {} nodes a move, {} games: +{} ={} -{}, score {:.1}%, Elo {elo:+.1} \
-         (95% interval {low:+.1} to {high:+.1})",
+        "{} vs {} at {} nodes a move, {} games: +{} ={} -{}, score {:.1}%, Elo {} \
+         (95% interval {} to {})",
         args.first,
         args.second,
         args.nodes,
@@ -187,7 +193,10 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
         result.wins,
         result.draws,
         result.losses,
-        100.0 * result.score()
+        100.0 * result.score(),
+        signed_elo(elo),
+        signed_elo(low),
+        signed_elo(high)
     );
     Ok(())
 }
@@ -208,5 +217,28 @@ mod tests {
         assert!(result.score() > 0.5, "{result:?}");
         let (elo, low, high) = result.elo();
         assert!(low <= elo && elo <= high);
+    }
+
+    #[test]
+    fn every_pair_won_keeps_an_interval_of_honest_width() {
+        // The pairs' variance is 0 here: a normal interval on it collapsed to a point.
+        let sweep = MatchResult {
+            wins: 8,
+            draws: 0,
+            losses: 0,
+            pair_points: vec![2.0; 4],
+        };
+        let (elo, low, high) = sweep.elo();
+        assert!(low < elo && elo < high, "{low} {elo} {high}");
+        assert!(low < 50.0 && high == f64::INFINITY, "{low} {high}");
+        // Pairs that split 1-1 every time: 50%, an interval symmetric around 0.
+        let even = MatchResult {
+            wins: 4,
+            draws: 0,
+            losses: 4,
+            pair_points: vec![1.0; 4],
+        };
+        let (elo, low, high) = even.elo();
+        assert!(elo.abs() < 1e-9 && (low + high).abs() < 1e-9 && high > 100.0);
     }
 }

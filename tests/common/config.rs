@@ -14,13 +14,7 @@ pub fn ladder_toml(base_url: &str, daemon: &str, challenge: &str) -> String {
 
 /// An `[[accounts]]` table: `username` at `level`, its token in the variable `token_env`,
 /// and the given `extra` lines (each ending in a newline).
-pub fn account_table(
-    username: &str,
-    token_env: &str,
-    level: impl Display,
-    target_rating: impl Display,
-    extra: &str,
-) -> String {
+pub fn account_table(username: &str, token_env: &str, level: impl Display, extra: &str) -> String {
     // Tests play fast: the default think time is a person's ("human").
     let think_time = if extra.contains("think_time") {
         ""
@@ -29,6 +23,6 @@ pub fn account_table(
     };
     format!(
         "\n[[accounts]]\nusername = \"{username}\"\ntoken_env = \"{token_env}\"\nlevel = {level}\n\
-         target_rating = {target_rating}\n{think_time}{extra}"
+         {think_time}{extra}"
     )
 }
