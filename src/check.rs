@@ -142,13 +142,13 @@ impl Report {
         if !self.rows.is_empty() {
             let _ = writeln!(
                 out,
-                "\nthe ladder that would run:\n{:<22} {:>6} {:>16} {:>9} {:>9} {:>5}  {:<34} lichess",
+                "\nthe ladder that would run:\n{:<22} {:>6} {:>18} {:>9} {:>9} {:>5}  {:<34} lichess",
                 "account", "level", "target", "nodes", "noise_cp", "hash", "token"
             );
             for r in &self.rows {
                 let _ = writeln!(
                     out,
-                    "{:<22} {:>6} {:>16} {:>9} {:>9.1} {:>4}M  {:<34} {}",
+                    "{:<22} {:>6} {:>18} {:>9} {:>9.1} {:>4}M  {:<34} {}",
                     r.account,
                     crate::levels::level_key(r.level),
                     r.target,
