@@ -122,7 +122,14 @@ fn levels_far_below_their_targets_get_stronger_version_by_version() {
     // Targets far above what these weak levels score against the anchors: both must move up.
     let out = ladder(
         dir.path(),
-        &["--targets", "1=1000,2=1200", "--budget", "32"],
+        &[
+            "--target-from",
+            "1000",
+            "--target-step",
+            "200",
+            "--budget",
+            "32",
+        ],
     );
     assert!(
         out.status.success(),
@@ -135,6 +142,8 @@ fn levels_far_below_their_targets_get_stronger_version_by_version() {
         "no new version written: {}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // The targets it was calibrated toward are the new version's [targets].
+    assert_eq!((now.targets().from, now.targets().step), (1000.0, 200.0));
     // The old version is kept, unchanged.
     let kept = dir
         .path()

@@ -114,3 +114,40 @@ fn the_arena_reads_over_a_bad_line_and_appends_results_and_pgn() {
         "{stderr}"
     );
 }
+
+/// `ladder levels`: a step of 0 and a range that runs backwards are errors that say what to
+/// give (they once printed an endless-looking 0.01 table and an empty one with exit 0), and
+/// tenths print as tenths, level 2's row among them.
+#[test]
+fn levels_refuses_a_zero_step_and_a_backward_range_and_prints_exact_rows() {
+    for (args, says) in [
+        (
+            ["--from", "1", "--to", "2", "--step", "0"],
+            "--step must be positive",
+        ),
+        (
+            ["--from", "5", "--to", "1", "--step", "1"],
+            "--to 1 is below --from 5",
+        ),
+    ] {
+        let (ok, out, err) = texts(&ladder_output(
+            ["levels"].into_iter().chain(args),
+            &[("RUST_BACKTRACE", "0")],
+        ));
+        assert!(!ok, "{args:?} succeeded:\n{out}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let (ok, out, err) = texts(&ladder_output(
+        ["levels", "--from", "1", "--to", "3", "--step", "0.1"],
+        &[],
+    ));
+    assert!(ok, "{err}");
+    let first: Vec<&str> = out
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|w| w.parse::<f64>().is_ok())
+        .collect();
+    assert_eq!(first.len(), 21, "{out}");
+    assert!(first.iter().all(|w| w.len() <= 3), "{first:?}");
+    assert!(first.contains(&"1.2") && first.contains(&"2"), "{first:?}");
+}

@@ -325,6 +325,32 @@ mod tests {
     }
 
     #[test]
+    fn the_coefficients_record_the_targets_they_were_calibrated_toward() {
+        let current = Coefficients::builtin();
+        let records: Vec<_> = (0..4)
+            .map(|i| sample_record(&format!("g{i}"), Outcome::Draw))
+            .collect();
+        let settings = settings(Opponents::All);
+        // The ladder's own targets: nothing new to record.
+        let cal = calibrate(&records, &current, &Targets::of(&current), &settings, "t").unwrap();
+        assert_eq!(cal.proposal.coefficients.targets, current.targets);
+        // A line given instead becomes the proposal's [targets], the scale kept.
+        let line = Targets::Linear {
+            from: 600.0,
+            step: 200.0,
+        };
+        let cal = calibrate(&records, &current, &line, &settings, "t").unwrap();
+        let written = cal.proposal.coefficients.targets.clone().unwrap();
+        assert_eq!((written.from, written.step), (600.0, 200.0));
+        assert_eq!(written.scale, current.targets().scale);
+        assert!(cal.proposal.changed);
+        assert_eq!(
+            line.target(3.0),
+            Some(cal.proposal.coefficients.targets().target(3.0))
+        );
+    }
+
+    #[test]
     fn target_tables_parse_and_refuse_nonsense() {
         let t = Targets::parse_table("1=600, 2=800,3.5=1100").unwrap();
         assert_eq!(t.target(2.0), Some(800.0));
