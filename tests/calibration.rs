@@ -957,6 +957,10 @@ fn calibrate_finds_the_coefficients_through_the_accounts_file_from_any_directory
         .map(str::trim)
         .collect();
     assert_eq!(level_3[8], format!("{:.0}", t.target(3.0)), "{out}");
+    assert!(
+        out.contains(&format!("Targets: {} (the ladder's", t.describe())),
+        "{out}"
+    );
     assert!(!elsewhere.join("calibration").exists());
     // --apply without a file to write says what to give.
     let (ok, _, err) = run(&[

@@ -723,6 +723,7 @@ fn write_report(
         fetched: None,
         lichess: BTreeMap::new(),
         outcome: state.to_string(),
+        targets: targets.describe(current),
         svg_name: "calibration.svg".to_string(),
     };
     text.push_str("\n# The last pass in detail\n\n");

@@ -369,6 +369,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         fetched: games.fetched,
         lichess,
         outcome,
+        targets: targets.describe(&current),
         svg_name: "calibration.svg".to_string(),
     };
     let mut markdown = report::markdown(&result, &ctx);

@@ -28,6 +28,31 @@ impl Targets {
         }
     }
 
+    /// What the report says of these targets: the ladder's (`current`'s [targets]) or
+    /// given on the command line.
+    pub fn describe(&self, current: &Coefficients) -> String {
+        let ladder = current.targets();
+        match self {
+            Targets::Linear { from, step } if (*from, *step) == (ladder.from, ladder.step) => {
+                format!(
+                    "{} (the ladder's, [targets] of the coefficients)",
+                    ladder.describe()
+                )
+            }
+            Targets::Linear { from, step } => format!(
+                "{from} + {step}·(L − 1) on {} (given on the command line)",
+                ladder.scale
+            ),
+            Targets::Table(t) => format!(
+                "{} (given on the command line)",
+                t.iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+
     pub fn target(&self, level: f64) -> Option<f64> {
         match self {
             Targets::Table(t) => t.get(&level_key(level)).copied(),

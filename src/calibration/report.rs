@@ -28,6 +28,8 @@ pub struct ReportContext {
     pub lichess: BTreeMap<String, (String, LichessRating)>,
     /// "dry run: nothing written" or what --apply wrote.
     pub outcome: String,
+    /// The targets the levels were measured against and where they came from.
+    pub targets: String,
     pub svg_name: String,
 }
 
@@ -57,6 +59,7 @@ fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
         ctx.perf, ctx.versions,
     );
     let _ = writeln!(out, "{}\n", ctx.outcome);
+    let _ = writeln!(out, "Targets: {}\n", ctx.targets);
     let _ = writeln!(out, "Inputs: {}", ctx.inputs.join(", "));
     if let Some(f) = &ctx.fetched {
         let _ = writeln!(out, "\nFetched: {f}");
