@@ -131,8 +131,7 @@ impl Coefficients {
     }
 
     pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
-        let text = crate::toml_file::read_text(path)?;
-        Coefficients::parse(&text, &path.display().to_string())
+        crate::toml_file::load(path, Coefficients::parse)
     }
 
     /// Parses and validates; `origin` names the file in error messages, which give the line

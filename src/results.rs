@@ -601,17 +601,27 @@ mod tests {
         assert!(read.warnings.is_empty());
     }
 
-    #[test]
-    fn torn_last_line_is_skipped_and_the_next_record_survives() {
+    /// A results file holding game `a`, then `damage` appended as it is (a torn line, a line
+    /// that is not UTF-8).
+    fn damaged_log(damage: &[u8]) -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         log.append(&sample_record("a", Outcome::Win)).unwrap();
         drop(log);
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(damage)
+            .unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_and_the_next_record_survives() {
         let full = serde_json::to_string(&sample_record("torn", Outcome::Win)).unwrap();
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(&full.as_bytes()[..full.len() / 2]).unwrap();
-        drop(f);
+        let (_dir, path) = damaged_log(&full.as_bytes()[..full.len() / 2]);
 
         let read = read_results(std::slice::from_ref(&path)).unwrap();
         assert_eq!(read.records.len(), 1);
@@ -665,21 +675,11 @@ mod tests {
 
     #[test]
     fn a_line_that_is_not_utf8_is_skipped_with_its_line_and_the_rest_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
-        let mut log = ResultsLog::open(&path).unwrap();
-        log.append(&sample_record("a", Outcome::Win)).unwrap();
-        drop(log);
         let mut bad = serde_json::to_vec(&sample_record("latin1", Outcome::Win)).unwrap();
         let at = bad.windows(5).position(|w| w == b"Aaron").unwrap();
         bad[at + 1] = 0xE9; // "A\xE9ron": Latin-1, not UTF-8
         bad.push(b'\n');
-        OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(&bad)
-            .unwrap();
+        let (_dir, path) = damaged_log(&bad);
         let mut log = ResultsLog::open(&path).expect("a bad byte never stops a writer");
         assert!(
             log.contains("latin1"),

@@ -148,6 +148,18 @@ impl Judge {
     /// The default judge's binary.
     pub const STOCKFISH: &'static str = "/usr/games/stockfish";
 
+    /// The default judge's binary where it is installed; else `None`, having said on stderr
+    /// that what needs it is skipped (tests judge only on machines with Stockfish).
+    pub fn installed_stockfish() -> Option<PathBuf> {
+        let program = PathBuf::from(Judge::STOCKFISH);
+        if program.exists() {
+            Some(program)
+        } else {
+            eprintln!("skipped: {} is not installed", program.display());
+            None
+        }
+    }
+
     /// Starts `program` (one thread, 16 MB hash).
     pub async fn start(program: &Path, depth: u32) -> Result<Judge, String> {
         let command = EngineCommand {
@@ -235,28 +247,23 @@ mod tests {
 
     #[test]
     fn judgements_follow_lichess_thresholds() {
-        // 0 -> -100 cp: 0 - (-0.182) = 0.182 drop: an inaccuracy.
-        assert_eq!(
-            judge(win_chance(0.0), win_chance(-100.0)),
-            Judgement::Inaccuracy
-        );
-        // +300 -> 0: a drop of 0.502: a blunder.
-        assert_eq!(
-            judge(win_chance(300.0), win_chance(0.0)),
-            Judgement::Blunder
-        );
-        // +100 -> -50: 0.182 + 0.0917 = 0.274: a mistake.
-        assert_eq!(
-            judge(win_chance(100.0), win_chance(-50.0)),
-            Judgement::Mistake
-        );
-        // Deep in a won position a lot of centipawns are a small change: +1000 -> +600 drops
-        // 0.951 - 0.802 = 0.149: an inaccuracy, though 400 cp were lost.
-        assert_eq!(
-            judge(win_chance(1000.0), win_chance(600.0)),
-            Judgement::Inaccuracy
-        );
-        assert_eq!(judge(win_chance(50.0), win_chance(60.0)), Judgement::Good);
+        // (before, after) in centipawns, the judgement of the drop in winning chances.
+        let cases = [
+            // 0 -> -100 cp: 0 - (-0.182) = 0.182 drop: an inaccuracy.
+            (0.0, -100.0, Judgement::Inaccuracy),
+            // +300 -> 0: a drop of 0.502: a blunder.
+            (300.0, 0.0, Judgement::Blunder),
+            // +100 -> -50: 0.182 + 0.0917 = 0.274: a mistake.
+            (100.0, -50.0, Judgement::Mistake),
+            // Deep in a won position a lot of centipawns are a small change: +1000 -> +600
+            // drops 0.951 - 0.802 = 0.149: an inaccuracy, though 400 cp were lost.
+            (1000.0, 600.0, Judgement::Inaccuracy),
+            (50.0, 60.0, Judgement::Good),
+        ];
+        for (before, after, expected) in cases {
+            let judged = judge(win_chance(before), win_chance(after));
+            assert_eq!(judged, expected, "{before} -> {after}");
+        }
     }
 
     #[test]

@@ -518,7 +518,10 @@ impl Seat {
                     .as_mut()
                     .ok_or_else(|| Fault::Crash("the engine is gone".to_string()))?;
                 let (go, wait) = go_command(*limits, clocks, *timeouts, game.turn());
-                let answer = engine.best_move(&position_command(game), &go, wait).await;
+                let answer = engine
+                    .analyse(&position_command(game), &go, wait)
+                    .await
+                    .map(|analysis| analysis.best);
                 match answer {
                     Ok(uci) => Ok(uci),
                     Err(e) => {

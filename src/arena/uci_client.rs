@@ -131,28 +131,8 @@ impl UciEngine {
         self.ready(Instant::now() + wait).await
     }
 
-    /// Sends `position` and `go` commands and returns the move of `bestmove` (as sent; the
-    /// caller checks it), waiting at most `wait`.
-    pub async fn best_move(
-        &mut self,
-        position: &str,
-        go: &str,
-        wait: Duration,
-    ) -> Result<String, UciError> {
-        let deadline = Instant::now() + wait;
-        self.send(position).await?;
-        self.send(go).await?;
-        let line = self
-            .read_until(go, deadline, |line| line.starts_with("bestmove"))
-            .await?;
-        Ok(line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_string())
-    }
-
-    /// Like [`UciEngine::best_move`], also returning the last score the engine reported
+    /// Sends `position` and `go` commands, waiting at most `wait`, and returns the move of
+    /// `bestmove` (as sent; the caller checks it) with the last score the engine reported
     /// (exact scores preferred over bounds), from the side to move's point of view.
     pub async fn analyse(
         &mut self,
@@ -160,12 +140,9 @@ impl UciEngine {
         go: &str,
         wait: Duration,
     ) -> Result<Analysis, UciError> {
-        let deadline = Instant::now() + wait;
-        self.send(position).await?;
-        self.send(go).await?;
         let (mut exact, mut bound) = (None, None);
-        let line = self
-            .read_until(go, deadline, |line| {
+        let best = self
+            .search(position, go, wait, |line| {
                 if let Some((score, is_bound)) = parse_score(line) {
                     if is_bound {
                         bound = Some(score);
@@ -173,17 +150,37 @@ impl UciEngine {
                         exact = Some(score);
                     }
                 }
-                line.starts_with("bestmove")
             })
             .await?;
         Ok(Analysis {
-            best: line
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or_default()
-                .to_string(),
+            best,
             score: exact.or(bound),
         })
+    }
+
+    /// One search: `position`, `go`, every line until `bestmove` shown to `info`, the move of
+    /// `bestmove`.
+    async fn search(
+        &mut self,
+        position: &str,
+        go: &str,
+        wait: Duration,
+        mut info: impl FnMut(&str),
+    ) -> Result<String, UciError> {
+        let deadline = Instant::now() + wait;
+        self.send(position).await?;
+        self.send(go).await?;
+        let line = self
+            .read_until(go, deadline, |line| {
+                info(line);
+                line.starts_with("bestmove")
+            })
+            .await?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string())
     }
 
     /// Asks the engine to quit and gives it a moment before the drop kills it.

@@ -489,11 +489,9 @@ mod tests {
 
     #[test]
     fn people_moves_are_judged_when_stockfish_is_installed() {
-        let program = PathBuf::from(Judge::STOCKFISH);
-        if !program.exists() {
-            eprintln!("skipped: {} is not installed", program.display());
+        let Some(program) = Judge::installed_stockfish() else {
             return;
-        }
+        };
         let (a, positions, _) = planned_game(3.0, Color::Black, &[true, false, true]);
         let records = [record("a", &a, Color::Black, 1000.0, 1)];
         let settings = LikenessSettings {

@@ -122,6 +122,23 @@ pub struct Filter {
     pub provisional_rd: f64,
 }
 
+impl Filter {
+    /// RD assumed for a provisional opponent without one, unless `--provisional-rd` says.
+    pub const PROVISIONAL_RD: f64 = 150.0;
+
+    /// The games of `perf` and `versions` against `opponents`, from every source, with the
+    /// default provisional RD: what `ladder calibrate` selects without further flags.
+    pub fn new(perf: &str, opponents: Opponents, versions: Versions) -> Filter {
+        Filter {
+            perf: perf.to_string(),
+            opponents,
+            versions,
+            sources: Vec::new(),
+            provisional_rd: Filter::PROVISIONAL_RD,
+        }
+    }
+}
+
 /// Why games were left out, with counts. Excluded games are never estimated from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Exclusions {
@@ -419,13 +436,7 @@ mod tests {
     use crate::results::{Outcome, sample_record};
 
     fn filter() -> Filter {
-        Filter {
-            perf: "blitz".into(),
-            opponents: Opponents::Humans,
-            versions: Versions::Range(1, 1),
-            sources: vec![],
-            provisional_rd: 150.0,
-        }
+        Filter::new("blitz", Opponents::Humans, Versions::Range(1, 1))
     }
 
     #[test]

@@ -695,6 +695,22 @@ mod tests {
         }
     }
 
+    /// Black (the opponent) asks for a takeback after `moves` (at `now_ms`): what the tracker
+    /// does.
+    fn black_asks_takeback(t: &mut Tracker, moves: &str, now_ms: i64) -> Vec<Action> {
+        let mut s = state(moves, "started", None);
+        s.btakeback = true;
+        t.on_game_state(s, now_ms).unwrap()
+    }
+
+    /// The answer to a takeback among `actions`, if one was given.
+    fn takeback_answer(actions: &[Action]) -> Option<bool> {
+        actions.iter().find_map(|a| match a {
+            Action::AnswerTakeback(yes) => Some(*yes),
+            _ => None,
+        })
+    }
+
     #[test]
     fn takebacks_are_granted_up_to_the_limit_and_undone_plies_are_played_again() {
         let mut t = Tracker::with_conduct(setup(), conduct(1, false));
@@ -704,25 +720,15 @@ mod tests {
         assert!(matches!(a[..], [Action::Move { ply: 2, .. }]));
         t.on_move_posted(2);
         // They move and ask to take it back: granted; the server undoes their move.
-        let mut s = state("e2e4 e7e5 g1f3 b8c6", "started", None);
-        s.btakeback = true;
-        let a = t.on_game_state(s, 1).unwrap();
-        assert!(
-            a.iter().any(|x| matches!(x, Action::AnswerTakeback(true))),
-            "{a:?}"
-        );
+        let a = black_asks_takeback(&mut t, "e2e4 e7e5 g1f3 b8c6", 1);
+        assert_eq!(takeback_answer(&a), Some(true), "{a:?}");
         let a = t
             .on_game_state(state("e2e4 e7e5 g1f3", "started", None), 2)
             .unwrap();
         assert!(a.is_empty(), "{a:?}");
         // Another move at the same ply, and a second takeback: the limit is reached.
-        let mut s = state("e2e4 e7e5 g1f3 g8f6", "started", None);
-        s.btakeback = true;
-        let a = t.on_game_state(s, 3).unwrap();
-        assert!(
-            a.iter().any(|x| matches!(x, Action::AnswerTakeback(false))),
-            "{a:?}"
-        );
+        let a = black_asks_takeback(&mut t, "e2e4 e7e5 g1f3 g8f6", 3);
+        assert_eq!(takeback_answer(&a), Some(false), "{a:?}");
         assert_eq!(search_ply(&a), Some(4));
         // Our own move undone (two plies back, their turn): searched again when it is ours.
         let mut t = Tracker::with_conduct(setup(), conduct(2, false));
