@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Color, Move, Position};
 
-use crate::engine::{Engine, Game, Limits, Score, SearchInfo, SearchObserver, SearchParams};
+use crate::engine::{Engine, Game, Limits, SearchInfo, SearchObserver, SearchParams};
 use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
 use crate::player::LevelPlayer;
 use crate::player::deadline::{Deadline, TimeBudget};
@@ -749,10 +749,7 @@ impl UciObserver<'_> {
         let elapsed = self.deadline.started().elapsed();
         let ms = elapsed.as_millis() as u64;
         let nps = info.nodes * 1000 / ms.max(1);
-        let score = match info.score {
-            Score::Cp(cp) => format!("cp {cp}"),
-            Score::Mate(moves) => format!("mate {moves}"),
-        };
+        let score = info.score.to_uci();
         let mut line = format!(
             "info depth {} seldepth {} score {score} nodes {} nps {nps} time {ms}",
             info.depth, info.seldepth, info.nodes

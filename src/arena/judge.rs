@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::player::position_command;
-use super::uci_client::{EngineCommand, UciEngine, UciScore};
-use crate::engine::Game;
+use super::uci_client::{EngineCommand, UciEngine};
 use crate::engine::position::GameEnd;
+use crate::engine::{Game, Score};
 use shakmaty::Position;
 
 /// lila's factor of the winning-chances curve.
@@ -23,12 +23,12 @@ pub const WIN_CHANCE_FACTOR: f64 = 0.003_682_08;
 pub const CP_CEILING: f64 = 1000.0;
 
 /// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].
-pub fn capped_cp(score: UciScore) -> f64 {
+pub fn capped_cp(score: Score) -> f64 {
     match score {
-        UciScore::Cp(cp) => (cp as f64).clamp(-CP_CEILING, CP_CEILING),
-        UciScore::Mate(n) if n > 0 => CP_CEILING,
+        Score::Cp(cp) => (cp as f64).clamp(-CP_CEILING, CP_CEILING),
+        Score::Mate(n) if n > 0 => CP_CEILING,
         // `mate 0` or `mate -n`: the side to move is (being) mated.
-        UciScore::Mate(_) => -CP_CEILING,
+        Score::Mate(_) => -CP_CEILING,
     }
 }
 
@@ -238,11 +238,11 @@ mod tests {
         assert!((win_chance(-300.0) + 0.502_24).abs() < 1e-4);
         // The cap: 2 / (1 + e^-3.68208) - 1 = 0.95089...
         assert!((win_chance(CP_CEILING) - 0.950_89).abs() < 1e-4);
-        assert_eq!(capped_cp(UciScore::Cp(2500)), 1000.0);
-        assert_eq!(capped_cp(UciScore::Cp(-42)), -42.0);
-        assert_eq!(capped_cp(UciScore::Mate(3)), 1000.0);
-        assert_eq!(capped_cp(UciScore::Mate(-2)), -1000.0);
-        assert_eq!(capped_cp(UciScore::Mate(0)), -1000.0);
+        assert_eq!(capped_cp(Score::Cp(2500)), 1000.0);
+        assert_eq!(capped_cp(Score::Cp(-42)), -42.0);
+        assert_eq!(capped_cp(Score::Mate(3)), 1000.0);
+        assert_eq!(capped_cp(Score::Mate(-2)), -1000.0);
+        assert_eq!(capped_cp(Score::Mate(0)), -1000.0);
     }
 
     #[test]

@@ -10,6 +10,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, timeout_at};
 
+use crate::engine::Score;
+
 /// How to start an engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineCommand {
@@ -35,22 +37,15 @@ pub enum UciError {
     Io(#[from] std::io::Error),
 }
 
-/// An engine's evaluation: centipawns, or moves to mate (negative: being mated).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UciScore {
-    Cp(i32),
-    Mate(i32),
-}
-
 /// What a search answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Analysis {
     pub best: String,
-    pub score: Option<UciScore>,
+    pub score: Option<Score>,
 }
 
 /// The score of an `info` line (of the first PV when several), and whether it is a bound.
-fn parse_score(line: &str) -> Option<(UciScore, bool)> {
+fn parse_score(line: &str) -> Option<(Score, bool)> {
     let mut words = line.split_whitespace();
     if words.next() != Some("info") {
         return None;
@@ -63,11 +58,7 @@ fn parse_score(line: &str) -> Option<(UciScore, bool)> {
     }
     let i = words.iter().position(|w| *w == "score")?;
     let value: i32 = words.get(i + 2)?.parse().ok()?;
-    let score = match *words.get(i + 1)? {
-        "cp" => UciScore::Cp(value),
-        "mate" => UciScore::Mate(value),
-        _ => return None,
-    };
+    let score = Score::from_uci(words.get(i + 1)?, value)?;
     let bound = matches!(words.get(i + 3), Some(&"lowerbound") | Some(&"upperbound"));
     Some((score, bound))
 }
@@ -256,11 +247,11 @@ mod tests {
     fn scores_parse_from_info_lines() {
         assert_eq!(
             parse_score("info depth 10 seldepth 14 multipv 1 score cp -35 nodes 9 pv e2e4"),
-            Some((UciScore::Cp(-35), false))
+            Some((Score::Cp(-35), false))
         );
         assert_eq!(
             parse_score("info depth 9 score mate -2 upperbound nodes 5"),
-            Some((UciScore::Mate(-2), true))
+            Some((Score::Mate(-2), true))
         );
         assert_eq!(parse_score("info depth 9 multipv 2 score cp 10"), None);
         assert_eq!(parse_score("info string NNUE enabled"), None);

@@ -11,6 +11,25 @@ pub enum Score {
     Mate(i32),
 }
 
+impl Score {
+    /// The score as UCI's `info ... score` writes it: `cp 35`, `mate -2`.
+    pub fn to_uci(self) -> String {
+        match self {
+            Score::Cp(cp) => format!("cp {cp}"),
+            Score::Mate(moves) => format!("mate {moves}"),
+        }
+    }
+
+    /// The score of UCI's unit word (`cp`, `mate`) and value; `None` for another word.
+    pub fn from_uci(unit: &str, value: i32) -> Option<Score> {
+        match unit {
+            "cp" => Some(Score::Cp(value)),
+            "mate" => Some(Score::Mate(value)),
+            _ => None,
+        }
+    }
+}
+
 /// Deepest ply the search reaches (iterative deepening stops below it; quiescence too).
 pub const MAX_PLY: usize = 128;
 /// Score of mate at the root; mate in `p` plies scores `MATE - p`.
