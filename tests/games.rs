@@ -521,7 +521,7 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
         assert_eq!(r.fault_kind(), Some(fault::RATE_LIMITED), "{r:?}");
 
         let filter = Filter::new(
-            &r.perf,
+            r.perf.as_str(),
             ladder::calibration::select::Opponents::All,
             Versions::Range(r.coefficients_version, r.coefficients_version),
         );

@@ -23,9 +23,9 @@ use anyhow::{Context, bail};
 use crate::config::Config;
 use crate::levels::{Coefficients, level_key};
 use crate::lichess::Perf;
+use crate::results::from_lichess::{AccountRef, VersionTimeline};
 use crate::results::{GameRecord, ResultsLog, Source, read_results};
 use estimate::FarOff;
-use fetch::{AccountRef, VersionTimeline};
 use pipeline::{Settings, Targets};
 use select::{Filter, Opponents, Versions};
 use update::UpdateConfig;
@@ -84,7 +84,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = FarOff::default().share)]
     pub far_share: f64,
     /// RD assumed for an opponent flagged provisional whose RD is unknown.
-    #[arg(long, default_value_t = Filter::PROVISIONAL_RD)]
+    #[arg(long, default_value_t = Filter::UNKNOWN_PROVISIONAL_RD)]
     pub provisional_rd: f64,
     /// Floor of the Robbins–Monro gain.
     #[arg(long, default_value_t = 0.2)]

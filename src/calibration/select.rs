@@ -124,7 +124,7 @@ pub struct Filter {
 
 impl Filter {
     /// RD assumed for a provisional opponent without one, unless `--provisional-rd` says.
-    pub const PROVISIONAL_RD: f64 = 150.0;
+    pub const UNKNOWN_PROVISIONAL_RD: f64 = 150.0;
 
     /// The games of `perf` and `versions` against `opponents`, from every source, with the
     /// default provisional RD: what `ladder calibrate` selects without further flags.
@@ -134,7 +134,7 @@ impl Filter {
             opponents,
             versions,
             sources: Vec::new(),
-            provisional_rd: Filter::PROVISIONAL_RD,
+            provisional_rd: Filter::UNKNOWN_PROVISIONAL_RD,
         }
     }
 }
@@ -339,7 +339,7 @@ fn usable_score(record: &GameRecord, filter: &Filter, ex: &mut Exclusions) -> Op
         ex.fault += 1;
         return None;
     }
-    if record.perf != filter.perf {
+    if record.perf != filter.perf.as_str() {
         ex.other_perf += 1;
         return None;
     }
@@ -433,6 +433,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lichess::Perf;
     use crate::results::{Outcome, sample_record};
 
     fn filter() -> Filter {
@@ -450,7 +451,7 @@ mod tests {
         fault.fault = Some("lost on time with 40 s of budget".into());
         records.push(fault);
         let mut rapid = sample_record("rapid", Outcome::Win);
-        rapid.perf = "rapid".into();
+        rapid.perf = Perf::Rapid.into();
         records.push(rapid);
         let mut old = sample_record("old", Outcome::Win);
         old.coefficients_version = 0;

@@ -18,7 +18,8 @@ use crate::engine::{Game, GameError, Score, SearchResult};
 use crate::levels::LevelParams;
 use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
-    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source, fault,
+    ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
+    fault,
 };
 
 use crate::player::clock::ClockInput;
@@ -434,18 +435,16 @@ impl Tracker {
             started_at_ms: full.created_at,
             finished_at_ms: now_ms,
             rated: full.rated,
-            speed: full.speed.key().to_string(),
+            speed: Keyed::parse(full.speed.key()),
             // From the keys: `perf.name` is translated into the account's language.
-            perf: Perf::of_game(&full.variant.key, full.speed)
-                .key()
-                .to_string(),
+            perf: Keyed::parse(Perf::of_game(&full.variant.key, full.speed).key()),
             variant: full.variant.key.clone(),
             initial_fen: full.initial_fen.clone(),
             clock: full.clock.map(|c| ClockRecord {
                 initial_ms: c.initial,
                 increment_ms: c.increment,
             }),
-            color: self.color.as_str().to_string(),
+            color: self.color.into(),
             opponent: OpponentRecord {
                 id: them.id.clone(),
                 name: them.name.clone(),
@@ -457,8 +456,8 @@ impl Tracker {
             },
             our_rating: us.rating.map(f64::from),
             result,
-            status: state.status.as_str().to_string(),
-            winner: state.winner.map(|w| w.as_str().to_string()),
+            status: state.status.into(),
+            winner: state.winner.map(Keyed::from),
             moves: state.moves.trim().to_string(),
             fault,
             after_restart: None,
