@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod arena;
+pub mod atomic_file;
 pub mod bench;
 pub mod calibration;
 pub mod check;

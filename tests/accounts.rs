@@ -662,7 +662,8 @@ async fn a_429_silences_only_its_own_account_for_as_long_as_it_asks() {
 
 /// Lichess refuses an accept with its 429 for the bot-game limit (`bot.vsBot.day`, an hour
 /// left): no pause follows — the running game against a person goes on move after move —
-/// further bot challenges are declined with `later`, and people are still welcome.
+/// the refused challenge and further bot challenges are declined with `later`, and people are
+/// still welcome.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_bot_limit_answer_closes_bot_challenges_and_never_delays_running_games() {
     capture_logs();
@@ -685,8 +686,10 @@ async fn the_bot_limit_answer_closes_bot_challenges_and_never_delays_running_gam
         game_under_way(&sb, &human, Duration::from_secs(10)).await;
         sb.bot_limit_reached("cap1", Duration::from_secs(3600));
         let log_at = logs().len();
-        sb.challenge("RoboRita", "cap1", &ChallengeSpec::clock(60, 0))
-            .unwrap();
+        let refused = sb
+            .challenge("RoboRita", "cap1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
         wait_log_after(
             log_at,
             "the bot-game limit refusal",
@@ -712,6 +715,8 @@ async fn the_bot_limit_answer_closes_bot_challenges_and_never_delays_running_gam
             .unwrap()
             .id;
         assert_eq!(declined_reason(&sb, &over).await, "later");
+        // The challenge whose accept Lichess refused is answered too, not left to expire.
+        assert_eq!(declined_reason(&sb, &refused).await, "later");
         let person = as_white(&sb, "Carl", "cap1").game_id();
         game_under_way(&sb, &person, Duration::from_secs(10)).await;
         stop_now(daemon).await;

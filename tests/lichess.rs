@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use ladder::lichess::{
     BackoffPolicy, ChallengeJson, ChallengeStatus, Client, ClientConfig, Color, DeclineReason,
-    Event, GameEvent, GameJson, GameStatus, LichessError, NdjsonStream, RateLimitPolicy, StreamEnd,
-    TimeControl, Token, UserExtended,
+    Event, GameEvent, GameJson, GameStatus, LichessError, NdjsonStream, RateLimitPolicy,
+    SharedLimits, StreamEnd, TimeControl, Token, UserExtended,
 };
 use ladder::sandbox::{ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
 
@@ -288,6 +288,87 @@ async fn http_429_pauses_the_client_then_the_call_succeeds() {
         "{err}"
     );
     assert!(err.is_transient());
+}
+
+/// Two clients of one token as two processes hold them (the daemon and `calibrate --fetch`):
+/// each with its own gate and pause, sharing only the token's files. The first gives up at
+/// its first 429 (so only the pause on file, not its held turn, can hold the second back).
+fn two_processes(sandbox: &Sandbox, shared: Option<&std::path::Path>) -> (Client, Client) {
+    let client = |max_attempts| {
+        let mut config = fast_config(sandbox);
+        config.rate_limit.max_attempts = max_attempts;
+        config.shared_limits = shared.map(|dir| SharedLimits::new(dir, BOT));
+        Client::new(config).unwrap()
+    };
+    (client(1), client(3))
+}
+
+/// After a 429 that asks for 2 s, the other process using the token sends nothing until the
+/// 2 s are over; without the shared files it calls at once (the control).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_seen_by_one_process_pauses_the_other_process_of_the_token() {
+    let sandbox = Sandbox::start(sandbox_config()).await.unwrap();
+    let asked = Duration::from_secs(2);
+    for shared in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, fetch) = two_processes(&sandbox, shared.then_some(dir.path()));
+        sandbox.rate_limit_next(BOT, 1, asked);
+        let refused = daemon.account().await.unwrap_err();
+        assert!(
+            matches!(refused, LichessError::RateLimited { .. }),
+            "{refused}"
+        );
+        let limited_at = sandbox
+            .with_world(|w| w.served_faults.last().map(|f| f.at))
+            .unwrap();
+        let asked_at = tokio::time::Instant::now();
+        fetch.account().await.unwrap();
+        let fetch_reached = sandbox
+            .requests_of(BOT)
+            .into_iter()
+            .map(|(at, _)| at)
+            .filter(|&at| at >= asked_at)
+            .min()
+            .unwrap();
+        let after = fetch_reached - limited_at;
+        if shared {
+            assert!(
+                after >= asked,
+                "the other process called {after:?} after the 429"
+            );
+        } else {
+            assert!(
+                after < asked,
+                "control: unshared, it calls at once ({after:?})"
+            );
+        }
+    }
+}
+
+/// Two processes of one token firing calls at once never have two in flight together.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_of_one_token_take_turns() {
+    let sandbox = Sandbox::start(sandbox_config()).await.unwrap();
+    sandbox.delay_responses(BOT, Duration::from_millis(20), None);
+    let dir = tempfile::tempdir().unwrap();
+    let (daemon, fetch) = two_processes(&sandbox, Some(dir.path()));
+    let calls = |client: Client| async move {
+        for _ in 0..8 {
+            client.account().await.unwrap();
+        }
+    };
+    let (a, b) = tokio::join!(tokio::spawn(calls(daemon)), tokio::spawn(calls(fetch)));
+    a.unwrap();
+    b.unwrap();
+    let stats = sandbox.request_stats(BOT);
+    assert_eq!(stats.max_in_flight, 1, "{stats:?}");
+    assert!(stats.total >= 16, "{stats:?}");
+    // The control: without the shared files the two overlap.
+    let (daemon, fetch) = two_processes(&sandbox, None);
+    let (a, b) = tokio::join!(tokio::spawn(calls(daemon)), tokio::spawn(calls(fetch)));
+    a.unwrap();
+    b.unwrap();
+    assert_eq!(sandbox.request_stats(BOT).max_in_flight, 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

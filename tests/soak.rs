@@ -405,6 +405,8 @@ impl Soak {
         config.seed = Some(s.seed);
         config.challenge_timeout = CHALLENGE_TIMEOUT;
         config.challengers = challengers(&bots, s.slots);
+        // The pause check reads the whole log (a 1,000-game soak sends about 10^5 requests).
+        config.request_log_cap = 5_000_000;
         let sb = Sandbox::start(config).await.unwrap();
         let dir = tempfile::Builder::new()
             .prefix("ladder-soak-")
@@ -1158,7 +1160,13 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
     }
     let count_fate = |fate| to_bots.iter().filter(|c| c.fate == fate).count();
 
-    // Requests of an account within its own 429 pause (a minute).
+    // Requests of an account within its own 429 pause (a minute). The check needs the whole
+    // request log: a log that dropped its oldest requests could hide one.
+    let dropped = soak.sb.with_world(|w| w.request_log_dropped);
+    assert_eq!(
+        dropped, 0,
+        "the sandbox's request log dropped requests; raise its cap"
+    );
     let within_pause: Vec<String> = soak.sb.with_world(|w| {
         w.served_faults
             .iter()

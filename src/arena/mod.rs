@@ -232,9 +232,7 @@ fn fit_anchors(args: &ArenaOptions) -> anyhow::Result<String> {
         // Checked before it replaces the old file: what we write must load.
         anchors::AnchorsFile::parse(&toml, &path.display().to_string())
             .context("the rewritten anchors file does not load back")?;
-        let tmp = path.with_extension("toml.tmp");
-        std::fs::write(&tmp, &toml).with_context(|| format!("writing {}", tmp.display()))?;
-        std::fs::rename(&tmp, path).with_context(|| format!("replacing {}", path.display()))?;
+        crate::atomic_file::write_atomically(path, &toml)?;
         text.push_str(&format!("\nWrote {}\n", path.display()));
     }
     Ok(text)

@@ -2,12 +2,12 @@
 //! history/coefficients-v<N>.toml, then the new one replaces it atomically (temp file, fsync,
 //! rename), so a crash leaves either the old or the new file, never half of one.
 
-use std::fs::{self, File};
-use std::io::Write;
+use std::fs;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 
+use crate::atomic_file::write_atomically;
 use crate::levels::Coefficients;
 
 /// The header written above the generated TOML.
@@ -63,34 +63,6 @@ pub fn apply(
     Coefficients::parse(&text, "the new coefficients").context("nothing written")?;
     write_atomically(path, &text)?;
     Ok(kept)
-}
-
-/// Writes `text` to a temporary file beside `path`, syncs it, and renames it over `path`.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "coefficients".into());
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let result = (|| -> std::io::Result<()> {
-        let mut f = File::create(&tmp)?;
-        f.write_all(text.as_bytes())?;
-        f.sync_all()?;
-        fs::rename(&tmp, path)?;
-        // The rename itself is durable once the directory is synced.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result.with_context(|| format!("writing {}", path.display()))
 }
 
 #[cfg(test)]

@@ -801,15 +801,15 @@ fn write_report_files(
 ) -> anyhow::Result<()> {
     std::fs::create_dir_all(&cfg.report_dir)
         .with_context(|| format!("creating {}", cfg.report_dir.display()))?;
-    apply::write_atomically(&cfg.report_dir.join("report.md"), text)?;
+    crate::atomic_file::write_atomically(&cfg.report_dir.join("report.md"), text)?;
     let marks: Vec<(String, f64)> = anchors
         .anchors
         .iter()
         .filter_map(|a| Some((a.name.clone(), a.rating?)))
         .collect();
-    apply::write_atomically(
+    crate::atomic_file::write_atomically(
         &cfg.report_dir.join("calibration.svg"),
-        &svg::plot_with_anchors(cal, "blitz", &marks),
+        svg::plot_with_anchors(cal, "blitz", &marks),
     )?;
     Ok(())
 }

@@ -418,6 +418,14 @@ impl Games {
             let mut client_config =
                 crate::lichess::ClientConfig::new(config.lichess.base_url.clone(), token);
             client_config.user_agent = crate::lichess::user_agent(Some(&account.username));
+            // The daemon may be using the same token now: take turns with it and keep its
+            // 429 pauses (the directory both derive from the configuration's results log).
+            client_config.shared_limits = Some(crate::lichess::SharedLimits::new(
+                crate::lichess::SharedLimits::dir_for_results(&std::path::absolute(
+                    &config.daemon.results,
+                )?),
+                &account.username,
+            ));
             let client = crate::lichess::Client::new(client_config)?;
             let who = AccountRef {
                 username: account.username.clone(),
@@ -598,15 +606,15 @@ fn write_report(
         return Ok(());
     };
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    apply::write_atomically(&dir.join("calibration.md"), markdown)?;
-    apply::write_atomically(
+    crate::atomic_file::write_atomically(&dir.join("calibration.md"), markdown)?;
+    crate::atomic_file::write_atomically(
         &dir.join("calibration.svg"),
-        &svg::plot(result, args.perf.key()),
+        svg::plot(result, args.perf.key()),
     )?;
     if let Some(l) = likeness.filter(|l| !l.bands.is_empty()) {
-        apply::write_atomically(
+        crate::atomic_file::write_atomically(
             &dir.join("likeness.svg"),
-            &svg::plot_likeness(l, args.perf.key()),
+            svg::plot_likeness(l, args.perf.key()),
         )?;
     }
     print!("{markdown}");
@@ -780,9 +788,9 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
             text.push_str(&serde_json::to_string(r)?);
             text.push('\n');
         }
-        apply::write_atomically(path, &text)?;
+        crate::atomic_file::write_atomically(path, &text)?;
         let coefficients = path.with_extension("coefficients.toml");
-        apply::write_atomically(&coefficients, &start.to_toml())?;
+        crate::atomic_file::write_atomically(&coefficients, start.to_toml())?;
         println!(
             "wrote {} simulated games to {} and their coefficients to {} (targets: --target-from 600 --target-step 200)",
             records.len(),

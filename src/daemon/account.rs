@@ -528,12 +528,20 @@ impl Actor {
                 );
             }
         }
+        let refused_for_limit = accepted && matches!(result, Err(LichessError::BotLimit { .. }));
         if let Err(e) = result {
             let what = if accepted { "accept" } else { "decline" };
             tracing::warn!(challenge = %challenge, "{what} failed: {e}");
             if accepted && self.reserved.remove(&challenge.game_id()).is_some() {
                 tracing::info!(challenge = %challenge, "slot released");
             }
+        }
+        // A challenge Lichess would not let us accept stays open until it expires: the
+        // challenger would wait for nothing. Decline it as `later` (the limit reopens).
+        if refused_for_limit && let Some(connected) = &self.connected {
+            let client = connected.client.clone();
+            tracing::info!(challenge = %challenge, challenger = %challenger, reason = "later", "challenge declined after the refused accept");
+            self.decline(client, challenge, challenger, policy::Reason::Later);
         }
     }
 
@@ -693,18 +701,30 @@ impl Actor {
                     challenge = %c.id, challenger = %c.challenger.name,
                     variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
                 );
-                let answer = self.answers.spawn(async move {
-                    let result = client.decline_challenge(&id, reason).await;
-                    Answered {
-                        challenge: id,
-                        challenger,
-                        accepted: false,
-                        result,
-                    }
-                });
-                self.answering.insert(c.id.clone(), answer);
+                self.decline(client, id, challenger, reason);
             }
         }
+    }
+
+    /// Sends the decline of a challenge, as one of the account's answers.
+    fn decline(
+        &mut self,
+        client: Client,
+        challenge: ChallengeId,
+        challenger: String,
+        reason: policy::Reason,
+    ) {
+        let id = challenge.clone();
+        let answer = self.answers.spawn(async move {
+            let result = client.decline_challenge(&id, reason).await;
+            Answered {
+                challenge: id,
+                challenger,
+                accepted: false,
+                result,
+            }
+        });
+        self.answering.insert(challenge, answer);
     }
 
     fn on_game_start(&mut self, info: GameEventInfo) {

@@ -13,12 +13,13 @@
 //! Settling the open games no game actor has taken up is `settle.rs`'s.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::{self, File};
-use std::io::{self, Write};
+use std::fs;
+use std::io;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use crate::atomic_file::write_atomically;
 use crate::lichess::GameId;
 use crate::results::{EngineRecord, Source};
 use crate::unix_time::unix_ms;
@@ -272,30 +273,8 @@ impl OpenGames {
             open_games: self.games.values().cloned().collect(),
         };
         let text = serde_json::to_string_pretty(&state).map_err(io::Error::other)?;
-        write_atomically(&self.path, text.as_bytes())
-            .map_err(|e| io::Error::new(e.kind(), format!("{}: {e}", self.path.display())))
+        write_atomically(&self.path, format!("{text}\n"))
     }
-}
-
-/// Temp file in the same directory, fsync, rename over `path`, fsync the directory.
-fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .filter(|d| !d.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    fs::create_dir_all(dir)?;
-    let tmp = path.with_extension("json.tmp");
-    {
-        let mut file = File::create(&tmp)?;
-        file.write_all(bytes)?;
-        file.write_all(b"\n")?;
-        file.sync_all()?;
-    }
-    fs::rename(&tmp, path)?;
-    // The rename itself must survive a power cut.
-    #[cfg(unix)]
-    File::open(dir)?.sync_all()?;
-    Ok(())
 }
 
 #[cfg(test)]

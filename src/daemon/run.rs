@@ -17,7 +17,7 @@ use anyhow::Context;
 
 use crate::config::Config;
 use crate::levels::Coefficients;
-use crate::lichess::{ClientConfig, Token};
+use crate::lichess::{ClientConfig, SharedLimits, Token};
 use crate::results::Source;
 use crate::sandbox::{Sandbox, SandboxConfig};
 
@@ -52,11 +52,14 @@ pub struct RunArgs {
     pub sandbox_results: PathBuf,
 }
 
-/// Tokens from each account's `token_env` / `token_file`.
-pub fn token_clients() -> ClientFactory {
-    Arc::new(|account, base_url| {
+/// Tokens from each account's `token_env` / `token_file`; each token's turn and 429 pause are
+/// shared through `shared_dir` with other processes using it (`ladder calibrate --fetch`).
+pub fn token_clients(shared_dir: PathBuf) -> ClientFactory {
+    Arc::new(move |account, base_url| {
         let token = account.load_token().map_err(|e| e.to_string())?;
-        Ok(ClientConfig::new(base_url, token))
+        let mut config = ClientConfig::new(base_url, token);
+        config.shared_limits = Some(SharedLimits::new(&shared_dir, &account.username));
+        Ok(config)
     })
 }
 
@@ -139,11 +142,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             });
             (results_path, Source::Sandbox, clients)
         } else {
-            (
-                absolute(&config.daemon.results),
-                Source::Lichess,
-                token_clients(),
-            )
+            let results_path = absolute(&config.daemon.results);
+            let shared_dir = SharedLimits::dir_for_results(&results_path);
+            (results_path, Source::Lichess, token_clients(shared_dir))
         };
         let scoreboard = Scoreboard::new(&results_path, started_at);
         let handle = supervisor::start(DaemonSpec {

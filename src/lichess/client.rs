@@ -12,7 +12,7 @@
 
 use std::net::IpAddr;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use reqwest::{Method, StatusCode, Url};
 use serde::de::DeserializeOwned;
@@ -23,6 +23,7 @@ use super::error::LichessError;
 use super::ids::{ChallengeId, GameId};
 use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
 use super::pacer::{Pacer, PacingPolicy};
+use super::shared_limits::{self, SharedLimits};
 use super::speed::{Perf, TimeControl};
 use super::token::Token;
 use super::types::{
@@ -67,6 +68,9 @@ pub struct ClientConfig {
     /// How the daemon spaces its checks of this account while Lichess refuses it (token
     /// rejected, account closed, not a bot).
     pub account_retry: RetryPolicy,
+    /// The token's turn and 429 pause shared with other processes using the same token (the
+    /// daemon and `ladder calibrate --fetch`); `None`: this process's limits only.
+    pub shared_limits: Option<SharedLimits>,
 }
 
 /// The User-Agent of the ladder, naming the account when there is one.
@@ -92,6 +96,7 @@ impl ClientConfig {
             pacing: PacingPolicy::default(),
             pacer: None,
             account_retry: RetryPolicy::default(),
+            shared_limits: None,
         }
     }
 }
@@ -329,6 +334,8 @@ struct Inner {
     gate: tokio::sync::Mutex<()>,
     /// Set by a 429: no call of this client starts before its end.
     pause: std::sync::Mutex<Option<Pause>>,
+    /// The lock file of the token's turn across processes (see [`SharedLimits`]).
+    turn_file: Option<std::fs::File>,
 }
 
 /// The latest 429 pause of a client.
@@ -368,6 +375,10 @@ impl Client {
                 url: config.base_url.clone(),
                 reason: format!("cannot build HTTP client: {e}"),
             })?;
+        let turn_file = config
+            .shared_limits
+            .as_ref()
+            .and_then(SharedLimits::open_lock);
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
@@ -376,6 +387,7 @@ impl Client {
                 config,
                 gate: tokio::sync::Mutex::new(()),
                 pause: std::sync::Mutex::new(None),
+                turn_file,
             }),
         })
     }
@@ -428,8 +440,11 @@ impl Client {
     }
 
     /// Pauses every call of this client for `length` from now (never shortens a running
-    /// pause).
+    /// pause), and tells the other processes using the token.
     fn pause_for(&self, length: Duration) {
+        if let Some(shared) = &self.inner.config.shared_limits {
+            shared.record_pause(SystemTime::now() + length);
+        }
         let until = Instant::now() + length;
         let mut pause = self.inner.pause.lock().unwrap_or_else(|e| e.into_inner());
         if pause.is_none_or(|p| p.until < until) {
@@ -658,8 +673,11 @@ impl Client {
         let mut req = Req::new(Method::GET, &["api", "games", "user", username]).ndjson();
         req.query = query.pairs();
         let label = req.label();
-        let _turn = self.turn(&req).await;
+        let mut turn = self.turn(&req).await;
         let response = self.send_with_retries(&req, false).await?;
+        // The body may take minutes: the daemon's moves in another process go on beside it,
+        // as they do beside its own streams.
+        turn.share_with_other_processes();
         let mut stream: NdjsonStream<GameJson> = NdjsonStream::new(
             response.bytes_stream(),
             self.inner.config.stream_idle_timeout,
@@ -738,10 +756,19 @@ impl Client {
 
     /// The account's turn for `req`: a challenge call first waits for the shared pacer, and only
     /// then takes the account's one-request-at-a-time gate, so a queue of paced calls (a 429
-    /// pause) never holds up the moves of the account's running games.
-    async fn turn(&self, req: &Req) -> tokio::sync::MutexGuard<'_, ()> {
+    /// pause) never holds up the moves of the account's running games. With shared limits the
+    /// turn is also taken from the other processes using the token.
+    async fn turn(&self, req: &Req) -> Turn<'_> {
         req.pacing.wait(self.inner.config.pacer.as_ref()).await;
-        self.inner.gate.lock().await
+        let gate = self.inner.gate.lock().await;
+        let across_processes = match &self.inner.turn_file {
+            Some(file) => shared_limits::take_turn(file).await,
+            None => None,
+        };
+        Turn {
+            _gate: gate,
+            across_processes,
+        }
     }
 
     fn url(&self, req: &Req) -> Url {
@@ -864,10 +891,39 @@ impl Client {
     }
 
     async fn wait_for_pause(&self) {
-        // A pause may grow while we wait (another call's 429): wait until none is running.
-        while let Some(until) = self.paused_until() {
-            tokio::time::sleep_until(until).await;
+        // A pause may grow while we wait (another call's 429, here or in another process):
+        // wait until none is running.
+        loop {
+            let other_process = self
+                .inner
+                .config
+                .shared_limits
+                .as_ref()
+                .and_then(SharedLimits::paused_until)
+                .map(|until| {
+                    let left = until.duration_since(SystemTime::now()).unwrap_or_default();
+                    Instant::now() + left
+                });
+            match self.paused_until().max(other_process) {
+                Some(until) => tokio::time::sleep_until(until).await,
+                None => return,
+            }
         }
+    }
+}
+
+/// An ordinary call's turn: the account's gate in this process and, with shared limits, the
+/// token's lock across processes. Both are released when it is dropped.
+struct Turn<'a> {
+    _gate: tokio::sync::MutexGuard<'a, ()>,
+    across_processes: Option<shared_limits::TurnLock<'a>>,
+}
+
+impl Turn<'_> {
+    /// Gives the token back to the other processes while keeping this process's gate: a long
+    /// download must not hold another process's moves for its whole length.
+    fn share_with_other_processes(&mut self) {
+        self.across_processes = None;
     }
 }
 

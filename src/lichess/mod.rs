@@ -9,6 +9,8 @@
 //! - [`backoff`]: retry pacing (decorrelated jitter, 429 pause, refused-account retries),
 //! - [`pacer`]: the challenge creations of all accounts, paced together (one IP), and the
 //!   pause a 429 on a creation sets for all of them,
+//! - [`shared_limits`]: a token's turn and 429 pause shared with other processes using it
+//!   (the daemon and `calibrate --fetch`),
 //! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, the
 //!   base-URL rule (https, or http to loopback) and the User-Agent,
 //! - [`error`]: the `LichessError` type.
@@ -19,6 +21,7 @@ pub mod error;
 pub mod ids;
 pub mod ndjson;
 pub mod pacer;
+pub mod shared_limits;
 pub mod speed;
 pub mod token;
 pub mod types;
@@ -32,6 +35,7 @@ pub use error::LichessError;
 pub use ids::{BadId, ChallengeId, GameId};
 pub use ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
 pub use pacer::{Pacer, PacingPolicy};
+pub use shared_limits::SharedLimits;
 pub use speed::{Clock, Perf, Speed, TimeControl};
 pub use token::{Token, TokenError, token_file_permission_problem};
 pub use types::*;

@@ -147,6 +147,9 @@ pub struct SandboxConfig {
     pub challenge_timeout: Duration,
     /// Seed of the sandbox's randomness (ids, colors, random movers); `None` = entropy.
     pub seed: Option<u64>,
+    /// The newest requests the request log keeps (older ones are dropped and counted), so a
+    /// sandbox left running for days holds a bounded log.
+    pub request_log_cap: usize,
 }
 
 impl Default for SandboxConfig {
@@ -158,6 +161,7 @@ impl Default for SandboxConfig {
             no_start_timeout: Duration::from_secs(30),
             challenge_timeout: Duration::from_secs(20),
             seed: None,
+            request_log_cap: 200_000,
         }
     }
 }

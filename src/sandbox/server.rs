@@ -224,11 +224,11 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
         }
         let account = bearer(request.headers()).and_then(|t| world.authenticate(t).ok());
         if let Some(account) = &account {
-            world.request_log.push((
+            world.log_request(
                 tokio::time::Instant::now(),
                 account.clone(),
                 request.uri().path().to_string(),
-            ));
+            );
             if let Some(agent) = request
                 .headers()
                 .get(header::USER_AGENT)

@@ -3,7 +3,7 @@
 //! clock ticker, the challengers and the control API all go through these methods, so the
 //! rules live in one place.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -395,8 +395,12 @@ pub struct World {
     pub served_faults: Vec<ServedFault>,
     /// When each account opened an event stream, in order.
     pub event_stream_opens: Vec<(Instant, String)>,
-    /// Every request of an account (streams included) when it arrived, with its path.
-    pub request_log: Vec<(Instant, String, String)>,
+    /// The newest requests of the accounts (streams included) when they arrived, with their
+    /// paths; at most `request_log_cap` of them.
+    pub request_log: VecDeque<(Instant, String, String)>,
+    request_log_cap: usize,
+    /// Requests dropped from the front of the log to keep it bounded.
+    pub request_log_dropped: u64,
     /// Games whose stream Lichess refuses with this status (a game the bot API cannot play).
     pub refused_game_streams: HashMap<GameId, u16>,
     /// The simulated challengers send no new challenge while this is set (their games go on).
@@ -437,7 +441,9 @@ impl World {
             refused_moves: Vec::new(),
             served_faults: Vec::new(),
             event_stream_opens: Vec::new(),
-            request_log: Vec::new(),
+            request_log: VecDeque::new(),
+            request_log_cap: config.request_log_cap.max(1),
+            request_log_dropped: 0,
             refused_game_streams: HashMap::new(),
             challengers_paused: false,
             lost_game_starts: HashMap::new(),
@@ -735,6 +741,15 @@ impl World {
             ended: Instant::now(),
             fate,
         });
+    }
+
+    /// Logs a request of `account` to `path`, dropping the oldest entry when the log is full.
+    pub fn log_request(&mut self, at: Instant, account: String, path: String) {
+        if self.request_log.len() >= self.request_log_cap {
+            self.request_log.pop_front();
+            self.request_log_dropped += 1;
+        }
+        self.request_log.push_back((at, account, path));
     }
 
     /// The seconds left of `account`'s bot-game limit (armed by the control API) when `id` is
@@ -1293,6 +1308,21 @@ mod tests {
                 offering_draw: false,
             },
         )
+    }
+
+    #[tokio::test]
+    async fn the_request_log_keeps_the_newest_requests_and_counts_the_dropped() {
+        let mut config = SandboxConfig::with_bots(&["bot"]);
+        config.request_log_cap = 3;
+        let (notices, _) = mpsc::unbounded_channel();
+        let (finished, _) = watch::channel(0);
+        let mut w = World::new(config, "http://127.0.0.1:1".into(), notices, finished);
+        for i in 0..5 {
+            w.log_request(Instant::now(), "bot".into(), format!("/api/{i}"));
+        }
+        let paths: Vec<&str> = w.request_log.iter().map(|(_, _, p)| p.as_str()).collect();
+        assert_eq!(paths, ["/api/2", "/api/3", "/api/4"]);
+        assert_eq!(w.request_log_dropped, 2);
     }
 
     #[test]

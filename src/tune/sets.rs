@@ -1,8 +1,6 @@
 //! Weight sets by name on the command line (`shipped`, `handwritten`, or a file), and writing
 //! a tuner's output so a kill never leaves half a file.
 
-use std::path::Path;
-
 use anyhow::Context;
 
 use crate::engine::Weights;
@@ -18,12 +16,4 @@ pub fn start_weights(start: &str) -> anyhow::Result<Weights> {
             Weights::parse(&text).map_err(|e| anyhow::anyhow!("{path}: {e}"))
         }
     }
-}
-
-/// Writes a file through a temporary beside it, so a kill never leaves half a file.
-pub fn write_atomically(path: &Path, text: &str) -> anyhow::Result<()> {
-    let temporary = path.with_extension("tmp");
-    std::fs::write(&temporary, text)
-        .with_context(|| format!("cannot write {}", temporary.display()))?;
-    std::fs::rename(&temporary, path).with_context(|| format!("cannot write {}", path.display()))
 }

@@ -16,8 +16,9 @@ use anyhow::bail;
 
 use super::dataset::{Dataset, LoadOptions, Split, label, load, sigmoid};
 use super::pso::SwarmSettings;
-use super::sets::{start_weights, write_atomically};
+use super::sets::start_weights;
 use super::trace::{theta_of, weights_of};
+use crate::atomic_file::write_atomically;
 use crate::engine::weights::{self, LEN, Weights, name_of};
 
 /// Splits `0..len` into `threads` ranges and sums `f` over them on that many threads.
@@ -364,7 +365,7 @@ pub fn run(args: TexelArgs) -> anyhow::Result<()> {
         seconds,
     };
     let header = report.header();
-    write_atomically(&args.out, &tuned.to_text(&header))?;
+    write_atomically(&args.out, tuned.to_text(&header))?;
     let markdown = report.markdown();
     if let Some(path) = &args.report {
         write_atomically(path, &markdown)?;
