@@ -596,11 +596,11 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_files::temp_file;
 
     #[test]
     fn writes_each_game_once_even_after_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (_dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         assert!(log.append(&sample_record("a", Outcome::Win)).unwrap());
         assert!(!log.append(&sample_record("a", Outcome::Win)).unwrap());
@@ -617,8 +617,7 @@ mod tests {
     /// A results file holding game `a`, then `damage` appended as it is (a torn line, a line
     /// that is not UTF-8).
     fn damaged_log(damage: &[u8]) -> (tempfile::TempDir, PathBuf) {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         log.append(&sample_record("a", Outcome::Win)).unwrap();
         drop(log);
@@ -748,8 +747,7 @@ mod tests {
 
     #[test]
     fn values_out_of_range_are_skipped_and_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (_dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         let mut cases: Vec<(GameRecord, &str)> = Vec::new();
         let mut add = |id: &str, key: &'static str, change: &dyn Fn(&mut GameRecord)| {

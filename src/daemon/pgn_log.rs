@@ -234,11 +234,11 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
 mod tests {
     use super::*;
     use crate::results::{Outcome, sample_record};
+    use crate::test_files::temp_file;
 
     #[test]
     fn a_torn_last_game_is_cut_off_and_the_next_game_starts_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.pgn");
+        let (_dir, path) = temp_file("r.pgn");
         let mut first = sample_record("g1", Outcome::Win);
         first.moves = "e2e4 e7e5".into();
         let whole = format_game(&first, "https://lichess.org");
