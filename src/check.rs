@@ -76,9 +76,8 @@ pub struct LadderRow {
     pub account: String,
     pub level: f64,
     pub target: String,
-    pub nodes: u64,
-    pub noise_cp: f64,
-    pub hash_mb: usize,
+    /// Nodes, noise and hash of the level; `None` when the coefficients do not load.
+    pub engine: Option<(u64, f64, usize)>,
     /// Where the token comes from (never the token).
     pub token_source: String,
     /// What Lichess said ("BOT, bot:play"), "not asked", or a short failure.
@@ -146,17 +145,31 @@ impl Report {
                 "account", "level", "target", "nodes", "noise_cp", "hash", "token"
             );
             for r in &self.rows {
+                // Without coefficients there are no engine parameters to show (the error below
+                // says why).
+                let (nodes, noise, hash) = match r.engine {
+                    Some((nodes, noise, hash)) => {
+                        (nodes.to_string(), format!("{noise:.1}"), format!("{hash}M"))
+                    }
+                    None => ("-".to_string(), "-".to_string(), "-".to_string()),
+                };
                 let _ = writeln!(
                     out,
-                    "{:<22} {:>6} {:>16} {:>9} {:>9.1} {:>4}M  {:<34} {}",
+                    "{:<22} {:>6} {:>16} {:>9} {:>9} {:>5}  {:<34} {}",
                     r.account,
                     crate::levels::level_key(r.level),
                     r.target,
-                    r.nodes,
-                    r.noise_cp,
-                    r.hash_mb,
+                    nodes,
+                    noise,
+                    hash,
                     r.token_source,
                     r.lichess
+                );
+            }
+            if self.rows.iter().any(|r| r.engine.is_none()) {
+                let _ = writeln!(
+                    out,
+                    "(no nodes, noise or hash: the coefficients file does not load; see below)"
                 );
             }
         }
@@ -218,17 +231,7 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
     let config = match Config::load(config_path) {
         Ok(config) => config,
         Err(e) => {
-            let fix = match e {
-                crate::config::ConfigError::File(crate::toml_file::FileError::Read { .. }) => {
-                    format!(
-                        "give the right path with --config, or create {} (see docs/operating.md)",
-                        config_path.display()
-                    )
-                }
-                _ => "correct that line of the file (accounts.toml in the repository is a \
-                      commented example)"
-                    .to_string(),
-            };
+            let fix = e.fix(config_path);
             report.error("config", e.to_string(), fix);
             return report;
         }
@@ -259,16 +262,7 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
                 "coefficients".into(),
                 config.daemon.coefficients.display().to_string(),
             ));
-            let fix = match &e {
-                crate::levels::CoefficientsError::Read { .. } => format!(
-                    "copy calibration/coefficients.toml from the repository to {} (or point \
-                     daemon.coefficients at it)",
-                    config.daemon.coefficients.display()
-                ),
-                _ => "correct the file, or restore a good version from calibration/history/ \
-                      (see docs/operating.md, rolling back)"
-                    .to_string(),
-            };
+            let fix = crate::levels::coefficients_fix(&e, &config.daemon.coefficients);
             report.error("coefficients", e.to_string(), fix);
             None
         }
@@ -282,8 +276,9 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
     report
 }
 
-/// The daemon appends to the results log: its directory must exist (systemd's StateDirectory=
-/// creates it) and the file, if present, must be a file.
+/// The daemon appends to the results log, creating its directory if need be (as `ladder run`
+/// does): a directory that does not exist yet is said next to the path, not a problem; a path
+/// through a file, or a results path that is a directory, is.
 fn check_results_dir(results: &Path, report: &mut Report) {
     let dir = results.parent().unwrap_or(Path::new("."));
     let dir = if dir.as_os_str().is_empty() {
@@ -292,15 +287,23 @@ fn check_results_dir(results: &Path, report: &mut Report) {
         dir
     };
     if !dir.is_dir() {
-        report.error(
-            "results",
-            format!("directory {} does not exist", dir.display()),
-            format!(
-                "create it (mkdir -p {}), or point daemon.results somewhere that exists; under \
-                 systemd, StateDirectory=ladder creates /var/lib/ladder",
+        let blocking = dir.ancestors().find(|a| a.exists() && !a.is_dir());
+        if let Some(file) = blocking {
+            report.error(
+                "results",
+                format!(
+                    "directory {} cannot be created: {} is a file",
+                    dir.display(),
+                    file.display()
+                ),
+                "point daemon.results at a file in a directory (it is created on the first run)",
+            );
+        } else if let Some((_, value)) = report.facts.iter_mut().find(|(k, _)| k == "results") {
+            value.push_str(&format!(
+                " (directory {} does not exist yet: `ladder run` creates it)",
                 dir.display()
-            ),
-        );
+            ));
+        }
     } else if results.exists() && !results.is_file() {
         report.error(
             "results",
@@ -359,9 +362,7 @@ fn ladder_row(account: &Account, coefficients: Option<&Coefficients>) -> LadderR
         account: account.username.clone(),
         level: account.level,
         target: format!("{} {}", account.target_rating, account.target_perf),
-        nodes: params.as_ref().map_or(0, |p| p.nodes),
-        noise_cp: params.as_ref().map_or(f64::NAN, |p| p.noise_cp),
-        hash_mb: params.as_ref().map_or(0, |p| p.hash_mb),
+        engine: params.as_ref().map(|p| (p.nodes, p.noise_cp, p.hash_mb)),
         token_source: match &account.token {
             TokenSource::Env(var) => format!("env {var}"),
             TokenSource::File(path) => format!("file {}", path.display()),
@@ -585,7 +586,7 @@ impl Failure {
 // ---- ladder upgrade ----
 
 pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
-    let config = Config::load(&args.config)?;
+    let config = Config::load_or_explain(&args.config)?;
     let account = config.account(&args.account).with_context(|| {
         format!(
             "{} has no account {} (it has: {})",

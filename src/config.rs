@@ -76,6 +76,33 @@ pub enum ConfigError {
     Token { account: String, problem: String },
 }
 
+impl ConfigError {
+    /// What to do about it, for a person at a terminal (`path` is the file asked for).
+    pub fn fix(&self, path: &Path) -> String {
+        match self {
+            ConfigError::File(FileError::Read { .. }) if !path.exists() => format!(
+                "give the right path with --config, or create {}: copy accounts.toml from the \
+                 repository (the ladder's ten accounts, commented) and put your accounts and \
+                 token settings in it (docs/operating.md, \"Configure\"); `ladder run \
+                 --sandbox` needs no accounts.toml",
+                path.display()
+            ),
+            ConfigError::File(FileError::Read { .. }) => format!(
+                "make {} readable by the user that runs ladder",
+                path.display()
+            ),
+            ConfigError::File(_) => "correct that line of the file (accounts.toml in the \
+                                     repository is a commented example)"
+                .to_string(),
+            ConfigError::Token { .. } => {
+                "`ladder check` says, per account, where its token is looked for and how to \
+                 provide it"
+                    .to_string()
+            }
+        }
+    }
+}
+
 /// The whole file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Config {
@@ -263,6 +290,14 @@ impl Config {
     pub fn load(path: &Path) -> Result<Config, ConfigError> {
         let text = crate::toml_file::read_text(path)?;
         Config::parse(&text, path)
+    }
+
+    /// [`Config::load`] for a command: the error carries what to do about it.
+    pub fn load_or_explain(path: &Path) -> anyhow::Result<Config> {
+        Config::load(path).map_err(|e| {
+            let fix = e.fix(path);
+            crate::exit::with_fix(e, fix)
+        })
     }
 
     /// Parses and validates `text`; `path` names the file in errors and anchors relative paths.

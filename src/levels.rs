@@ -121,6 +121,20 @@ pub struct HashStep {
 /// A problem with a coefficients file.
 pub type CoefficientsError = crate::toml_file::FileError;
 
+/// What to do about a coefficients file that does not load from `path`.
+pub fn coefficients_fix(e: &CoefficientsError, path: &Path) -> String {
+    match e {
+        CoefficientsError::Read { .. } => format!(
+            "copy calibration/coefficients.toml from the repository to {} (or point \
+             daemon.coefficients at it)",
+            path.display()
+        ),
+        _ => "correct the file, or restore a good version from calibration/history/ (see \
+              docs/operating.md, rolling back)"
+            .to_string(),
+    }
+}
+
 impl Coefficients {
     /// The file that ships with the crate: the starting point of calibration.
     pub const DEFAULT_TOML: &'static str = include_str!("../calibration/coefficients.toml");
@@ -132,6 +146,15 @@ impl Coefficients {
 
     pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
         crate::toml_file::load(path, Coefficients::parse)
+    }
+
+    /// [`Coefficients::load`] for a command: `named_by` says where the path came from
+    /// (`daemon.coefficients in accounts.toml`), and the error carries what to do about it.
+    pub fn load_or_explain(path: &Path, named_by: &str) -> anyhow::Result<Coefficients> {
+        Coefficients::load(path).map_err(|e| {
+            let fix = coefficients_fix(&e, path);
+            crate::exit::with_fix(format!("{e} ({named_by})"), fix)
+        })
     }
 
     /// Parses and validates; `origin` names the file in error messages, which give the line

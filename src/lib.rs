@@ -14,6 +14,7 @@ pub mod config;
 pub mod credentials;
 pub mod daemon;
 pub mod engine;
+pub mod exit;
 pub mod levels;
 pub mod lichess;
 pub mod logging;

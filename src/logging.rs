@@ -306,9 +306,40 @@ pub fn game_span(account: &Span, game_id: &str) -> Span {
     tracing::info_span!(parent: account, "game", game = %game_id)
 }
 
+/// A duration as a log line says it: `200ms` below a second, `1.5s` below 10 s (backoff
+/// delays), then as the daemon's `show_wait` (`30s`, `2m`, `1h 5m`).
+pub fn show_duration(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{}ms", d.as_millis())
+    } else if d < Duration::from_secs(10) && d.subsec_millis() != 0 {
+        format!("{:.1}s", d.as_secs_f64())
+    } else {
+        show_whole(d)
+    }
+}
+
+/// `30s`, `2m` (rounded up), `1h 5m`.
+fn show_whole(d: Duration) -> String {
+    let s = d.as_secs_f64().ceil() as u64;
+    match s {
+        0..60 => format!("{s}s"),
+        60..3600 => format!("{}m", s.div_ceil(60)),
+        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_read_without_rust_debug_digits() {
+        assert_eq!(show_duration(Duration::from_millis(200)), "200ms");
+        assert_eq!(show_duration(Duration::from_nanos(1_234_567_891)), "1.2s");
+        assert_eq!(show_duration(Duration::from_secs(3)), "3s");
+        assert_eq!(show_duration(Duration::from_secs(60)), "1m");
+    }
+
     use std::sync::{Arc, Mutex};
 
     /// A MakeWriter collecting everything into a shared buffer.

@@ -35,7 +35,8 @@ enum Command {
     Tune(ladder::tune::TuneCommand),
 }
 
-fn main() -> anyhow::Result<()> {
+fn main() -> std::process::ExitCode {
+    ladder::exit::quiet_on_broken_pipe();
     let cli = Cli::parse();
     // The UCI front end owns stdout and must stay quiet on stderr unless asked.
     let default_filter = match cli.command {
@@ -43,7 +44,7 @@ fn main() -> anyhow::Result<()> {
         _ => "info",
     };
     ladder::logging::init(default_filter);
-    match cli.command {
+    let result = match cli.command {
         Command::Run(args) => ladder::daemon::run(args),
         Command::Check(args) => ladder::check::run_check(args),
         Command::Upgrade(args) => ladder::check::run_upgrade(args),
@@ -54,5 +55,13 @@ fn main() -> anyhow::Result<()> {
         Command::Arena(args) => ladder::arena::run(args),
         Command::Calibrate(args) => ladder::calibration::run(*args),
         Command::Tune(command) => ladder::tune::run(command),
+    };
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            // One headline with every cause once, then what to do; no backtrace.
+            eprintln!("{}", ladder::exit::report(&e));
+            std::process::ExitCode::FAILURE
+        }
     }
 }

@@ -2,7 +2,6 @@
 
 use std::time::Instant;
 
-use anyhow::Context;
 use shakmaty::{Chess, Position};
 
 use crate::engine::Game;
@@ -52,7 +51,13 @@ pub fn divide(game: &Game, depth: u32) -> Vec<(String, u64)> {
 }
 
 pub fn run(args: PerftArgs) -> anyhow::Result<()> {
-    let game = Game::new(args.fen.as_deref(), args.chess960).context("perft position")?;
+    let game = Game::new(args.fen.as_deref(), args.chess960).map_err(|e| {
+        crate::exit::with_fix(
+            e,
+            "give the whole FEN as one argument, in quotes: ladder perft 3 \
+             \"r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1\"",
+        )
+    })?;
     let start = Instant::now();
     let mut total = 0;
     if args.depth == 0 {

@@ -59,6 +59,18 @@ impl Outcome {
     }
 }
 
+/// As a log line says it: `win`, `draw`, `loss`, `no result`.
+impl std::fmt::Display for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outcome::Win => "win",
+            Outcome::Draw => "draw",
+            Outcome::Loss => "loss",
+            Outcome::None => "no result",
+        })
+    }
+}
+
 /// The engine parameters a game was played with (at full material; the endgame scaling is
 /// recomputed from the coefficients version).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

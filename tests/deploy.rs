@@ -581,8 +581,10 @@ fn malformed_config_fails_with_its_line() {
     assert!(text(&out).contains("fix: give the right path with --config"));
 }
 
+/// Missing coefficients fail the check; a missing state directory does not, since `ladder
+/// run` creates it: the check says so beside the results path.
 #[test]
-fn missing_coefficients_and_state_directory_fail() {
+fn missing_coefficients_fail_and_a_missing_state_directory_is_said_to_be_created() {
     let d = good_deployment();
     std::fs::remove_dir_all(d.dir.path().join("state")).unwrap();
     check_fails(
@@ -590,9 +592,11 @@ fn missing_coefficients_and_state_directory_fail() {
         &[ENV_L1],
         &[
             "copy calibration/coefficients.toml",
-            "error: results: directory",
+            "does not exist yet: `ladder run` creates it",
         ],
     );
+    let (_, out) = check(&d, &[ENV_L1]);
+    assert!(!out.contains("error: results"), "{out}");
 }
 
 #[test]

@@ -1,8 +1,9 @@
 //! No game goes unrecorded, against the sandbox over real HTTP on 127.0.0.1: a game that ends
 //! while the daemon is down is settled from the game export after the restart (once, with the
 //! server's result); a game still running at the restart is played on with its original seed;
-//! a drain that runs out of grace aborts or resigns (with a word in the chat) and records every
-//! game; a loss on time caused by a 429 pause is recorded with a fault that calibration leaves
+//! a drain that runs out of grace aborts a game without moves and leaves a game under way —
+//! one the level is winning — running on the server, unresigned, for the restart to resume; a
+//! loss on time caused by a 429 pause is recorded with a fault that calibration leaves
 //! out.
 
 mod common {
@@ -29,7 +30,7 @@ use ladder::engine::{Game, NoStop};
 use ladder::levels::{Coefficients, LevelParams};
 use ladder::lichess::{ChallengeColor, Color, GameId, GameStatus};
 use ladder::player::LevelPlayer;
-use ladder::player::chat::STOP_CHAT;
+use ladder::player::chat::LEAVE_CHAT;
 use ladder::results::{AfterRestart, GameRecord, Outcome, Source, fault, read_results};
 use ladder::sandbox::{Action, ChallengeSpec, GameSummary, Sandbox};
 
@@ -62,7 +63,7 @@ async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, o: &Options) -> Runni
             "search_threads = 1\nmax_games = 8\nabort_after_s = 60\nshutdown_grace_s = {}\n",
             o.shutdown_grace_s
         ),
-        "min_initial_s = 30\nmax_games = 4\n",
+        "min_initial_s = 30\nmax_games = 4\nvariants = [\"standard\", \"fromPosition\"]\n",
     ) + &account_table(bot, "LADDER_TEST_UNUSED", 1, 600, "");
     let config = Config::parse(&text, &dir.join("accounts.toml")).unwrap();
     let pause = o.rate_limit_pause;
@@ -126,8 +127,17 @@ fn record_of<'a>(records: &'a [GameRecord], id: &GameId) -> &'a GameRecord {
 /// A game a human challenger plays white in, scripted by the test; returns once the bot has
 /// accepted and the game started.
 async fn human_game(sb: &Sandbox, human: &str, bot: &str) -> GameId {
+    human_game_from(sb, human, bot, None).await
+}
+
+/// [`human_game`] from the position `fen` (white to move) when given.
+async fn human_game_from(sb: &Sandbox, human: &str, bot: &str, fen: Option<&str>) -> GameId {
     let mut spec = ChallengeSpec::clock(60, 0);
     spec.color = ChallengeColor::White;
+    if let Some(fen) = fen {
+        spec.variant = "fromPosition".into();
+        spec.fen = Some(fen.into());
+    }
     let id = sb.challenge(human, bot, &spec).unwrap().id.game_id();
     sb.wait_until(&format!("{id} started"), Duration::from_secs(20), |w| {
         w.games.contains_key(&id).then_some(())
@@ -414,11 +424,29 @@ async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
     .await;
 }
 
+/// The start position without white's queen and rooks: black (the bot) is a queen and two
+/// rooks up, and no mate comes within a few moves; white to move.
+const WINNING_FOR_BLACK: &str = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/1NB1KBN1 w kq - 0 1";
+
+/// White's move after `moves` from [`WINNING_FOR_BLACK`]: a knight move when there is one (it
+/// opens nothing in front of the king), else the first legal move.
+fn white_move(moves: &[String]) -> String {
+    let game = Game::from_uci_moves(Some(WINNING_FOR_BLACK), moves, false).unwrap();
+    let legal = game.legal_moves();
+    let knight = legal
+        .iter()
+        .find(|m| m.role() == shakmaty::Role::Knight)
+        .unwrap_or(&legal[0]);
+    game.to_uci(*knight)
+}
+
 /// A drain that runs out of grace with two games still running: the one without moves is
-/// aborted, the one under way is resigned after a word in the chat; both are recorded with a
-/// shutdown fault, and the daemon exits with nothing left open.
+/// aborted (Lichess allows it) and recorded with a shutdown fault; the one under way, which the
+/// level is winning by a queen and two rooks, is neither resigned nor recorded: it is left
+/// running on the server with a word in the chat and stays open; the restarted daemon takes it
+/// up again, plays on in it, and records the win once, marked as resumed.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
+async fn a_drain_that_runs_out_of_grace_aborts_what_it_may_and_leaves_a_won_game_for_the_restart() {
     bounded(async {
         let bot = "grace1";
         let options = Options {
@@ -427,12 +455,14 @@ async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
         };
         let (sb, dir, run) = playing(bot, &["Alice", "Bob"], &options).await;
         let unmoved = human_game(&sb, "alice", bot).await;
-        let under_way = human_game(&sb, "bob", bot).await;
-        play(&sb, "bob", &under_way, "e2e4");
-        wait_plies(&sb, &under_way, 2).await;
+        let won = human_game_from(&sb, "bob", bot, Some(WINNING_FOR_BLACK)).await;
+        play(&sb, "bob", &won, &white_move(&[]));
+        let so_far = wait_plies(&sb, &won, 2).await;
+        // The bot to move when the drain begins.
+        play(&sb, "bob", &won, &white_move(&so_far.moves));
         sb.wait_until("both games followed", Duration::from_secs(10), |w| {
             let followed = |id: &GameId| w.games.get(id).is_some_and(|e| !e.streams.is_empty());
-            (followed(&unmoved) && followed(&under_way)).then_some(())
+            (followed(&unmoved) && followed(&won)).then_some(())
         })
         .await
         .unwrap();
@@ -451,20 +481,48 @@ async fn a_drain_that_runs_out_of_grace_ends_and_records_every_game() {
         assert_eq!((r.status.as_str(), r.result), ("aborted", Outcome::None));
         assert_eq!(r.fault_kind(), Some(fault::SHUTDOWN), "{r:?}");
 
-        let resigned = sb.game(&under_way).unwrap();
-        assert_eq!(resigned.status, GameStatus::Resign);
-        assert_eq!(resigned.winner, resigned.color_of("bob"));
-        let said: Vec<&str> = resigned
+        let left = sb.game(&won).unwrap();
+        assert_eq!(
+            left.status,
+            GameStatus::Started,
+            "the shutdown ended a game the level was winning"
+        );
+        let said: Vec<&str> = left
             .chat
             .iter()
             .filter(|l| l.username.eq_ignore_ascii_case(bot))
             .map(|l| l.text.as_str())
             .collect();
-        assert_eq!(said, [STOP_CHAT], "the bot says why before resigning");
-        let r = record_of(&records, &under_way);
-        assert_eq!((r.status.as_str(), r.result), ("resign", Outcome::Loss));
-        assert_eq!(r.fault_kind(), Some(fault::SHUTDOWN), "{r:?}");
+        assert_eq!(said, [LEAVE_CHAT], "the bot says it will be back");
+        assert!(
+            !records.iter().any(|r| r.game_id == won),
+            "a game left running was recorded"
+        );
+        let open: Vec<GameId> = open_games(&first_results(dir.path()))
+            .into_iter()
+            .map(|g| g.game_id)
+            .collect();
+        assert_eq!(
+            open,
+            std::slice::from_ref(&won),
+            "the game left running stays open"
+        );
 
+        // The restart takes the game up again and plays on in it.
+        let second = start_daemon(&sb, dir.path(), bot, &options).await;
+        let plies = left.moves.len();
+        let bot_to_move = plies % 2 == 1;
+        if !bot_to_move {
+            play(&sb, "bob", &won, &white_move(&left.moves));
+        }
+        let after = wait_plies(&sb, &won, plies + if bot_to_move { 1 } else { 2 }).await;
+        assert!(!after.is_over(), "{:?}", after.status);
+        sb.act("bob", &won, Action::Resign).unwrap();
+        wait_recorded(&second.results, &won).await;
+        let records = drain(second).await;
+        let r = record_of(&records, &won);
+        assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
+        assert_eq!(r.after_restart, Some(AfterRestart::Resumed));
         assert!(open_games(&first_results(dir.path())).is_empty());
     })
     .await;

@@ -227,6 +227,7 @@ async fn first_sigterm_drains_and_second_sigterm_stops_now() {
         sb,
         dir,
         mut daemon,
+        game,
         ..
     } = daemon_with_open_game(bot).await;
 
@@ -263,6 +264,23 @@ async fn first_sigterm_drains_and_second_sigterm_stops_now() {
     assert!(
         status.code().is_some(),
         "killed instead of exiting: {status}"
+    );
+    // The second signal names the game it leaves open, and the exit summary repeats it.
+    let log = daemon.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("stopping now: 1 game left open") && l.contains(game.as_str())),
+        "the stop did not name the game it abandons:\n{log}"
+    );
+    assert!(
+        log.lines()
+            .any(|l| l.contains("left running on Lichess: 1 game") && l.contains(game.as_str())),
+        "{log}"
+    );
+    assert!(
+        sb.game(&game)
+            .is_some_and(|g| g.status == ladder::lichess::GameStatus::Started),
+        "the game was ended instead of left running"
     );
     // Whatever was written is whole: every line of the results file parses.
     let path = dir.path().join("results.jsonl");
@@ -469,8 +487,9 @@ async fn systemd_hears_ready_watchdog_pings_status_and_stopping() {
 /// `ladder run --sandbox` as a new user would start it, in an empty directory: at once it says
 /// where the sandbox is and who plays whom, per-move lines stay at debug level, a progress line
 /// with the score comes early, Ctrl-C says how many games are still running and the grace left,
-/// and the exit summary counts the games and names the results and PGN files, which are in the
-/// directory it was started from.
+/// no game is resigned when the grace runs out (those still running are named as left
+/// unfinished), and the exit summary counts the games and names the results and PGN files,
+/// which are in the directory it was started from.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn first_sandbox_run_from_any_directory_explains_itself() {
     let dir = tempfile::tempdir().unwrap();
@@ -532,7 +551,8 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
             .wait_for_line(parts, Duration::from_secs(within_s))
             .await;
     }
-    // Games still running after the grace are ended and recorded: the process exits by itself.
+    // Games still running after the grace are left unfinished (the sandbox's games end with
+    // it), never resigned: the process exits by itself.
     let status = daemon.wait_for_exit(Duration::from_secs(90)).await;
     assert!(status.success(), "exit status {status}:\n{}", daemon.log());
 
@@ -565,11 +585,34 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
         .lines()
         .filter(|l| !l.trim().is_empty())
         .count();
+    // The game that was running at Ctrl-C finished within the grace and was recorded, or was
+    // left unfinished and named so.
+    let unfinished: usize = log
+        .lines()
+        .find_map(|l| l.split_once("left unfinished: "))
+        .map_or(0, |(_, rest)| {
+            rest.split_whitespace().next().unwrap().parse().unwrap()
+        });
     assert!(
-        games >= 1,
-        "the game that was running was not recorded:\n{log}"
+        games + unfinished >= 1,
+        "the game that was running is neither recorded nor named unfinished:\n{log}"
     );
     assert_eq!(games, lines, "{log}");
+    let resigned_by_shutdown: Vec<_> = read_results(std::slice::from_ref(&results))
+        .unwrap()
+        .records
+        .into_iter()
+        .filter(|r| r.fault_kind() == Some(ladder::results::fault::SHUTDOWN))
+        .filter(|r| r.status != "aborted")
+        .collect();
+    assert!(
+        resigned_by_shutdown.is_empty(),
+        "games ended by the shutdown other than by an abort: {resigned_by_shutdown:?}"
+    );
+    assert!(
+        !log.contains("game resigned"),
+        "a game was resigned at the shutdown:\n{log}"
+    );
     let pgn_games = std::fs::read_to_string(&pgn)
         .unwrap()
         .matches("[Event ")

@@ -46,8 +46,9 @@ pub struct ArenaOptions {
     /// Our levels taking part: `3`, `1..5`, `1,3,5` (repeatable).
     #[arg(long = "level", value_name = "LEVELS")]
     pub levels: Vec<String>,
-    /// An external UCI engine: `name=sf1500,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,
-    /// option.UCI_Elo=1500,rating=1500` (also arg=, nodes=, depth=, movetime=) (repeatable).
+    /// An external UCI engine, one argument without spaces (repeatable), e.g.
+    /// `name=sf1500,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,option.UCI_Elo=1500,rating=1500`;
+    /// also arg=, nodes=, depth=, movetime=.
     #[arg(long = "engine", value_name = "SPEC")]
     pub engines: Vec<String>,
     /// Lichess AI levels emulated with Fairy-Stockfish: `1..8`, `1,3` (repeatable).

@@ -29,7 +29,7 @@ pub enum UciError {
         program: String,
         source: std::io::Error,
     },
-    #[error("no answer to `{request}` within {waited:?}")]
+    #[error("no answer to `{request}` within {}", crate::logging::show_duration(*.waited))]
     Timeout { request: String, waited: Duration },
     #[error("the engine exited (waiting for the answer to `{request}`)")]
     Exited { request: String },

@@ -723,7 +723,7 @@ fn write_report(
         fetched: None,
         lichess: BTreeMap::new(),
         outcome: state.to_string(),
-        svg_name: "calibration.svg".to_string(),
+        svg_name: Some("calibration.svg".to_string()),
     };
     text.push_str("\n# The last pass in detail\n\n");
     text.push_str(&report::markdown(cal, &ctx));

@@ -179,7 +179,7 @@ pub struct CalibrateArgs {
     pub write_results: Option<PathBuf>,
     /// Human-likeness: replay the moves of the people in the N most recent games against them
     /// and report, per rating band, how often the band's level would have played their move
-    /// (0: off). Cost on this 2-core machine: about 2 s a game with the Stockfish judge, a
+    /// (0: off). Cost: about 2 s a game with the Stockfish judge on a 2-core machine, a
     /// fraction of that without.
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub likeness_games: usize,
@@ -333,13 +333,15 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
         fetched: games.fetched,
         lichess,
         outcome,
-        svg_name: "calibration.svg".to_string(),
+        // The plots are written only beside a written report: a printed one links none.
+        svg_name: report_dir(&args).map(|_| "calibration.svg".to_string()),
     };
     let mut markdown = report::markdown(&result, &ctx);
     let likeness = (args.likeness_games > 0)
         .then(|| measure_likeness(&args, &targets, &games.records, &current));
     if let Some(l) = &likeness {
-        markdown.push_str(&report::likeness_section(l, "likeness.svg"));
+        let plot = report_dir(&args).map(|_| "likeness.svg");
+        markdown.push_str(&report::likeness_section(l, plot));
     }
     write_report(&args, &result, &markdown, likeness.as_ref())?;
     if !args.apply && result.proposal.changed {
@@ -589,6 +591,14 @@ fn measure_likeness(
     likeness::measure(records, current, &levels, &settings)
 }
 
+/// Where the report and its plots are written: --report-dir, or with --apply
+/// calibration/report; `None` for a dry run that only prints the report.
+fn report_dir(args: &CalibrateArgs) -> Option<PathBuf> {
+    args.report_dir
+        .clone()
+        .or_else(|| args.apply.then(|| PathBuf::from("calibration/report")))
+}
+
 /// Prints the report and, with --report-dir (or --apply: calibration/report), writes it with
 /// its plots.
 fn write_report(
@@ -597,11 +607,7 @@ fn write_report(
     markdown: &str,
     likeness: Option<&likeness::Likeness>,
 ) -> anyhow::Result<()> {
-    let report_dir = args
-        .report_dir
-        .clone()
-        .or_else(|| args.apply.then(|| PathBuf::from("calibration/report")));
-    let Some(dir) = report_dir else {
+    let Some(dir) = report_dir(args) else {
         print!("{markdown}");
         return Ok(());
     };
@@ -799,9 +805,18 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
         );
         return Ok(());
     }
+    let truth = &config.truth;
     println!(
-        "truth: {:?}; start: reference with b x{}, d x{}; {} games per level per cycle",
-        config.truth, config.b_factor, config.d_factor, config.games
+        "truth: {:.0} Elo at one node without noise, +{:.0} a node doubling, ceiling {:.0}, \
+         -{:.1} per centipawn of noise; start: reference with b x{}, d x{}; {} games per level \
+         per cycle",
+        truth.base,
+        truth.per_doubling,
+        truth.ceiling,
+        truth.per_cp,
+        config.b_factor,
+        config.d_factor,
+        config.games
     );
     println!("cycle  gain  rms_before  floor  rms_after  games");
     config.run(|s| {

@@ -28,7 +28,9 @@ pub struct ReportContext {
     pub lichess: BTreeMap<String, (String, LichessRating)>,
     /// "dry run: nothing written" or what --apply wrote.
     pub outcome: String,
-    pub svg_name: String,
+    /// The plot beside the report, linked from it; `None` when no plot is written (a dry run
+    /// that only prints the report).
+    pub svg_name: Option<String>,
 }
 
 /// The report as Markdown.
@@ -91,7 +93,9 @@ fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
             cal.selection.carried_over
         );
     }
-    let _ = writeln!(out, "![rating by level]({})\n", ctx.svg_name);
+    if let Some(svg) = &ctx.svg_name {
+        let _ = writeln!(out, "![rating by level]({svg})\n");
+    }
 }
 
 /// The table of the levels: their games, estimate, target, Lichess rating and proposed change.
@@ -315,7 +319,7 @@ fn apart_table(out: &mut String, cal: &Calibration) {
 
 /// The human-likeness section: per band of people, the level that stands for it, how often it
 /// would have played their move, and their average centipawn loss when it was measured.
-pub fn likeness_section(l: &Likeness, svg_name: &str) -> String {
+pub fn likeness_section(l: &Likeness, svg_name: Option<&str>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "\n## Human-likeness\n");
     let _ = writeln!(
@@ -331,7 +335,9 @@ pub fn likeness_section(l: &Likeness, svg_name: &str) -> String {
         let _ = writeln!(out, "No move of a person to compare.");
         return out;
     }
-    let _ = writeln!(out, "![top-1 match by band]({svg_name})\n");
+    if let Some(svg) = svg_name {
+        let _ = writeln!(out, "![top-1 match by band]({svg})\n");
+    }
     let _ = writeln!(
         out,
         "| band | level (target) | games | moves compared | top-1 match | ±95% | people's ACPL | blunders |"

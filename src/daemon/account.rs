@@ -63,6 +63,7 @@ use super::shutdown::{RunState, sleep_or_stop};
 use super::slots::{GameSlots, Slot};
 use super::status::{AccountProblem, AccountStatus, DailyTally, show_wait};
 use super::tracker::GameSetup;
+use crate::logging::show_duration;
 
 /// How long an accepted challenge holds its slot while waiting for its `gameStart`.
 const RESERVATION: Duration = Duration::from_secs(30);
@@ -252,7 +253,8 @@ impl Actor {
                                 Ok(()) => {
                                     let delay = stream_backoff.next_delay();
                                     tracing::warn!(
-                                        "event stream: {e}; the account checks out, reconnecting in {delay:?}"
+                                        "event stream: {e}; the account checks out, reconnecting in {}",
+                                        show_duration(delay)
                                     );
                                     if self.wait_or_stop(delay).await {
                                         return;
@@ -468,7 +470,9 @@ impl Actor {
                             self.bot_games.count(&id, time_of_ms(ms));
                         }
                     }
-                    GameExit::Stopped => {}
+                    // Still open on Lichess and in the open-games file: the next start
+                    // resumes or settles it.
+                    GameExit::Stopped | GameExit::LeftRunning => {}
                     GameExit::Failed(why) => {
                         tracing::warn!(game = %id, "game abandoned: {why}; settling it instead");
                         self.ctx.results.release(id);
@@ -487,7 +491,10 @@ impl Actor {
             Err(e) => {
                 // A panicking game actor must not take the account down.
                 let id = self.tasks.remove(&e.id());
-                tracing::error!(game = ?id, "game actor failed: {e}");
+                tracing::error!(
+                    game = id.as_ref().map_or("(unknown)", |id| id.as_str()),
+                    "game actor failed: {e}"
+                );
                 if let Some(id) = id {
                     self.running.remove(&id);
                     self.ctx.results.release(id);

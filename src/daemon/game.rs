@@ -3,11 +3,13 @@
 //! from `gameFull`), lets the [`Tracker`] decide, runs searches through the shared pool with
 //! the game's [`LevelPlayer`] (level and seed fixed at game start), posts moves, chats, aborts
 //! a game whose opponent never moves, answers offers and resigns lost games under the
-//! account's conduct, waits out human think time after a search, ends the game honestly when the
-//! shutdown grace period runs out, claims the win (or, where the level's conduct would take a
+//! account's conduct, waits out human think time after a search, and when the shutdown grace
+//! period runs out aborts a game Lichess still lets us abort (fewer than two plies) and leaves
+//! any other running on Lichess for the next start to resume (never resigning a game for the
+//! operator's sake), claims the win (or, where the level's conduct would take a
 //! draw, the draw) once Lichess allows it after the opponent left (`opponentGone` with
 //! `claimWinInSeconds`), and writes the game's record once — with a fault when a loss on time
-//! came from a 429 pause, the game was ended by the shutdown or won by the opponent leaving.
+//! came from a 429 pause, the game was aborted by the shutdown or won by the opponent leaving.
 //! A game stream Lichess refuses for good (400 or another permanent 4xx: a game the bot API
 //! cannot play) is not retried: the game is handed to the settling task, which records it
 //! when it ends. It runs in its game's span (`logging::game_span`): its log lines name the
@@ -32,7 +34,8 @@ use super::reader::Reader;
 use super::results_writer::ResultsStub;
 use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
-use crate::player::chat::{RESIGN_CHAT, STOP_CHAT, TAKEBACKS_USED_CHAT, chat_line};
+use crate::logging::show_duration;
+use crate::player::chat::{LEAVE_CHAT, RESIGN_CHAT, TAKEBACKS_USED_CHAT, chat_line};
 use crate::player::clock::{ClockInput, think_time, urgency_ms};
 use crate::player::conduct::Conduct;
 use crate::unix_time::unix_ms;
@@ -62,8 +65,13 @@ pub enum GameExit {
     /// The game ended and its record is in the log (or already was); against a bot, when it
     /// started (Unix ms: it counts against the bot-game limit).
     Recorded { bot_started_at_ms: Option<i64> },
-    /// Stopped by the second shutdown signal before the game ended.
+    /// Stopped by the second shutdown signal before the game ended: the game runs on at
+    /// Lichess and stays in the open-games file, for the next start to resume or settle.
     Stopped,
+    /// The shutdown grace period ran out with the game past the point where Lichess allows
+    /// an abort: left running on Lichess (a word in the chat), kept in the open-games file,
+    /// resumed by the next start (or settled if it ended meanwhile).
+    LeftRunning,
     /// The game cannot be followed (not ours, gone, unreadable); nothing recorded.
     Failed(String),
     /// Lichess refuses the game's stream for good (HTTP 400 or another permanent answer):
@@ -154,7 +162,7 @@ struct GameActor {
     /// Since when it has been our turn (at which ply): a 429 pause after that explains a
     /// loss on time.
     our_turn_since: Option<(usize, tokio::time::Instant)>,
-    /// Set once we ended the game ourselves at the end of the grace period: the fault to
+    /// Set once we aborted the game ourselves at the end of the grace period: the fault to
     /// record.
     ended_by_shutdown: Option<String>,
     /// The opponent left: when Lichess lets us claim the game (`claimWinInSeconds`).
@@ -248,7 +256,7 @@ impl GameActor {
                         | LichessError::Forbidden { .. }
                 ));
                 let delay = self.backoff.next_delay();
-                tracing::warn!("game stream: {e}; retrying in {delay:?}");
+                tracing::warn!("game stream: {e}; retrying in {}", show_duration(delay));
                 if sleep_or_stop(delay, &mut self.run_state).await {
                     return Err(GameExit::Stopped);
                 }
@@ -303,8 +311,8 @@ impl GameActor {
             Wake::AbortDue => {
                 self.abort_sent = true;
                 tracing::info!(
-                    "opponent made no first move in {:?}: aborting",
-                    self.ctx.abort_after
+                    "opponent made no first move in {}: aborting",
+                    show_duration(self.ctx.abort_after)
                 );
                 if let Err(e) = self.ctx.client.abort(&self.id).await {
                     tracing::warn!("abort: {e}");
@@ -320,13 +328,26 @@ impl GameActor {
                 if *self.grace_state.borrow() == RunState::Stopped {
                     return Err(GameExit::Stopped);
                 }
-                // No move after this: the game ends now, and the stream will say how.
+                // No move after this: the game is aborted (the stream will say so) or left
+                // running on Lichess for the next start.
                 drop(self.pending.take());
                 self.thinking = None;
-                self.ended_by_shutdown = Some(end_now(&self.ctx, &self.tracker).await);
-                Ok(Vec::new())
+                match abort_or_leave(&self.ctx, &self.tracker).await {
+                    Some(aborted) => {
+                        self.ended_by_shutdown = Some(aborted);
+                        Ok(Vec::new())
+                    }
+                    None => Err(GameExit::LeftRunning),
+                }
             }
-            Wake::Stopped => Err(GameExit::Stopped),
+            Wake::Stopped => {
+                tracing::warn!(
+                    "stopped: the game is left running (ply {}); {}",
+                    self.tracker.ply(),
+                    after_leaving(self.ctx.setup.source)
+                );
+                Err(GameExit::Stopped)
+            }
         }
     }
 
@@ -356,7 +377,10 @@ impl GameActor {
                 self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
                     (true, Some(wait)) if self.claimed.is_none() => {
                         let wait = Duration::from_secs(u64::from(wait));
-                        tracing::info!("opponent gone: claiming the game in {wait:?}");
+                        tracing::info!(
+                            "opponent gone: claiming the game in {}",
+                            show_duration(wait)
+                        );
                         Some(tokio::time::Instant::now() + wait)
                     }
                     (true, _) => {
@@ -515,9 +539,9 @@ impl GameActor {
             record.fault.clone_from(&self.claimed);
         }
         tracing::info!(
-            result = ?record.result,
+            result = %record.result,
             status = %record.status,
-            moves = record.moves.split_whitespace().count(),
+            plies = record.moves.split_whitespace().count(),
             opponent = %record.opponent.name,
             fault = record.fault.as_deref().unwrap_or(""),
             "game over"
@@ -528,7 +552,7 @@ impl GameActor {
             Ok(false) => tracing::info!("already in the results log"),
             Err(e) => tracing::error!("results log: {e}"),
         }
-        // A game we ended ourselves had its word before the resignation.
+        // A game we aborted ourselves at the shutdown gets no goodbye.
         if let Some(goodbye) = self
             .ctx
             .goodbye
@@ -585,35 +609,42 @@ async fn remember(ctx: &mut GameContext) -> bool {
     }
 }
 
-/// Ends a running game at the end of the grace period: abort while Lichess allows it (fewer
-/// than two plies), otherwise a word in the chat and resign. Returns the fault to record.
-async fn end_now(ctx: &GameContext, tracker: &Tracker) -> String {
+/// At the end of the grace period: aborts the game while Lichess allows it (fewer than two
+/// plies) and returns the fault to record; otherwise (or when the abort is refused) leaves the
+/// game running on Lichess with a word in the chat and returns `None`. A game is never
+/// resigned because the operator stopped the daemon: the next start resumes it (its gameStart
+/// comes again, or the settling task hands it over), and a game that ends while the daemon is
+/// away is settled then, with a fault when our absence decided it.
+async fn abort_or_leave(ctx: &GameContext, tracker: &Tracker) -> Option<String> {
     let id = &ctx.setup.game_id;
-    if tracker.ply() < 2 {
+    let ply = tracker.ply();
+    if ply < 2 {
         match ctx.client.abort(id).await {
             Ok(()) => {
-                tracing::warn!("grace period over: game aborted");
-                return fault::text(
+                tracing::warn!("grace period over: game aborted (ply {ply}: Lichess allows it)");
+                return Some(fault::text(
                     fault::SHUTDOWN,
                     "aborted when the shutdown grace period ran out",
-                );
+                ));
             }
-            Err(e) => {
-                tracing::warn!("grace period over: abort refused ({e}); resigning")
-            }
+            Err(e) => tracing::warn!("grace period over: abort refused ({e})"),
         }
     }
-    if let Err(e) = ctx.client.chat(id, ChatRoom::Player, STOP_CHAT).await {
-        tracing::debug!("stop chat: {e}");
+    say(ctx, tracker, LEAVE_CHAT).await;
+    tracing::warn!(
+        "grace period over: game left running at ply {ply} (not resigned); {}",
+        after_leaving(ctx.setup.source)
+    );
+    None
+}
+
+/// What becomes of a game the daemon leaves running: the next start takes it up on Lichess; a
+/// sandbox's games end with it.
+pub(crate) fn after_leaving(source: crate::results::Source) -> &'static str {
+    match source {
+        crate::results::Source::Sandbox => "the sandbox's games end with it, so it is not recorded",
+        _ => "the next start resumes it, or records it if it ended meanwhile",
     }
-    match ctx.client.resign(id).await {
-        Ok(()) => tracing::warn!("grace period over: game resigned"),
-        Err(e) => tracing::warn!("grace period over: resign: {e}"),
-    }
-    fault::text(
-        fault::SHUTDOWN,
-        "resigned when the shutdown grace period ran out",
-    )
 }
 
 /// Whether a refused game stream is refused for good: a 400 (the bot API cannot play this
@@ -654,7 +685,7 @@ async fn claim(ctx: &GameContext, tracker: &Tracker) -> Option<String> {
 }
 
 /// Sets the fault of a finished game whose result is not the level's doing: the shutdown
-/// ended it (only if it ended the way we ended it, not by a move that came first), or it was
+/// aborted it (only if it ended so, not by a move that came first), or it was
 /// lost on time while the account waited out a 429 pause that began or lasted after our turn
 /// started (every request waits, our moves included).
 fn explain_fault(
@@ -663,13 +694,11 @@ fn explain_fault(
     our_turn_since: Option<tokio::time::Instant>,
     client: &Client,
 ) {
-    if let Some(why) = ended_by_shutdown {
-        let ours = record.status == "aborted"
-            || (record.status == "resign" && record.result == crate::results::Outcome::Loss);
-        if ours {
-            record.fault = Some(why.to_string());
-            return;
-        }
+    if let Some(why) = ended_by_shutdown
+        && record.status == "aborted"
+    {
+        record.fault = Some(why.to_string());
+        return;
     }
     let paused_in_our_turn = our_turn_since
         .zip(client.last_pause_end())
@@ -678,11 +707,13 @@ fn explain_fault(
         record.fault = Some(fault::text(
             fault::RATE_LIMITED,
             &format!(
-                "lost on time while the account waited out an HTTP 429 pause of {:?} \
+                "lost on time while the account waited out an HTTP 429 pause of {} \
                  (no request, our moves included, goes out during it)",
-                client
-                    .last_pause_length()
-                    .unwrap_or(client.config().rate_limit.pause)
+                show_duration(
+                    client
+                        .last_pause_length()
+                        .unwrap_or(client.config().rate_limit.pause)
+                )
             ),
         ));
     }
@@ -740,7 +771,7 @@ async fn play_result(
                 return post_move(ctx, tracker, ply, &uci).await;
             }
             Action::Resign => {
-                tracing::info!(ply, score = ?result.score, "resigning a lost game");
+                tracing::info!(ply, score = %result.score, "resigning a lost game");
                 say(ctx, tracker, RESIGN_CHAT).await;
                 if let Err(e) = ctx.client.resign(id).await {
                     tracing::warn!("resign: {e}");
@@ -749,7 +780,7 @@ async fn play_result(
                 }
             }
             Action::AnswerDraw(accept) => {
-                tracing::info!(accept, score = ?result.score, "answering a draw offer");
+                tracing::info!(accept, score = %result.score, "answering a draw offer");
                 if let Err(e) = ctx.client.draw(id, accept).await {
                     tracing::warn!("draw offer: {e}");
                     if accept {

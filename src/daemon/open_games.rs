@@ -119,6 +119,22 @@ pub fn state_path(results: &Path) -> PathBuf {
     results.with_file_name(format!("{stem}.open-games.json"))
 }
 
+/// The games the state file of the results log `results` holds, read without changing it
+/// (none when there is no file): what a stopped daemon left open.
+pub fn read_open(results: &Path) -> io::Result<Vec<OpenGame>> {
+    let path = state_path(results);
+    match fs::read(&path) {
+        Ok(bytes) => serde_json::from_slice::<StateFile>(&bytes)
+            .map(|state| state.open_games)
+            .map_err(|e| io::Error::other(format!("{}: {e}", path.display()))),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(io::Error::new(
+            e.kind(),
+            format!("cannot read {}: {e}", path.display()),
+        )),
+    }
+}
+
 impl OpenGames {
     /// Loads the state file (none yet: no open game). `recorded` tells which games the results
     /// log already has (a crash after the record and before the state update): those are

@@ -25,6 +25,7 @@ enum Request {
     Release(GameId),
     Forget(GameId, oneshot::Sender<io::Result<()>>),
     Unclaimed(String, oneshot::Sender<Vec<Unclaimed>>),
+    All(oneshot::Sender<Vec<OpenGame>>),
 }
 
 /// A clonable handle for appending records and remembering open games.
@@ -101,6 +102,9 @@ pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)
                     Request::Unclaimed(account, reply) => {
                         reply.send(open.unclaimed(&account)).ok();
                     }
+                    Request::All(reply) => {
+                        reply.send(open.games().cloned().collect()).ok();
+                    }
                 }
             }
         })?;
@@ -130,6 +134,11 @@ impl ResultsStub {
     pub async fn open_game(&self, game: OpenGame) -> io::Result<Opened> {
         self.ask(|reply| Request::Open(Box::new(game), reply))
             .await?
+    }
+
+    /// Every game open now (started or accepted and not yet recorded), by game id.
+    pub async fn open_games(&self) -> io::Result<Vec<OpenGame>> {
+        self.ask(Request::All).await
     }
 
     /// Remembers an accepted challenge as open (on disk before this returns), to be taken up

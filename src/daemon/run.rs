@@ -6,8 +6,10 @@
 //! score per level early and then every 30 s, and a shorter grace period after Ctrl-C. It works
 //! from any directory: without an accounts.toml there, the ladder's own (built in) is used, and
 //! without the coefficients file it names, the built-in coefficients. Every run ends with a
-//! summary: the games of this run per level with their score, and the absolute paths of the
-//! results and PGN files.
+//! summary: the games of this run per level with their score, the games left open (running on
+//! Lichess for the next start; a sandbox's end with it), and the absolute paths of the results
+//! and PGN files. A sandbox run starts by forgetting the games an earlier sandbox run left
+//! open: that sandbox, and its games, ended with its process.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -21,6 +23,7 @@ use crate::lichess::{ClientConfig, SharedLimits, Token};
 use crate::results::Source;
 use crate::sandbox::{Sandbox, SandboxConfig};
 
+use super::open_games;
 use super::pgn_log::pgn_path;
 use super::sandbox_view::{accounts_line, challenger_line, elapsed, progress_line};
 use super::scoreboard::Scoreboard;
@@ -67,9 +70,9 @@ pub fn token_clients(shared_dir: PathBuf) -> ClientFactory {
 fn load(args: &RunArgs) -> anyhow::Result<(Config, Coefficients, String)> {
     let default = Path::new("accounts.toml");
     let (config, origin) = match &args.config {
-        Some(path) => (Config::load(path)?, path.display().to_string()),
+        Some(path) => (Config::load_or_explain(path)?, path.display().to_string()),
         None if !args.sandbox || default.exists() => (
-            Config::load(default)?,
+            Config::load_or_explain(default)?,
             absolute(default).display().to_string(),
         ),
         None => (
@@ -85,8 +88,10 @@ fn load(args: &RunArgs) -> anyhow::Result<(Config, Coefficients, String)> {
         );
         Coefficients::builtin()
     } else {
-        Coefficients::load(&config.daemon.coefficients)
-            .with_context(|| "the coefficients file named by daemon.coefficients")?
+        Coefficients::load_or_explain(
+            &config.daemon.coefficients,
+            &format!("daemon.coefficients in {}", config.path.display()),
+        )?
     };
     Ok((config, coefficients, origin))
 }
@@ -117,6 +122,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
                     .context("cannot start the sandbox")?,
             );
             let results_path = absolute(&args.sandbox_results);
+            forget_earlier_sandbox_games(&results_path)?;
             config.daemon.shutdown_grace_s = config.daemon.shutdown_grace_s.min(SANDBOX_GRACE_S);
             introduce(
                 &started_sandbox,
@@ -176,11 +182,76 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             elapsed(started.elapsed()),
             tally.games
         );
+        report_left_open(&results_path, source);
         tracing::info!("results: {}", results_path.display());
         tracing::info!("PGN: {}", pgn_path(&results_path).display());
         drop(sandbox);
         Ok(())
     })
+}
+
+/// A sandbox's games end with its process: the games an earlier sandbox run left open can
+/// never be resumed or settled, so they are forgotten (said in one line) before this run.
+fn forget_earlier_sandbox_games(results: &Path) -> anyhow::Result<()> {
+    let left = open_games::read_open(results).unwrap_or_default();
+    let path = open_games::state_path(results);
+    if path.exists() {
+        std::fs::remove_file(&path).with_context(|| {
+            format!(
+                "cannot remove {}, the open games of an earlier sandbox run (remove it by hand)",
+                path.display()
+            )
+        })?;
+    }
+    if !left.is_empty() {
+        tracing::info!(
+            "forgot {} an earlier sandbox run left unfinished ({}): the sandbox's games end with it",
+            games(left.len()),
+            ids(&left)
+        );
+    }
+    Ok(())
+}
+
+/// The exit summary's word on the games still open: left running on Lichess for the next start,
+/// or, in the sandbox, unfinished and gone with it.
+fn report_left_open(results: &Path, source: Source) {
+    let left = match open_games::read_open(results) {
+        Ok(left) => left,
+        Err(e) => {
+            tracing::warn!("cannot read the open games: {e}");
+            return;
+        }
+    };
+    if left.is_empty() {
+        return;
+    }
+    if source == Source::Sandbox {
+        tracing::info!(
+            "left unfinished: {} ({}); the sandbox's games end with it, so they are not recorded",
+            games(left.len()),
+            ids(&left)
+        );
+    } else {
+        tracing::info!(
+            "left running on Lichess: {} ({}); the next start resumes them, or records them if they ended meanwhile",
+            games(left.len()),
+            ids(&left)
+        );
+    }
+}
+
+/// `1 game`, `3 games`.
+fn games(n: usize) -> String {
+    format!("{n} game{}", if n == 1 { "" } else { "s" })
+}
+
+/// `abcd1234 ladder-l3, efgh5678 ladder-l5`.
+fn ids(open: &[open_games::OpenGame]) -> String {
+    open.iter()
+        .map(|g| format!("{} {}", g.game_id, g.account))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 /// The sandbox's first lines: where it is, who plays whom, what comes next.
@@ -205,7 +276,7 @@ fn introduce(
         .filter_map(|c| c.interval)
         .min();
     tracing::info!(
-        "{}a progress line every {}; results go to {} and {}; Ctrl-C once lets running games finish (at most {}), twice stops at once",
+        "{}a progress line every {}; results go to {} and {}; Ctrl-C once lets running games finish (at most {}; then those not finished are left unfinished, never resigned), twice stops at once",
         first.map_or(String::new(), |f| format!(
             "the first challenge comes in about {}; ",
             elapsed(f)

@@ -205,7 +205,7 @@ async fn settle_one(
         return;
     };
     tracing::info!(
-        result = ?record.result, status = %record.status,
+        result = %record.result, status = %record.status,
         fault = record.fault.as_deref().unwrap_or(""),
         "game over with no game actor of ours playing it: settled from the export"
     );

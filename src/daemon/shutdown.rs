@@ -2,8 +2,10 @@
 //! supervisor's [`RunState`] tells every actor how far shutdown has gone.
 //!
 //! SIGTERM/SIGINT: the first one drains (no new games; running games finish within the grace
-//! period; when it runs out, the games still running are aborted or resigned and recorded),
-//! the second one stops now (open games are settled after the restart). SIGHUP reloads
+//! period; when it runs out, a game Lichess still lets us abort — fewer than two plies — is
+//! aborted and recorded, and every other game is left running on Lichess, never resigned for
+//! the operator's sake), the second one stops now. Games left running stay in the open-games
+//! file: the next start resumes them, or settles them if they ended meanwhile. SIGHUP reloads
 //! accounts.toml and the coefficients. [`stopped`], [`grace_over`] and [`sleep_or_stop`] let
 //! an actor wait without outliving a stop.
 
@@ -17,15 +19,16 @@ pub enum RunState {
     Running,
     /// Decline every challenge, finish running games.
     Draining,
-    /// The grace period is over: end every running game honestly now (abort when Lichess
-    /// allows it, otherwise resign after a word in the chat) and record it.
+    /// The grace period is over: abort the games Lichess still lets us abort (and record
+    /// them); leave every other game running on Lichess, after a word in the chat, for the
+    /// next start to resume.
     Ending,
     /// Exit now: searches are abandoned, nothing more is sent.
     Stopped,
 }
 
-/// How long the games still running when the grace period is over get to abort or resign and
-/// be recorded before the daemon stops anyway.
+/// How long the games aborted when the grace period is over get to be recorded before the
+/// daemon stops anyway.
 pub const ENDING_LIMIT: Duration = Duration::from_secs(15);
 
 /// What the supervisor is asked to do.

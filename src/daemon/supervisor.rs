@@ -1,7 +1,8 @@
 //! The supervisor: starts the shared search pool, the results writer and one account actor per
-//! account, and runs the daemon's life: drain on the first stop request, end the games still
-//! running when the grace period is over, stop on the second request (or when ending takes too
-//! long), reload accounts and coefficients on request (new games get the new parameters;
+//! account, and runs the daemon's life: drain on the first stop request; when the grace period
+//! is over, abort the games Lichess still lets us abort and leave the others running on Lichess
+//! for the next start (named in the log); stop on the second request (naming the games it
+//! leaves open) or when the aborts take too long; reload accounts and coefficients on request (new games get the new parameters;
 //! running games keep theirs), the periodic status line, and while draining a line saying how
 //! many games are still running and how much of the grace period is left. It also speaks to
 //! systemd from its own loop (notify.rs): READY=1 once every account has made its first
@@ -32,6 +33,7 @@ use crate::results::Source;
 use super::account::{self, AccountContext, AccountSettings, MakeClient};
 use super::bot_limit::TodayFromResults;
 use super::notify::{Notifier, READY_LIMIT};
+use super::open_games::OpenGame;
 use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
 use super::shutdown::{Control, ENDING_LIMIT, RunState};
@@ -271,6 +273,18 @@ fn drain_report_every(grace: Duration) -> Duration {
     (grace / 10).clamp(Duration::from_secs(5), Duration::from_secs(30))
 }
 
+/// `: abcd1234 (ladder-l3), efgh5678 (ladder-l5)`, or nothing for no game.
+fn named(open: &[OpenGame]) -> String {
+    if open.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = open
+        .iter()
+        .map(|g| format!("{} ({})", g.game_id, g.account))
+        .collect();
+    format!(": {}", names.join(", "))
+}
+
 /// `1 game`, `3 games`.
 fn games(n: usize) -> String {
     format!("{n} game{}", if n == 1 { "" } else { "s" })
@@ -299,6 +313,19 @@ impl Life {
             },
             Instant::now(),
         )
+    }
+
+    /// The games open now (by the results writer, which owns the open-games file).
+    async fn open_games(&self) -> Vec<OpenGame> {
+        self.starter.results.open_games().await.unwrap_or_default()
+    }
+
+    /// What becomes of the games left open, in this daemon's world.
+    fn after_leaving(&self) -> &'static str {
+        match self.starter.source {
+            Source::Sandbox => "the sandbox's games end with it, so they are not recorded",
+            _ => "the next start resumes them, or records them if they ended meanwhile",
+        }
     }
 
     fn games_running(&self) -> usize {
@@ -334,7 +361,8 @@ impl Life {
             tracing::info!("{line}");
         } else {
             line.push_str(&format!(
-                "; still on their first check after {READY_LIMIT:?}: {}",
+                "; still on their first check after {}: {}",
+                show_wait(READY_LIMIT),
                 waiting.join(", ")
             ));
             tracing::warn!("{line}");
@@ -419,7 +447,13 @@ impl Life {
                             let report = drain_report_every(grace);
                             drain_tick = tokio::time::interval_at(tokio::time::Instant::now() + report, report);
                         } else {
-                            tracing::warn!("stopping now");
+                            let open = self.open_games().await;
+                            tracing::warn!(
+                                "stopping now: {} left open{}; {}",
+                                games(open.len()),
+                                named(&open),
+                                self.after_leaving()
+                            );
                             self.notifier.stopping("stopping now");
                             self.set_state(RunState::Stopped);
                         }
@@ -427,13 +461,26 @@ impl Life {
                     Some(Control::Reload) => self.reload().await,
                 },
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Draining => {
-                    tracing::warn!("grace period over: ending the games still running (abort or resign) within {ENDING_LIMIT:?}");
-                    self.notifier.status("grace period over: ending the games still running");
+                    let open = self.open_games().await;
+                    tracing::warn!(
+                        "grace period over with {} open{}: a game before both sides moved is aborted, every other one is left running (not resigned); {}",
+                        games(open.len()),
+                        named(&open),
+                        self.after_leaving()
+                    );
+                    self.notifier.status("grace period over: aborting what Lichess allows, leaving the other games running");
                     self.set_state(RunState::Ending);
                     grace_end = Some(tokio::time::Instant::now() + ENDING_LIMIT);
                 }
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Ending => {
-                    tracing::warn!("games not ended within {ENDING_LIMIT:?}: stopping now (they are settled after the restart)");
+                    let open = self.open_games().await;
+                    tracing::warn!(
+                        "aborts not confirmed within {}: stopping now; {} left open{}; {}",
+                        show_wait(ENDING_LIMIT),
+                        games(open.len()),
+                        named(&open),
+                        self.after_leaving()
+                    );
                     self.set_state(RunState::Stopped);
                 }
                 joined = self.accounts.join_next() => match joined {

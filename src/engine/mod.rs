@@ -6,6 +6,7 @@
 //! output, bit for bit.
 
 pub mod blindness;
+pub mod constants;
 pub mod eval;
 pub mod limits;
 pub mod movegen;
@@ -20,6 +21,7 @@ pub mod tt;
 pub mod weights;
 
 pub use blindness::Blindness;
+pub use constants::SearchConstants;
 pub use limits::{Limits, NoStop, SearchObserver};
 pub use noise::Noise;
 pub use position::{Game, GameError};

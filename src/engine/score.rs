@@ -30,6 +30,17 @@ impl Score {
     }
 }
 
+/// As people read it in a log line: `+35 cp`, `-600 cp`, `mate in 3`, `mated in 2`.
+impl std::fmt::Display for Score {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            Score::Cp(cp) => write!(f, "{cp:+} cp"),
+            Score::Mate(n) if n >= 0 => write!(f, "mate in {n}"),
+            Score::Mate(n) => write!(f, "mated in {}", -n),
+        }
+    }
+}
+
 /// Deepest ply the search reaches (iterative deepening stops below it; quiescence too).
 pub const MAX_PLY: usize = 128;
 /// Score of mate at the root; mate in `p` plies scores `MATE - p`.

@@ -15,12 +15,11 @@
 //! rule and insufficient material. Nothing depends on time or on hash-map order: the same
 //! inputs (including the table's contents) give the same move and node count.
 
-use std::sync::LazyLock;
-
 use shakmaty::zobrist::{Zobrist64, ZobristValue};
 use shakmaty::{Chess, Color, EnPassantMode, Move, MoveList, Position, Role};
 
 use super::blindness::Blindness;
+use super::constants::{self, SearchConstants};
 use std::sync::Arc;
 
 use super::eval::{add_noise, evaluate_with};
@@ -60,32 +59,15 @@ pub struct SearchResult {
 pub struct Engine {
     hash_mb: usize,
     weights: Arc<Weights>,
+    constants: SearchConstants,
     tt: Tt,
     heuristics: Heuristics,
 }
 
-// Search tunables, gathered here.
+/// Iterations from this depth on search inside an aspiration window.
 const ASPIRATION_MIN_DEPTH: u32 = 4;
-const ASPIRATION_WINDOW: i32 = 25;
-const RFP_MAX_DEPTH: i32 = 6;
-const RFP_MARGIN: i32 = 80;
-const NMP_MIN_DEPTH: i32 = 3;
-const LMR_MIN_DEPTH: i32 = 3;
-const LMP_MAX_DEPTH: i32 = 4;
-const QS_DELTA: i32 = 200;
 /// The deepest iteration started (leaves room for extensions below MAX_PLY).
 const MAX_ITERATION: u32 = (MAX_PLY - 8) as u32;
-
-/// Late-move reduction in plies by [depth][move number].
-static LMR: LazyLock<[[i32; 64]; 64]> = LazyLock::new(|| {
-    let mut table = [[0; 64]; 64];
-    for (depth, row) in table.iter_mut().enumerate().skip(1) {
-        for (index, r) in row.iter_mut().enumerate().skip(1) {
-            *r = (0.75 + (depth as f64).ln() * (index as f64).ln() / 2.25) as i32;
-        }
-    }
-    table
-});
 
 impl Engine {
     pub fn new(hash_mb: usize) -> Engine {
@@ -97,6 +79,7 @@ impl Engine {
         Engine {
             hash_mb,
             weights,
+            constants: SearchConstants::shipped(),
             tt: Tt::new(hash_mb),
             heuristics: Heuristics::default(),
         }
@@ -104,6 +87,11 @@ impl Engine {
 
     pub fn hash_mb(&self) -> usize {
         self.hash_mb
+    }
+
+    /// Searches with `constants` instead of the shipped ones (the genetic tuner's candidates).
+    pub fn set_search_constants(&mut self, constants: SearchConstants) {
+        self.constants = constants;
     }
 
     /// Resizes (and clears) the transposition table.
@@ -182,6 +170,7 @@ impl Engine {
         keys.extend_from_slice(game.keys());
         let mut searcher = Searcher {
             weights: &self.weights,
+            constants: &self.constants,
             tt: &mut self.tt,
             heuristics: &mut self.heuristics,
             observer,
@@ -210,6 +199,7 @@ impl Engine {
 /// Everything one search needs, bundled so the recursive functions keep short signatures.
 struct Searcher<'a> {
     weights: &'a Weights,
+    constants: &'a SearchConstants,
     tt: &'a mut Tt,
     heuristics: &'a mut Heuristics,
     observer: &'a mut dyn SearchObserver,
@@ -256,7 +246,7 @@ impl Searcher<'_> {
                 break;
             }
             self.seldepth = 0;
-            let mut delta = ASPIRATION_WINDOW;
+            let mut delta = self.constants.get(constants::ASPIRATION_WINDOW);
             let (mut alpha, mut beta) = if depth >= ASPIRATION_MIN_DEPTH && !is_mate(previous) {
                 (previous - delta, previous + delta)
             } else {
@@ -548,6 +538,12 @@ impl Searcher<'_> {
         let mut best_score = -INFINITE;
         let mut best_move = None;
         let mut quiets_tried = MoveList::new();
+        let c = self.constants;
+        let (lmp_max_depth, lmp_base, lmp_per_depth_squared) = (
+            c.get(constants::LMP_MAX_DEPTH),
+            c.get(constants::LMP_BASE),
+            c.get(constants::LMP_PER_DEPTH_SQUARED),
+        );
         for i in 0..moves.len() {
             let m = pick(&mut moves, &mut scores, i);
             let quiet = is_quiet(m);
@@ -555,9 +551,9 @@ impl Searcher<'_> {
             if !pv_node
                 && !in_check
                 && quiet
-                && depth <= LMP_MAX_DEPTH
+                && depth <= lmp_max_depth
                 && best_score > -MATE_BOUND
-                && i as i32 >= 4 + 3 * depth * depth
+                && i as i32 >= lmp_base + lmp_per_depth_squared * depth * depth
             {
                 continue;
             }
@@ -647,13 +643,16 @@ impl Searcher<'_> {
         beta: i32,
         allow_null: bool,
     ) -> Option<i32> {
-        if depth <= RFP_MAX_DEPTH && eval - RFP_MARGIN * depth >= beta {
+        let c = self.constants;
+        if depth <= c.get(constants::RFP_MAX_DEPTH)
+            && eval - c.get(constants::RFP_MARGIN) * depth >= beta
+        {
             return Some(eval);
         }
         let board = node.pos.board();
         let us = node.pos.turn();
         let has_pieces = (board.by_color(us) & !(board.pawns() | board.kings())).any();
-        if allow_null && depth >= NMP_MIN_DEPTH && eval >= beta && has_pieces {
+        if allow_null && depth >= c.get(constants::NMP_MIN_DEPTH) && eval >= beta && has_pieces {
             return self.null_move(node, depth, ply, eval, beta);
         }
         None
@@ -670,7 +669,10 @@ impl Searcher<'_> {
         beta: i32,
     ) -> Option<i32> {
         let (pos, key) = (&node.pos, node.key);
-        let reduction = 3 + depth / 4 + ((eval - beta) / 200).min(3);
+        let c = self.constants;
+        let reduction = c.get(constants::NMP_BASE_REDUCTION)
+            + depth / c.get(constants::NMP_DEPTH_DIVISOR)
+            + ((eval - beta) / c.get(constants::NMP_EVAL_DIVISOR)).min(3);
         let null_pos = pos.clone().swap_turn().ok()?;
         let mut null_key = key ^ Zobrist64::zobrist_for_white_turn().0;
         if let Some(ep) = pos.ep_square(EnPassantMode::Legal) {
@@ -719,7 +721,7 @@ impl Searcher<'_> {
         let score = if tried.index == 0 {
             -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true)
         } else {
-            let reduction = if depth >= LMR_MIN_DEPTH
+            let reduction = if depth >= self.constants.get(constants::LMR_MIN_DEPTH)
                 && tried.index >= 2
                 && tried.quiet
                 && !tried.in_check
@@ -747,7 +749,7 @@ impl Searcher<'_> {
         us: Color,
         m: Move,
     ) -> i32 {
-        let mut reduction = LMR[depth.min(63) as usize][index.min(63)];
+        let mut reduction = self.constants.lmr()[depth.min(63) as usize][index.min(63)];
         if pv_node {
             reduction -= 1;
         }
@@ -846,7 +848,7 @@ impl Searcher<'_> {
                 let gain = m.capture().map_or(0, see_value)
                     + m.promotion()
                         .map_or(0, |p| see_value(p) - see_value(Role::Pawn));
-                if stand_pat + gain + QS_DELTA <= alpha {
+                if stand_pat + gain + self.constants.get(constants::QS_DELTA) <= alpha {
                     continue;
                 }
                 if !see_non_negative(board, pos.turn(), m) {

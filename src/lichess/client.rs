@@ -10,6 +10,7 @@
 //! pacer the clients of one process share (lila limits creations per IP), and only a 429 on a
 //! creation pauses that pacer; answers to challenges and game calls never wait for it.
 
+use crate::logging::show_duration;
 use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -828,7 +829,10 @@ impl Client {
             }
             let outcome = tokio::time::timeout(config.request_timeout, builder.send()).await;
             let failure = match outcome {
-                Err(_) => format!("no response within {:?}", config.request_timeout),
+                Err(_) => format!(
+                    "no response within {}",
+                    show_duration(config.request_timeout)
+                ),
                 Ok(Err(e)) => describe_reqwest_error(&e),
                 Ok(Ok(response)) => {
                     let status = response.status();
@@ -851,7 +855,8 @@ impl Client {
                         });
                         tracing::warn!(
                             endpoint = %label,
-                            "HTTP 429: pausing all calls of this account for {pause:?}"
+                            "HTTP 429: pausing all calls of this account for {}",
+                            show_duration(pause)
                         );
                         self.pause_for(pause);
                         // lila limits challenge creations per IP: every account's creations
@@ -885,7 +890,7 @@ impl Client {
                 });
             }
             let delay = backoff.next_delay();
-            tracing::warn!(endpoint = %label, "{failure}; retrying in {delay:?}");
+            tracing::warn!(endpoint = %label, "{failure}; retrying in {}", show_duration(delay));
             tokio::time::sleep(delay).await;
         }
     }

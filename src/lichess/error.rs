@@ -33,7 +33,7 @@ pub enum LichessError {
     /// HTTP 429 for Lichess's limit on games between bots (`ratelimit.key` `bot.vsBot.day`):
     /// not a request rate, so nothing is paused or retried; `wait` is how long Lichess says
     /// the limit lasts. `message` says whose limit it is (ours, or the other bot's).
-    #[error("{endpoint}: bot-game limit reached (HTTP 429, for {wait:?}): {message}")]
+    #[error("{endpoint}: bot-game limit reached (HTTP 429, for {}): {message}", crate::logging::show_duration(*.wait))]
     BotLimit {
         endpoint: String,
         message: String,
@@ -53,7 +53,7 @@ pub enum LichessError {
     #[error("{endpoint}: unexpected response: {message}")]
     Decode { endpoint: String, message: String },
     /// A stream went quiet for longer than its idle timeout.
-    #[error("{endpoint}: no data for {0:?}", .idle)]
+    #[error("{endpoint}: no data for {}", crate::logging::show_duration(*.idle))]
     IdleTimeout { endpoint: String, idle: Duration },
 }
 

@@ -36,7 +36,9 @@ impl fmt::Display for StreamEnd {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StreamEnd::Closed => f.write_str("stream closed by the server"),
-            StreamEnd::IdleTimeout(d) => write!(f, "stream silent for {d:?}"),
+            StreamEnd::IdleTimeout(d) => {
+                write!(f, "stream silent for {}", crate::logging::show_duration(*d))
+            }
             StreamEnd::Error(e) => write!(f, "stream failed: {e}"),
         }
     }

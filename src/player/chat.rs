@@ -1,6 +1,6 @@
 //! What an account says in a game's player chat: the `greeting` and `goodbye` templates of
 //! accounts.toml with `{me}` and `{opponent}` filled in, cut to what Lichess accepts, and
-//! [`STOP_CHAT`] before a game the shutdown cannot wait for is resigned, and the conduct
+//! [`LEAVE_CHAT`] when the shutdown leaves a game running on Lichess, and the conduct
 //! lines ([`RESIGN_CHAT`], [`TAKEBACKS_USED_CHAT`]). Config validation
 //! asks [`longest_line`] whether a template can fit.
 
@@ -9,9 +9,10 @@ use crate::lichess::MAX_CHAT_CHARS;
 /// Lichess usernames are at most this long: a template is checked filled with names this long.
 pub const LONGEST_USERNAME: usize = 30;
 
-/// What we say, in place of the goodbye, before resigning a game when the shutdown grace
-/// period has run out.
-pub const STOP_CHAT: &str = "I have to stop now \u{2014} sorry!";
+/// What we say when the shutdown grace period has run out and the game is left running on
+/// Lichess, to be resumed when the daemon is back (never resigned for the operator's sake).
+pub const LEAVE_CHAT: &str = "I have to step away for a moment \u{2014} I will be back to finish \
+                              this game. If I am not back in time, the game is yours.";
 
 /// Said before resigning a lost game.
 pub const RESIGN_CHAT: &str = "I resign \u{2014} well played, {opponent}!";
@@ -54,6 +55,6 @@ mod tests {
             chat_line(&long, "me", &"b".repeat(30)).chars().count(),
             MAX_CHAT_CHARS
         );
-        assert!(STOP_CHAT.chars().count() <= MAX_CHAT_CHARS);
+        assert!(LEAVE_CHAT.chars().count() <= MAX_CHAT_CHARS);
     }
 }

@@ -1,5 +1,6 @@
-//! `ladder tune match`: two weight sets at full strength against each other at fixed nodes,
-//! the tuner's judge ("is the tuned evaluation better?").
+//! `ladder tune match`: two players at full strength against each other at fixed nodes, the
+//! tuners' judge ("is the tuned evaluation better?", "are these search constants better?"). A
+//! player is a weight set and a set of search constants.
 //!
 //! Each opening (the datagen openings: a book line and a few random plies that lose no
 //! material, balanced by a short search) is played twice, each set once with White, so an
@@ -15,7 +16,7 @@ use shakmaty::Color;
 
 use super::datagen::{Adjudicator, DatagenSettings, opening, result_by_rules, white_view};
 use super::sets::start_weights;
-use crate::engine::{Engine, Game, Limits, NoStop, SearchParams, Weights};
+use crate::engine::{Engine, Game, Limits, NoStop, SearchConstants, SearchParams, Weights};
 
 /// `ladder tune match` options.
 #[derive(Debug, clap::Args)]
@@ -26,6 +27,12 @@ pub struct MatchArgs {
     /// The second weight set, the baseline.
     #[arg(long, default_value = "handwritten")]
     pub second: String,
+    /// The first player's search constants: `shipped` or a file `ladder tune search` wrote.
+    #[arg(long, default_value = "shipped")]
+    pub first_constants: String,
+    /// The second player's search constants.
+    #[arg(long, default_value = "shipped")]
+    pub second_constants: String,
     /// Game pairs (each opening played with both colours).
     #[arg(long, default_value_t = 500)]
     pub pairs: u64,
@@ -99,10 +106,43 @@ pub fn play(start: &Game, engines: [&mut Engine; 2], nodes: u64) -> f64 {
     }
 }
 
+/// One side of a match: how it evaluates and how it searches.
+#[derive(Clone, Debug)]
+pub struct Player {
+    pub weights: Arc<Weights>,
+    pub constants: SearchConstants,
+}
+
+impl Player {
+    /// The shipped engine with other weights.
+    pub fn with_weights(weights: Arc<Weights>) -> Player {
+        Player {
+            weights,
+            constants: SearchConstants::shipped(),
+        }
+    }
+
+    fn engine(&self) -> Engine {
+        let mut engine = Engine::with_weights(16, self.weights.clone());
+        engine.set_search_constants(self.constants.clone());
+        engine
+    }
+}
+
+/// Reads a set of search constants: `shipped` or a file in their text form.
+pub fn load_constants(name: &str) -> anyhow::Result<SearchConstants> {
+    if name == "shipped" {
+        return Ok(SearchConstants::shipped());
+    }
+    let text = std::fs::read_to_string(name)
+        .map_err(|e| anyhow::anyhow!("cannot read the search constants file {name}: {e}"))?;
+    SearchConstants::parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))
+}
+
 /// Plays `pairs` pairs between `first` and `second`; `on_pair` hears each pair as it ends.
 pub fn run_match(
-    first: Arc<Weights>,
-    second: Arc<Weights>,
+    first: &Player,
+    second: &Player,
     pairs: u64,
     nodes: u64,
     seed: u64,
@@ -117,11 +157,10 @@ pub fn run_match(
     };
     std::thread::scope(|scope| {
         for _ in 0..threads.max(1) {
-            let (first, second) = (first.clone(), second.clone());
             let (next, total, on_pair, settings) = (&next, &total, &on_pair, &settings);
             scope.spawn(move || {
-                let mut a = Engine::with_weights(16, first);
-                let mut b = Engine::with_weights(16, second);
+                let mut a = first.engine();
+                let mut b = second.engine();
                 loop {
                     let index = next.fetch_add(1, Ordering::Relaxed);
                     if index >= pairs {
@@ -151,12 +190,18 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
     if args.nodes == 0 || args.pairs == 0 {
         bail!("--nodes and --pairs must be at least 1");
     }
-    let first = Arc::new(start_weights(&args.first)?);
-    let second = Arc::new(start_weights(&args.second)?);
+    let first = Player {
+        weights: Arc::new(start_weights(&args.first)?),
+        constants: load_constants(&args.first_constants)?,
+    };
+    let second = Player {
+        weights: Arc::new(start_weights(&args.second)?),
+        constants: load_constants(&args.second_constants)?,
+    };
     let progress = crate::logging::Progress::new(args.pairs, "pairs");
     let result = run_match(
-        first,
-        second,
+        &first,
+        &second,
         args.pairs,
         args.nodes,
         args.seed,
@@ -180,8 +225,8 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
     println!(
         "{} vs {} at {} nodes a move, {} games: +{} ={} -{}, score {:.1}%, Elo {elo:+.1} \
          (95% interval {low:+.1} to {high:+.1})",
-        args.first,
-        args.second,
+        describe(&args.first, &args.first_constants),
+        describe(&args.second, &args.second_constants),
         args.nodes,
         result.games(),
         result.wins,
@@ -190,6 +235,15 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
         100.0 * result.score()
     );
     Ok(())
+}
+
+/// A player as the command line named it: its weights, and its constants when not shipped.
+fn describe(weights: &str, constants: &str) -> String {
+    if constants == "shipped" {
+        weights.to_string()
+    } else {
+        format!("{weights} (search constants {constants})")
+    }
 }
 
 #[cfg(test)]
@@ -202,8 +256,9 @@ mod tests {
         let mut pairs = Weights::handwritten().pairs().to_vec();
         pairs[crate::engine::weights::MATERIAL + 4] = [100, 100];
         let broken = Arc::new(Weights::from_pairs(pairs).unwrap());
-        let good = Arc::new(Weights::handwritten());
-        let result = run_match(good, broken, 4, 300, 5, 2, |_| {});
+        let good = Player::with_weights(Arc::new(Weights::handwritten()));
+        let broken = Player::with_weights(broken);
+        let result = run_match(&good, &broken, 4, 300, 5, 2, |_| {});
         assert_eq!(result.games(), 8);
         assert!(result.score() > 0.5, "{result:?}");
         let (elo, low, high) = result.elo();

@@ -1,10 +1,13 @@
 //! `ladder tune`: making the engine's evaluation good from its own games.
 //!
 //! `datagen` plays the engine against itself and writes labelled quiet positions
-//! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method.
+//! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method;
+//! `search` tunes the search's constants by a genetic search judged by games ([`genetic`]);
+//! `match` is the judge of both.
 
 pub mod datagen;
 pub mod dataset;
+pub mod genetic;
 pub mod matches;
 pub mod pso;
 pub mod sample;
@@ -19,8 +22,10 @@ pub enum TuneCommand {
     Datagen(datagen::DatagenArgs),
     /// Fit the evaluation's weights to the data by Texel's method (gradient or particle swarm).
     Texel(Box<texel::TexelArgs>),
-    /// Two weight sets against each other at fixed nodes (tuned against untuned).
+    /// Two players (weights and search constants) against each other at fixed nodes.
     Match(matches::MatchArgs),
+    /// Tune the search's constants by a genetic search judged by games (resumable).
+    Search(Box<genetic::SearchArgs>),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -58,5 +63,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Weights(args) => print_weights(args),
         TuneCommand::Texel(args) => texel::run(*args),
         TuneCommand::Match(args) => matches::run(args),
+        TuneCommand::Search(args) => genetic::run(*args),
     }
 }
