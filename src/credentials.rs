@@ -130,6 +130,7 @@ pub fn warn_if_exposed(path: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_files::temp_file;
     use std::ffi::OsStr;
 
     #[test]
@@ -201,8 +202,7 @@ mod tests {
     #[test]
     fn open_token_file_is_flagged() {
         use std::os::unix::fs::PermissionsExt;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("token");
+        let (_dir, path) = temp_file("token");
         std::fs::write(&path, "lip_abc\n").unwrap();
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
         let problem = token_file_permission_problem(&path).unwrap();

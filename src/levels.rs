@@ -196,8 +196,7 @@ impl Coefficients {
     }
 
     pub fn load(path: &Path) -> Result<Coefficients, CoefficientsError> {
-        let text = crate::toml_file::read_text(path)?;
-        Coefficients::parse(&text, &path.display().to_string())
+        crate::toml_file::load(path, Coefficients::parse)
     }
 
     /// [`Coefficients::load`] for a command: `named_by` says where the path came from

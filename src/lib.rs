@@ -25,6 +25,8 @@ pub mod rating;
 pub mod results;
 pub mod sandbox;
 pub mod seed;
+#[cfg(test)]
+mod test_files;
 pub mod toml_file;
 pub mod tune;
 pub mod uci;

@@ -1,8 +1,16 @@
-//! Writing PGN text: the tag pairs and the numbered, wrapped SAN movetext of one game, shared by
-//! the daemon's game log and the arena's games so both read the same in any PGN reader.
+//! PGN text: writing the tag pairs and the numbered, wrapped SAN movetext of one game, shared by
+//! the daemon's game log and the arena's games so both read the same in any PGN reader; and
+//! reading a game's tags and main line back (`pgn-reader`), for openings files and for checking
+//! what was written.
 
+use std::collections::HashMap;
+use std::ops::ControlFlow;
+
+use pgn_reader::{RawTag, Visitor};
 use shakmaty::san::SanPlus;
 use shakmaty::{Chess, Move, Position};
+
+use crate::engine::Game;
 
 /// One game's PGN text, built tag by tag and then move by move.
 pub struct PgnText {
@@ -70,6 +78,82 @@ impl PgnText {
         self.out.push_str(&line);
         self.out.push_str("\n\n");
         self.out
+    }
+}
+
+/// One PGN game as read: its tags, its main line in UCI notation and the position it reaches.
+#[derive(Debug)]
+pub struct ReadGame {
+    pub tags: HashMap<String, String>,
+    pub moves: Vec<String>,
+    pub end: Chess,
+}
+
+impl ReadGame {
+    /// The value of a tag named `name` in any case (writers spell `FEN` differently).
+    pub fn tag(&self, name: &str) -> Option<&str> {
+        tag_of(&self.tags, name)
+    }
+}
+
+fn tag_of<'a>(tags: &'a HashMap<String, String>, name: &str) -> Option<&'a str> {
+    tags.iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// The `pgn-reader` visitor that reads a game as a [`ReadGame`]: from its `FEN` tag, if any,
+/// along its main line; variations are skipped (the visitor's default), and an illegal move or
+/// a bad `FEN` ends the game with an error.
+pub struct MainLine;
+
+impl Visitor for MainLine {
+    type Tags = HashMap<String, String>;
+    type Movetext = ReadGame;
+    type Output = Result<ReadGame, String>;
+
+    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
+        ControlFlow::Continue(HashMap::new())
+    }
+
+    fn tag(
+        &mut self,
+        tags: &mut Self::Tags,
+        name: &[u8],
+        value: RawTag<'_>,
+    ) -> ControlFlow<Self::Output> {
+        tags.insert(
+            String::from_utf8_lossy(name).into_owned(),
+            value.decode_utf8_lossy().into_owned(),
+        );
+        ControlFlow::Continue(())
+    }
+
+    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, ReadGame> {
+        match Game::new(tag_of(&tags, "FEN"), false) {
+            Ok(game) => ControlFlow::Continue(ReadGame {
+                end: game.position().clone(),
+                tags,
+                moves: Vec::new(),
+            }),
+            Err(e) => ControlFlow::Break(Err(e.to_string())),
+        }
+    }
+
+    fn san(&mut self, game: &mut ReadGame, san_plus: SanPlus) -> ControlFlow<Self::Output> {
+        match san_plus.san.to_move(&game.end) {
+            Ok(m) => {
+                game.moves
+                    .push(shakmaty::uci::UciMove::from_standard(m).to_string());
+                game.end.play_unchecked(m);
+                ControlFlow::Continue(())
+            }
+            Err(e) => ControlFlow::Break(Err(format!("{san_plus} is not legal here: {e}"))),
+        }
+    }
+
+    fn end_game(&mut self, game: ReadGame) -> Self::Output {
+        Ok(game)
     }
 }
 

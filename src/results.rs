@@ -6,7 +6,13 @@
 //! `--from-results`, calibration) goes through [`scan_results`], which is tolerant: a torn last
 //! line (a crash mid-write), bytes that are not UTF-8, a malformed line, an unknown schema
 //! version, a value out of its sane range ([`check_record`]) or a duplicate game id is skipped
-//! and reported with its file and line, never fatal.
+//! and reported with its file and line, never fatal. A game exported by Lichess becomes a record
+//! through [`from_lichess`].
+
+pub mod fields;
+pub mod from_lichess;
+
+pub use fields::{EndStatus, Keyed, RecordColor, RecordPerf, RecordSpeed, RecordStatus};
 
 use std::collections::HashSet;
 use std::fs::{File, OpenOptions};
@@ -15,6 +21,8 @@ use std::ops::RangeInclusive;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+
+use crate::lichess::{Color, GameStatus, Perf, Speed};
 
 /// The schema version this build writes and the newest it reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -114,26 +122,27 @@ pub struct GameRecord {
     pub finished_at_ms: i64,
     pub rated: bool,
     /// Lichess speed (bullet, blitz, rapid, classical, correspondence).
-    pub speed: String,
+    pub speed: RecordSpeed,
     /// Lichess perf key; the rating pool the game counts for.
-    pub perf: String,
+    pub perf: RecordPerf,
     pub variant: String,
     /// "startpos" or a FEN.
     pub initial_fen: String,
     #[serde(default)]
     pub clock: Option<ClockRecord>,
     /// "white" or "black".
-    pub color: String,
+    pub color: RecordColor,
     pub opponent: OpponentRecord,
     /// The bot's own rating before the game, when known.
     #[serde(default)]
     pub our_rating: Option<f64>,
     pub result: Outcome,
-    /// Lichess status name (mate, resign, outoftime, draw, aborted, …).
-    pub status: String,
+    /// Lichess status name (mate, resign, outoftime, draw, aborted, …), or the arena's for a
+    /// malfunction (crash, illegalmove, hang).
+    pub status: RecordStatus,
     /// "white", "black" or absent.
     #[serde(default)]
-    pub winner: Option<String>,
+    pub winner: Option<RecordColor>,
     /// UCI moves separated by spaces.
     pub moves: String,
     /// Set when the game went wrong by our own fault (lost on time with budget left, engine
@@ -505,8 +514,12 @@ pub fn check_record(r: &GameRecord) -> Result<(), String> {
             return bad("clock.increment_ms", clock.increment_ms, "at most 1 hour");
         }
     }
-    if !matches!(r.color.as_str(), "white" | "black") {
-        return bad("color", format!("{:?}", r.color), "\"white\" or \"black\"");
+    if r.color.known().is_none() {
+        return bad(
+            "color",
+            format!("{:?}", r.color.as_str()),
+            "\"white\" or \"black\"",
+        );
     }
     if let Some(w) = &r.winner
         && !matches!(w.as_str(), "white" | "black")
@@ -533,10 +546,10 @@ pub fn check_record(r: &GameRecord) -> Result<(), String> {
         return bad("moves", format!("{plies} plies"), "at most 12000");
     }
     for (key, value) in [
-        ("speed", &r.speed),
-        ("perf", &r.perf),
-        ("variant", &r.variant),
-        ("status", &r.status),
+        ("speed", r.speed.as_str()),
+        ("perf", r.perf.as_str()),
+        ("variant", r.variant.as_str()),
+        ("status", r.status.as_str()),
     ] {
         if value.is_empty() || value.len() > 40 {
             return bad(key, format!("{value:?}"), "1 to 40 characters");
@@ -564,15 +577,15 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
         started_at_ms: 1_700_000_000_000,
         finished_at_ms: 1_700_000_300_000,
         rated: true,
-        speed: "blitz".to_string(),
-        perf: "blitz".to_string(),
+        speed: Speed::Blitz.into(),
+        perf: Perf::Blitz.into(),
         variant: "standard".to_string(),
         initial_fen: "startpos".to_string(),
         clock: Some(ClockRecord {
             initial_ms: 180_000,
             increment_ms: 2_000,
         }),
-        color: "white".to_string(),
+        color: Color::White.into(),
         opponent: OpponentRecord {
             id: "aaron".to_string(),
             name: "Aaron".to_string(),
@@ -584,8 +597,8 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
         },
         our_rating: Some(1100.0),
         result,
-        status: "mate".to_string(),
-        winner: Some("white".to_string()),
+        status: GameStatus::Mate.into(),
+        winner: Some(Color::White.into()),
         moves: "f2f3 e7e5 g2g4 d8h4".to_string(),
         fault: None,
         after_restart: None,
@@ -595,11 +608,11 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_files::temp_file;
 
     #[test]
     fn writes_each_game_once_even_after_reopen() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (_dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         assert!(log.append(&sample_record("a", Outcome::Win)).unwrap());
         assert!(!log.append(&sample_record("a", Outcome::Win)).unwrap());
@@ -613,17 +626,26 @@ mod tests {
         assert!(read.warnings.is_empty());
     }
 
-    #[test]
-    fn torn_last_line_is_skipped_and_the_next_record_survives() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+    /// A results file holding game `a`, then `damage` appended as it is (a torn line, a line
+    /// that is not UTF-8).
+    fn damaged_log(damage: &[u8]) -> (tempfile::TempDir, PathBuf) {
+        let (dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         log.append(&sample_record("a", Outcome::Win)).unwrap();
         drop(log);
+        OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(damage)
+            .unwrap();
+        (dir, path)
+    }
+
+    #[test]
+    fn torn_last_line_is_skipped_and_the_next_record_survives() {
         let full = serde_json::to_string(&sample_record("torn", Outcome::Win)).unwrap();
-        let mut f = OpenOptions::new().append(true).open(&path).unwrap();
-        f.write_all(&full.as_bytes()[..full.len() / 2]).unwrap();
-        drop(f);
+        let (_dir, path) = damaged_log(&full.as_bytes()[..full.len() / 2]);
 
         let read = read_results(std::slice::from_ref(&path)).unwrap();
         assert_eq!(read.records.len(), 1);
@@ -636,6 +658,43 @@ mod tests {
         let ids: Vec<_> = read.records.iter().map(|r| r.game_id.as_str()).collect();
         assert_eq!(ids, ["a", "c"]);
         assert_eq!(read.warnings.len(), 1, "{:?}", read.warnings);
+    }
+
+    /// A line as older builds wrote it (strings for speed, perf, colour, status and winner),
+    /// with values this build does not know: it reads, keeps them, and writes back the very
+    /// same bytes.
+    #[test]
+    fn an_old_line_with_unknown_values_round_trips_byte_identically() {
+        let line = r#"{"schema":1,"game_id":"old1","source":"lichess","account":"ladder-l3","level":3.0,"offset":-0.25,"coefficients_version":4,"engine":{"nodes":1200,"noise_cp":88.5,"hash_mb":1},"seed":18446744073709551557,"started_at_ms":1763000000000,"finished_at_ms":1763000300000,"rated":true,"speed":"hyperBullet","perf":"other","variant":"standard","initial_fen":"startpos","clock":{"initial_ms":30000,"increment_ms":0},"color":"black","opponent":{"id":"aaron","name":"Aaron","title":null,"rating":1012.0,"provisional":false,"rd":null,"bot":false},"our_rating":null,"result":"loss","status":"someNewEnd","winner":"white","moves":"e2e4 e7e5","fault":null}"#;
+        let record = parse_line(line).unwrap().expect("a game record");
+        assert_eq!(record.speed, Keyed::Other("hyperBullet".into()));
+        assert_eq!(record.perf, Keyed::Other("other".into()));
+        assert_eq!(record.status, Keyed::Other("someNewEnd".into()));
+        assert_eq!(record.color, Keyed::Known(Color::Black));
+        assert_eq!(record.winner, Some(Keyed::Known(Color::White)));
+        assert_eq!(serde_json::to_string(&record).unwrap(), line);
+    }
+
+    /// Every game of the shipped arena results (written by older builds) reads with typed
+    /// fields and writes back the same record. Compared as JSON values, not bytes: serde_json's
+    /// default float parsing may land one ulp off a long decimal (`noise_cp`), which the
+    /// typed fields have nothing to do with; the line above is compared byte for byte.
+    #[test]
+    fn the_shipped_arena_results_round_trip() {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("calibration/arena/games.jsonl");
+        let text = std::fs::read_to_string(path).unwrap();
+        let mut games = 0;
+        for line in text.lines() {
+            let Some(record) = parse_line(line).unwrap() else {
+                continue;
+            };
+            assert!(record.status.known().is_some(), "{line}");
+            let written = serde_json::to_string(&record).unwrap();
+            let value = |text: &str| serde_json::from_str::<serde_json::Value>(text).unwrap();
+            assert_eq!(value(&written), value(line));
+            games += 1;
+        }
+        assert!(games > 1000, "{games} games");
     }
 
     #[test]
@@ -677,21 +736,11 @@ mod tests {
 
     #[test]
     fn a_line_that_is_not_utf8_is_skipped_with_its_line_and_the_rest_is_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
-        let mut log = ResultsLog::open(&path).unwrap();
-        log.append(&sample_record("a", Outcome::Win)).unwrap();
-        drop(log);
         let mut bad = serde_json::to_vec(&sample_record("latin1", Outcome::Win)).unwrap();
         let at = bad.windows(5).position(|w| w == b"Aaron").unwrap();
         bad[at + 1] = 0xE9; // "A\xE9ron": Latin-1, not UTF-8
         bad.push(b'\n');
-        OpenOptions::new()
-            .append(true)
-            .open(&path)
-            .unwrap()
-            .write_all(&bad)
-            .unwrap();
+        let (_dir, path) = damaged_log(&bad);
         let mut log = ResultsLog::open(&path).expect("a bad byte never stops a writer");
         assert!(
             log.contains("latin1"),
@@ -710,8 +759,7 @@ mod tests {
 
     #[test]
     fn values_out_of_range_are_skipped_and_named() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (_dir, path) = temp_file("results.jsonl");
         let mut log = ResultsLog::open(&path).unwrap();
         let mut cases: Vec<(GameRecord, &str)> = Vec::new();
         let mut add = |id: &str, key: &'static str, change: &dyn Fn(&mut GameRecord)| {
@@ -741,7 +789,9 @@ mod tests {
         });
         add("time", "started_at_ms", &|r| r.started_at_ms = -1);
         add("plies", "moves", &|r| r.moves = "e2e4 ".repeat(20_000));
-        add("color", "color", &|r| r.color = "green".into());
+        add("color", "color", &|r| {
+            r.color = Keyed::Other("green".into())
+        });
         for (record, _) in &cases {
             log.append(record).unwrap();
         }

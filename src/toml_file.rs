@@ -71,6 +71,14 @@ impl FileText<'_> {
     }
 }
 
+/// Reads `path` and hands its text to `parse` with the path as the name errors give the file.
+pub fn load<T>(
+    path: &Path,
+    parse: impl FnOnce(&str, &str) -> Result<T, FileError>,
+) -> Result<T, FileError> {
+    parse(&read_text(path)?, &path.display().to_string())
+}
+
 /// The whole text of `path`, or the error that names it.
 pub fn read_text(path: &Path) -> Result<String, FileError> {
     std::fs::read_to_string(path).map_err(|source| FileError::Read {

@@ -21,9 +21,10 @@ use std::time::{Duration, Instant};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Color, Move, Position};
 
-use crate::engine::{Engine, Game, Limits, Score, SearchInfo, SearchObserver, SearchParams};
+use crate::engine::{Engine, Game, Limits, SearchInfo, SearchObserver, SearchParams};
 use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
 use crate::player::LevelPlayer;
+use crate::player::deadline::{Deadline, TimeBudget};
 
 /// `ladder uci` options.
 #[derive(Debug, clap::Args)]
@@ -512,13 +513,6 @@ fn parse_go(args: &str) -> (Go, Vec<String>) {
     (go, problems)
 }
 
-/// When to stop: `soft` = start no new iteration after this, `hard` = stop mid-iteration.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-struct TimeBudget {
-    soft: Option<Duration>,
-    hard: Option<Duration>,
-}
-
 /// Moves assumed left in the game when the GUI does not say (sudden death).
 const DEFAULT_MOVES_TO_GO: u64 = 25;
 
@@ -558,7 +552,8 @@ fn time_budget(go: &Go, turn: Color, overhead_ms: u64) -> TimeBudget {
 /// `stop`).
 #[derive(Default)]
 struct StopSignal {
-    raised: AtomicBool,
+    /// Shared with the search's [`Deadline`].
+    raised: Arc<AtomicBool>,
     lock: Mutex<()>,
     changed: Condvar,
 }
@@ -573,10 +568,6 @@ impl StopSignal {
 
     fn lower(&self) {
         self.raised.store(false, Ordering::SeqCst);
-    }
-
-    fn is_raised(&self) -> bool {
-        self.raised.load(Ordering::Relaxed)
     }
 
     fn wait(&self) {
@@ -705,12 +696,9 @@ fn search(
         return None;
     }
     let mut observer = UciObserver {
-        stop,
-        budget: job.budget,
-        started: job.started,
+        deadline: Deadline::new(job.started, job.budget).with_stop_flag(stop.raised.clone()),
         mode: job.game.castling_mode(),
         output,
-        stop_at_next_poll: false,
         last_reported: None,
     };
     let result = match &job.mode {
@@ -747,27 +735,21 @@ fn search(
     result.best_move
 }
 
-/// Stops the search on `stop` or time, and prints one `info` line per iteration.
+/// Stops the search on `stop` or time (its [`Deadline`]), and prints one `info` line per
+/// iteration.
 struct UciObserver<'a> {
-    stop: &'a StopSignal,
-    budget: TimeBudget,
-    started: Instant,
+    deadline: Deadline,
     mode: CastlingMode,
     output: &'a Output,
-    /// Set once the soft time is used: the next poll ends the search.
-    stop_at_next_poll: bool,
     last_reported: Option<u64>,
 }
 
 impl UciObserver<'_> {
     fn report(&mut self, info: &SearchInfo) {
-        let elapsed = self.started.elapsed();
+        let elapsed = self.deadline.started().elapsed();
         let ms = elapsed.as_millis() as u64;
         let nps = info.nodes * 1000 / ms.max(1);
-        let score = match info.score {
-            Score::Cp(cp) => format!("cp {cp}"),
-            Score::Mate(moves) => format!("mate {moves}"),
-        };
+        let score = info.score.to_uci();
         let mut line = format!(
             "info depth {} seldepth {} score {score} nodes {} nps {nps} time {ms}",
             info.depth, info.seldepth, info.nodes
@@ -785,24 +767,13 @@ impl UciObserver<'_> {
 }
 
 impl SearchObserver for UciObserver<'_> {
-    fn should_stop(&mut self, _nodes: u64) -> bool {
-        self.stop_at_next_poll
-            || self.stop.is_raised()
-            || self
-                .budget
-                .hard
-                .is_some_and(|hard| self.started.elapsed() >= hard)
+    fn should_stop(&mut self, nodes: u64) -> bool {
+        self.deadline.should_stop(nodes)
     }
 
     fn on_iteration(&mut self, info: &SearchInfo) {
         self.report(info);
-        if self
-            .budget
-            .soft
-            .is_some_and(|soft| self.started.elapsed() >= soft)
-        {
-            self.stop_at_next_poll = true;
-        }
+        self.deadline.on_iteration(info);
     }
 }
 

@@ -802,7 +802,7 @@ async fn an_anonymous_challenger_is_answered_by_the_policy() {
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
         stream_open(&sb, "anon1", Duration::from_secs(10)).await;
         let id = sb
-            .challenge_anonymously("Alice", "anon1", &ChallengeSpec::clock(180, 2))
+            .challenge_as("Alice", "anon1", &ChallengeSpec::clock(180, 2), true)
             .unwrap()
             .id;
         assert_eq!(declined_reason(&sb, &id).await, "rated");

@@ -3,8 +3,6 @@
 //! games between anchors that calibration skips and `--fit-anchors` rates, and resumes where it
 //! stopped; the judge rates a known game's moves when Stockfish is installed.
 
-use std::path::{Path, PathBuf};
-
 use clap::Parser;
 use ladder::arena::anchors::{AnchorKind, AnchorsFile, read_anchor_games};
 use ladder::arena::judge::Judge;
@@ -230,8 +228,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
         results.to_str().unwrap(),
     ]))
     .unwrap();
-    if !Path::new(Judge::STOCKFISH).exists() {
-        eprintln!("skipped the judging: {} is not installed", Judge::STOCKFISH);
+    if Judge::installed_stockfish().is_none() {
         assert!(summary.report.contains("not judged"), "{}", summary.report);
         return;
     }
@@ -264,17 +261,15 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
 
 #[test]
 fn the_judge_finds_the_blunder_of_fools_mate() {
-    let stockfish = Path::new(Judge::STOCKFISH);
-    if !stockfish.exists() {
-        eprintln!("skipped: {} is not installed", stockfish.display());
+    let Some(stockfish) = Judge::installed_stockfish() else {
         return;
-    }
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let mut judge = Judge::start(&PathBuf::from(stockfish), 10).await.unwrap();
+        let mut judge = Judge::start(&stockfish, 10).await.unwrap();
         // 1. f3 e5 2. g4?? Qh4#: White's second move allows mate in one.
         let game = Game::from_uci_moves(None, &["f2f3", "e7e5", "g2g4", "d8h4"], false).unwrap();
         let (white, black) = judge.judge_game(&game, 0).await.unwrap();
@@ -287,7 +282,7 @@ fn the_judge_finds_the_blunder_of_fools_mate() {
         assert_eq!(black.blunders + black.mistakes, 0, "{black:?}");
         assert!(black.cp_loss < 100.0, "{black:?}");
         // Judging from ply 2 leaves the opening out.
-        let mut judge = Judge::start(&PathBuf::from(stockfish), 10).await.unwrap();
+        let mut judge = Judge::start(&stockfish, 10).await.unwrap();
         let (white, black) = judge.judge_game(&game, 2).await.unwrap();
         judge.quit().await;
         assert_eq!((white.moves, black.moves, white.blunders), (1, 1, 1));

@@ -155,11 +155,12 @@ fn results_against_a_rated_uci_engine_feed_calibration() {
     // brought them to.
     let shipped = ladder::levels::Coefficients::builtin().version;
     let filter = Filter {
-        perf: "blitz".to_string(),
-        versions: Versions::Range(shipped, shipped),
-        opponents: ladder::calibration::select::Opponents::All,
         sources: vec![Source::Arena],
-        provisional_rd: 150.0,
+        ..Filter::new(
+            "blitz",
+            ladder::calibration::select::Opponents::All,
+            Versions::Range(shipped, shipped),
+        )
     };
     let selection = select(&read.records, &filter);
     assert_eq!(selection.excluded.total(), 0, "{:?}", selection.excluded);

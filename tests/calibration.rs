@@ -16,15 +16,14 @@ use std::path::{Path, PathBuf};
 use common::cli::{ladder_output, texts};
 use common::fetch::fetch_args;
 
-use ladder::calibration::estimate::{FarOff, Observation, Prior, Q, estimate, expected};
-use ladder::calibration::fetch::{AccountRef, VersionTimeline, to_record};
+use ladder::calibration::estimate::{Observation, Prior, Q, estimate, expected};
 use ladder::calibration::pipeline::Settings;
 use ladder::calibration::select::{Filter, Opponents, Versions};
 use ladder::calibration::simulate::{SimConfig, Truth};
-use ladder::calibration::update::UpdateConfig;
 use ladder::levels::Coefficients;
 use ladder::lichess::GameJson;
-use ladder::results::{Outcome, sample_record};
+use ladder::results::from_lichess::{AccountRef, VersionTimeline, to_record};
+use ladder::results::{Keyed, Outcome, sample_record};
 
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/calibration");
 
@@ -176,19 +175,11 @@ fn sim(seed: u64) -> SimConfig {
         draw_rate: 0.3,
         provisional_share: 0.1,
         aborted_share: 0.01,
-        settings: Settings {
-            filter: Filter {
-                perf: "blitz".into(),
-                opponents: Opponents::Humans,
-                versions: Versions::Range(1, 1),
-                sources: vec![],
-                provisional_rd: 150.0,
-            },
-            prior_draws: 2,
-            far_off: FarOff::default(),
-            update: UpdateConfig::default(),
-            history: BTreeMap::new(),
-        },
+        settings: Settings::new(Filter::new(
+            "blitz",
+            Opponents::Humans,
+            Versions::Range(1, 1),
+        )),
     }
 }
 
@@ -826,7 +817,7 @@ fn likeness_table_and_plot_match_a_hand_count() {
         let mut r = sample_record(&format!("p{i}"), Outcome::Draw);
         r.level = 6.0;
         r.account = "ladder-l6".into();
-        r.color = if white { "black" } else { "white" }.into();
+        r.color = Keyed::parse(if white { "black" } else { "white" });
         r.opponent.rating = Some(rating);
         r.moves = moves.join(" ");
         log.append(&r).unwrap();

@@ -14,11 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use common::stderr::read_until_line;
 use common::tools::installed;
+use ladder::sandbox::server::bearer;
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deploy");
@@ -169,22 +170,13 @@ struct FakeUser {
 
 type Users = Arc<Mutex<HashMap<String, FakeUser>>>;
 
-fn bearer(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(header::AUTHORIZATION)?
-        .to_str()
-        .ok()?
-        .strip_prefix("Bearer ")
-        .map(str::to_string)
-}
-
 fn error(status: StatusCode, message: &str) -> Response {
     (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
 }
 
 async fn account(State(users): State<Users>, headers: HeaderMap) -> Response {
     let users = users.lock().unwrap();
-    let Some(user) = bearer(&headers).and_then(|t| users.get(&t).cloned()) else {
+    let Some(user) = bearer(&headers).and_then(|t| users.get(t).cloned()) else {
         return error(StatusCode::UNAUTHORIZED, "No such token");
     };
     let mut body = serde_json::json!({
@@ -204,7 +196,7 @@ async fn account(State(users): State<Users>, headers: HeaderMap) -> Response {
 
 async fn upgrade(State(users): State<Users>, headers: HeaderMap) -> Response {
     let mut users = users.lock().unwrap();
-    let Some(user) = bearer(&headers).and_then(|t| users.get_mut(&t)) else {
+    let Some(user) = bearer(&headers).and_then(|t| users.get_mut(t)) else {
         return error(StatusCode::UNAUTHORIZED, "No such token");
     };
     if !user.scopes.iter().any(|s| s == "bot:play") {

@@ -7,13 +7,13 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+use ladder::arena::player::position_command;
 use ladder::engine::position::GameEnd;
 use ladder::engine::{Game, NoStop};
 use ladder::levels::{Coefficients, LevelParams};
 use ladder::player::LevelPlayer;
 use ladder::seed::SplitMix;
-use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess, Color, EnPassantMode, FromSetup, Role, Square};
+use shakmaty::{CastlingMode, Chess, Color, FromSetup, Role, Square};
 
 /// Where Debian installs Stockfish.
 const STOCKFISH: &str = "/usr/games/stockfish";
@@ -120,18 +120,7 @@ impl Stockfish {
     }
 
     fn best_move(&mut self, game: &Game) -> String {
-        let mut position = format!(
-            "position fen {}",
-            Fen::from_position(game.initial_position(), EnPassantMode::Legal)
-        );
-        if !game.moves().is_empty() {
-            position.push_str(" moves");
-            for m in game.moves() {
-                position.push(' ');
-                position.push_str(&game.to_uci(*m));
-            }
-        }
-        self.send(&position);
+        self.send(&position_command(game));
         self.send(&format!("go nodes {DEFENDER_NODES}"));
         let line = self.wait_for("bestmove");
         line.split_whitespace()

@@ -578,13 +578,11 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
         assert_eq!((r.result, r.status.as_str()), (Outcome::Loss, "outoftime"));
         assert_eq!(r.fault_kind(), Some(fault::RATE_LIMITED), "{r:?}");
 
-        let filter = Filter {
-            perf: r.perf.clone(),
-            versions: Versions::Range(r.coefficients_version, r.coefficients_version),
-            opponents: ladder::calibration::select::Opponents::All,
-            sources: Vec::new(),
-            provisional_rd: 150.0,
-        };
+        let filter = Filter::new(
+            r.perf.as_str(),
+            ladder::calibration::select::Opponents::All,
+            Versions::Range(r.coefficients_version, r.coefficients_version),
+        );
         let selection = select(std::slice::from_ref(r), &filter);
         assert_eq!((selection.used, selection.excluded.fault), (0, 1));
         // Without the fault the very same game would count: the fault is what leaves it out.

@@ -11,8 +11,6 @@ mod common {
     pub mod tokens;
 }
 
-use std::collections::HashMap;
-use std::ops::ControlFlow;
 use std::path::Path;
 use std::time::Duration;
 
@@ -26,10 +24,10 @@ use ladder::config::Config;
 use ladder::daemon::pgn_log::pgn_path;
 use ladder::engine::Game;
 use ladder::lichess::{ChallengeColor, Color, GameId, GameStatus};
+use ladder::pgn::{MainLine, ReadGame};
 use ladder::results::{GameRecord, read_results};
 use ladder::sandbox::{Action, ChallengeSpec, GameSummary, Sandbox};
-use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
-use shakmaty::{Chess, Position};
+use pgn_reader::Reader;
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -81,71 +79,11 @@ async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
 
 // ---------------------------------------------------------------- PGN reading
 
-/// One PGN game as read back: its tags and the position its main line reaches.
-#[derive(Debug)]
-struct ReadGame {
-    tags: HashMap<String, String>,
-    moves: Vec<String>,
-    end: Chess,
-}
-
-struct Replay;
-
-impl Visitor for Replay {
-    type Tags = HashMap<String, String>;
-    type Movetext = ReadGame;
-    type Output = Result<ReadGame, String>;
-
-    fn begin_tags(&mut self) -> ControlFlow<Self::Output, Self::Tags> {
-        ControlFlow::Continue(HashMap::new())
-    }
-
-    fn tag(
-        &mut self,
-        tags: &mut Self::Tags,
-        name: &[u8],
-        value: RawTag<'_>,
-    ) -> ControlFlow<Self::Output> {
-        tags.insert(
-            String::from_utf8_lossy(name).into_owned(),
-            value.decode_utf8_lossy().into_owned(),
-        );
-        ControlFlow::Continue(())
-    }
-
-    fn begin_movetext(&mut self, tags: Self::Tags) -> ControlFlow<Self::Output, ReadGame> {
-        match Game::new(tags.get("FEN").map(String::as_str), false) {
-            Ok(game) => ControlFlow::Continue(ReadGame {
-                end: game.position().clone(),
-                tags,
-                moves: Vec::new(),
-            }),
-            Err(e) => ControlFlow::Break(Err(e.to_string())),
-        }
-    }
-
-    fn san(&mut self, game: &mut ReadGame, san_plus: SanPlus) -> ControlFlow<Self::Output> {
-        match san_plus.san.to_move(&game.end) {
-            Ok(m) => {
-                game.moves
-                    .push(shakmaty::uci::UciMove::from_standard(m).to_string());
-                game.end.play_unchecked(m);
-                ControlFlow::Continue(())
-            }
-            Err(e) => ControlFlow::Break(Err(format!("{san_plus} is not legal: {e}"))),
-        }
-    }
-
-    fn end_game(&mut self, game: ReadGame) -> Self::Output {
-        Ok(game)
-    }
-}
-
 fn read_pgn(path: &Path) -> Vec<ReadGame> {
     let text = std::fs::read_to_string(path).unwrap();
     let mut reader = Reader::new(text.as_bytes());
     let mut games = Vec::new();
-    while let Some(game) = reader.read_game(&mut Replay).unwrap() {
+    while let Some(game) = reader.read_game(&mut MainLine).unwrap() {
         games.push(game.unwrap_or_else(|e| panic!("{e} in\n{text}")));
     }
     games

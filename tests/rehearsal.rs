@@ -192,13 +192,11 @@ fn usable_games(results: &Path, version: u32) -> BTreeMap<String, usize> {
         return BTreeMap::new();
     }
     let read = read_results(&[results.to_path_buf()]).expect("the results file reads");
-    let filter = Filter {
-        perf: "blitz".to_string(),
-        opponents: Opponents::Humans,
-        versions: Versions::Range(version, version),
-        sources: Vec::new(),
-        provisional_rd: 150.0,
-    };
+    let filter = Filter::new(
+        "blitz",
+        Opponents::Humans,
+        Versions::Range(version, version),
+    );
     select(&read.records, &filter)
         .levels
         .into_iter()

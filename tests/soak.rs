@@ -1102,7 +1102,7 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
         .filter_map(|g| {
             let r = records.get(g.id.as_str())?;
             let server = (status_name(g.status), g.winner.map(color_name));
-            let ours = (r.status.clone(), r.winner.as_deref());
+            let ours = (r.status.to_string(), r.winner.as_ref().map(|w| w.as_str()));
             (server.0 != ours.0 || server.1 != ours.1)
                 .then(|| format!("{}: server {server:?}, results {ours:?}", g.id))
         })

@@ -107,8 +107,7 @@ impl AnchorsFile {
     }
 
     pub fn load(path: &Path) -> Result<AnchorsFile, AnchorsError> {
-        let text = crate::toml_file::read_text(path)?;
-        AnchorsFile::parse(&text, &path.display().to_string())
+        crate::toml_file::load(path, AnchorsFile::parse)
     }
 
     /// Parses and validates `text`; `origin` names the file in errors.

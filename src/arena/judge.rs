@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::player::position_command;
-use super::uci_client::{EngineCommand, UciEngine, UciScore};
-use crate::engine::Game;
+use super::uci_client::{EngineCommand, UciEngine};
 use crate::engine::position::GameEnd;
+use crate::engine::{Game, Score};
 use shakmaty::Position;
 
 /// lila's factor of the winning-chances curve.
@@ -23,12 +23,12 @@ pub const WIN_CHANCE_FACTOR: f64 = 0.003_682_08;
 pub const CP_CEILING: f64 = 1000.0;
 
 /// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].
-pub fn capped_cp(score: UciScore) -> f64 {
+pub fn capped_cp(score: Score) -> f64 {
     match score {
-        UciScore::Cp(cp) => (cp as f64).clamp(-CP_CEILING, CP_CEILING),
-        UciScore::Mate(n) if n > 0 => CP_CEILING,
+        Score::Cp(cp) => (cp as f64).clamp(-CP_CEILING, CP_CEILING),
+        Score::Mate(n) if n > 0 => CP_CEILING,
         // `mate 0` or `mate -n`: the side to move is (being) mated.
-        UciScore::Mate(_) => -CP_CEILING,
+        Score::Mate(_) => -CP_CEILING,
     }
 }
 
@@ -148,6 +148,18 @@ impl Judge {
     /// The default judge's binary.
     pub const STOCKFISH: &'static str = "/usr/games/stockfish";
 
+    /// The default judge's binary where it is installed; else `None`, having said on stderr
+    /// that what needs it is skipped (tests judge only on machines with Stockfish).
+    pub fn installed_stockfish() -> Option<PathBuf> {
+        let program = PathBuf::from(Judge::STOCKFISH);
+        if program.exists() {
+            Some(program)
+        } else {
+            eprintln!("skipped: {} is not installed", program.display());
+            None
+        }
+    }
+
     /// Starts `program` (one thread, 16 MB hash).
     pub async fn start(program: &Path, depth: u32) -> Result<Judge, String> {
         let command = EngineCommand {
@@ -226,37 +238,32 @@ mod tests {
         assert!((win_chance(-300.0) + 0.502_24).abs() < 1e-4);
         // The cap: 2 / (1 + e^-3.68208) - 1 = 0.95089...
         assert!((win_chance(CP_CEILING) - 0.950_89).abs() < 1e-4);
-        assert_eq!(capped_cp(UciScore::Cp(2500)), 1000.0);
-        assert_eq!(capped_cp(UciScore::Cp(-42)), -42.0);
-        assert_eq!(capped_cp(UciScore::Mate(3)), 1000.0);
-        assert_eq!(capped_cp(UciScore::Mate(-2)), -1000.0);
-        assert_eq!(capped_cp(UciScore::Mate(0)), -1000.0);
+        assert_eq!(capped_cp(Score::Cp(2500)), 1000.0);
+        assert_eq!(capped_cp(Score::Cp(-42)), -42.0);
+        assert_eq!(capped_cp(Score::Mate(3)), 1000.0);
+        assert_eq!(capped_cp(Score::Mate(-2)), -1000.0);
+        assert_eq!(capped_cp(Score::Mate(0)), -1000.0);
     }
 
     #[test]
     fn judgements_follow_lichess_thresholds() {
-        // 0 -> -100 cp: 0 - (-0.182) = 0.182 drop: an inaccuracy.
-        assert_eq!(
-            judge(win_chance(0.0), win_chance(-100.0)),
-            Judgement::Inaccuracy
-        );
-        // +300 -> 0: a drop of 0.502: a blunder.
-        assert_eq!(
-            judge(win_chance(300.0), win_chance(0.0)),
-            Judgement::Blunder
-        );
-        // +100 -> -50: 0.182 + 0.0917 = 0.274: a mistake.
-        assert_eq!(
-            judge(win_chance(100.0), win_chance(-50.0)),
-            Judgement::Mistake
-        );
-        // Deep in a won position a lot of centipawns are a small change: +1000 -> +600 drops
-        // 0.951 - 0.802 = 0.149: an inaccuracy, though 400 cp were lost.
-        assert_eq!(
-            judge(win_chance(1000.0), win_chance(600.0)),
-            Judgement::Inaccuracy
-        );
-        assert_eq!(judge(win_chance(50.0), win_chance(60.0)), Judgement::Good);
+        // (before, after) in centipawns, the judgement of the drop in winning chances.
+        let cases = [
+            // 0 -> -100 cp: 0 - (-0.182) = 0.182 drop: an inaccuracy.
+            (0.0, -100.0, Judgement::Inaccuracy),
+            // +300 -> 0: a drop of 0.502: a blunder.
+            (300.0, 0.0, Judgement::Blunder),
+            // +100 -> -50: 0.182 + 0.0917 = 0.274: a mistake.
+            (100.0, -50.0, Judgement::Mistake),
+            // Deep in a won position a lot of centipawns are a small change: +1000 -> +600
+            // drops 0.951 - 0.802 = 0.149: an inaccuracy, though 400 cp were lost.
+            (1000.0, 600.0, Judgement::Inaccuracy),
+            (50.0, 60.0, Judgement::Good),
+        ];
+        for (before, after, expected) in cases {
+            let judged = judge(win_chance(before), win_chance(after));
+            assert_eq!(judged, expected, "{before} -> {after}");
+        }
     }
 
     #[test]

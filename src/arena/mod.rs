@@ -25,8 +25,8 @@ use crate::levels::Coefficients;
 use crate::lichess::{Clock, Perf};
 use crate::logging::Progress;
 use crate::results::{
-    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, ResultsLog, SCHEMA_VERSION,
-    Source,
+    ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, ResultsLog,
+    SCHEMA_VERSION, Source,
 };
 use game::{PlayedGame, Termination};
 use openings::Opening;
@@ -1011,10 +1011,11 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             started_at_ms: played.started_at_ms,
             finished_at_ms: played.finished_at_ms,
             rated: true,
-            speed: ctx
-                .tc
-                .map_or_else(|| ctx.perf.to_string(), |tc| tc.speed().to_string()),
-            perf: ctx.perf.to_string(),
+            speed: Keyed::parse(
+                &ctx.tc
+                    .map_or_else(|| ctx.perf.to_string(), |tc| tc.speed().to_string()),
+            ),
+            perf: Keyed::parse(ctx.perf),
             variant: "standard".to_string(),
             initial_fen: opening
                 .fen
@@ -1024,7 +1025,7 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
                 initial_ms: tc.initial_ms,
                 increment_ms: tc.increment_ms,
             }),
-            color: color_name(color).to_string(),
+            color: Keyed::parse(color_name(color)),
             opponent: OpponentRecord {
                 id: opponent.name.clone(),
                 name: opponent.name.clone(),
@@ -1036,8 +1037,8 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             },
             our_rating: None,
             result,
-            status: played.termination.status().to_string(),
-            winner: played.winner.map(|w| color_name(w).to_string()),
+            status: Keyed::parse(played.termination.status()),
+            winner: played.winner.map(|w| Keyed::parse(color_name(w))),
             moves: moves.join(" "),
             fault,
             after_restart: None,

@@ -5,13 +5,13 @@
 
 use std::cell::Cell;
 use std::io::Read;
-use std::ops::ControlFlow;
 use std::path::Path;
 
-use pgn_reader::{RawTag, Reader, SanPlus, Visitor};
+use pgn_reader::{Reader, SanPlus};
 use shakmaty::{Chess, Position};
 
 use crate::engine::{Game, GameError};
+use crate::pgn::MainLine;
 use crate::toml_file::line_of;
 
 /// A starting point: an initial position plus moves already played from it.
@@ -187,18 +187,21 @@ pub fn parse_pgn(text: &str, origin: &str) -> Result<Vec<Opening>, OpeningsError
             return Ok(out);
         }
         let Some(game) = reader
-            .read_game(&mut OpeningVisitor)
+            .read_game(&mut MainLine)
             .map_err(|e| err(e.to_string()))?
         else {
             return Ok(out);
         };
         let game = game.map_err(err)?;
+        // The opening's name: its `Opening` tag, else a real `Event`, else its place.
+        let event = game.tag("Event").filter(|e| !e.is_empty() && *e != "?");
         let name = game
-            .name
-            .unwrap_or_else(|| format!("{origin} #{}", out.len() + 1));
+            .tag("Opening")
+            .or(event)
+            .map_or_else(|| format!("{origin} #{}", out.len() + 1), str::to_string);
         out.push(Opening {
             name,
-            fen: game.fen,
+            fen: game.tag("FEN").map(str::to_string),
             moves: game.moves,
         });
     }
@@ -215,94 +218,6 @@ impl Read for Counting<'_> {
         let n = self.rest.read(buf)?;
         self.consumed.set(self.consumed.get() + n);
         Ok(n)
-    }
-}
-
-/// One PGN game as an opening's parts.
-struct PgnGame {
-    name: Option<String>,
-    fen: Option<String>,
-    moves: Vec<String>,
-}
-
-#[derive(Default)]
-struct PgnTags {
-    fen: Option<String>,
-    opening: Option<String>,
-    event: Option<String>,
-}
-
-/// The main line so far, and the position it reached.
-struct MainLine {
-    tags: PgnTags,
-    position: Chess,
-    moves: Vec<String>,
-}
-
-/// Turns each game's tags and main line into a [`PgnGame`]; an illegal move or a bad `FEN`
-/// ends the game with an error. Variations are skipped (the visitor's default).
-struct OpeningVisitor;
-
-impl Visitor for OpeningVisitor {
-    type Tags = PgnTags;
-    type Movetext = MainLine;
-    type Output = Result<PgnGame, String>;
-
-    fn begin_tags(&mut self) -> ControlFlow<Self::Output, PgnTags> {
-        ControlFlow::Continue(PgnTags::default())
-    }
-
-    fn tag(
-        &mut self,
-        tags: &mut PgnTags,
-        name: &[u8],
-        value: RawTag<'_>,
-    ) -> ControlFlow<Self::Output> {
-        let value = Some(value.decode_utf8_lossy().into_owned());
-        if name.eq_ignore_ascii_case(b"FEN") {
-            tags.fen = value;
-        } else if name.eq_ignore_ascii_case(b"Opening") {
-            tags.opening = value;
-        } else if name.eq_ignore_ascii_case(b"Event") {
-            tags.event = value;
-        }
-        ControlFlow::Continue(())
-    }
-
-    fn begin_movetext(&mut self, tags: PgnTags) -> ControlFlow<Self::Output, MainLine> {
-        match Game::new(tags.fen.as_deref(), false) {
-            Ok(game) => ControlFlow::Continue(MainLine {
-                position: game.position().clone(),
-                tags,
-                moves: Vec::new(),
-            }),
-            Err(e) => ControlFlow::Break(Err(e.to_string())),
-        }
-    }
-
-    fn san(&mut self, line: &mut MainLine, san_plus: SanPlus) -> ControlFlow<Self::Output> {
-        match san_plus.san.to_move(&line.position) {
-            Ok(m) => {
-                line.moves
-                    .push(shakmaty::uci::UciMove::from_standard(m).to_string());
-                line.position.play_unchecked(m);
-                ControlFlow::Continue(())
-            }
-            Err(e) => ControlFlow::Break(Err(format!("{san_plus} is not legal here: {e}"))),
-        }
-    }
-
-    fn end_game(&mut self, line: MainLine) -> Self::Output {
-        let PgnTags {
-            fen,
-            opening,
-            event,
-        } = line.tags;
-        Ok(PgnGame {
-            name: opening.or_else(|| event.filter(|e| !e.is_empty() && e != "?")),
-            fen,
-            moves: line.moves,
-        })
     }
 }
 

@@ -15,10 +15,11 @@ use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode, Move, Position, Role};
 
 use super::uci_client::{EngineCommand, UciEngine};
-use crate::engine::{Game, SearchInfo, SearchObserver};
+use crate::engine::Game;
 use crate::levels::{Coefficients, LevelParams};
-use crate::player::LevelPlayer;
 use crate::player::clock::{ClockInput, think_time};
+use crate::player::deadline::TimeBudget;
+use crate::player::{LevelPlayer, choose_blocking};
 use crate::seed::SplitMix;
 
 /// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
@@ -484,20 +485,16 @@ impl Seat {
     pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<String, Fault> {
         match self {
             Seat::Level { player } => {
-                let mut taken = player
+                let taken = player
                     .take()
                     .expect("the player is back after every search");
-                let position = game.clone();
-                let budget = clocks.map(|c| level_time_budget(c, game));
-                let (returned, result) = tokio::task::spawn_blocking(move || {
-                    let mut observer = TimeBudget {
-                        deadline: budget.map(|b| std::time::Instant::now() + b),
-                    };
-                    let result = taken.choose(&position, &mut observer);
-                    (taken, result)
-                })
-                .await
-                .map_err(|e| Fault::Crash(format!("our search panicked: {e}")))?;
+                let budget = TimeBudget {
+                    soft: None,
+                    hard: clocks.map(|c| level_time_budget(c, game)),
+                };
+                let (returned, result) = choose_blocking(taken, game.clone(), budget)
+                    .await
+                    .map_err(|e| Fault::Crash(format!("our search panicked: {e}")))?;
                 *player = Some(returned);
                 let best = result
                     .best_move
@@ -518,7 +515,10 @@ impl Seat {
                     .as_mut()
                     .ok_or_else(|| Fault::Crash("the engine is gone".to_string()))?;
                 let (go, wait) = go_command(*limits, clocks, *timeouts, game.turn());
-                let answer = engine.best_move(&position_command(game), &go, wait).await;
+                let answer = engine
+                    .analyse(&position_command(game), &go, wait)
+                    .await
+                    .map(|analysis| analysis.best);
                 match answer {
                     Ok(uci) => Ok(uci),
                     Err(e) => {
@@ -609,19 +609,6 @@ fn level_time_budget(clocks: Clocks, game: &Game) -> Duration {
         // The arena's clock runs from the first move: no abort timer to beat.
         first_move: false,
     })
-}
-
-/// Stops a level's search at its wall-clock deadline, if it has one.
-struct TimeBudget {
-    deadline: Option<std::time::Instant>,
-}
-
-impl SearchObserver for TimeBudget {
-    fn should_stop(&mut self, _nodes: u64) -> bool {
-        self.deadline
-            .is_some_and(|d| std::time::Instant::now() >= d)
-    }
-    fn on_iteration(&mut self, _info: &SearchInfo) {}
 }
 
 #[cfg(test)]

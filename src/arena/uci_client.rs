@@ -10,6 +10,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 use tokio::time::{Instant, timeout_at};
 
+use crate::engine::Score;
+
 /// How to start an engine.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EngineCommand {
@@ -35,22 +37,15 @@ pub enum UciError {
     Io(#[from] std::io::Error),
 }
 
-/// An engine's evaluation: centipawns, or moves to mate (negative: being mated).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum UciScore {
-    Cp(i32),
-    Mate(i32),
-}
-
 /// What a search answered.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Analysis {
     pub best: String,
-    pub score: Option<UciScore>,
+    pub score: Option<Score>,
 }
 
 /// The score of an `info` line (of the first PV when several), and whether it is a bound.
-fn parse_score(line: &str) -> Option<(UciScore, bool)> {
+fn parse_score(line: &str) -> Option<(Score, bool)> {
     let mut words = line.split_whitespace();
     if words.next() != Some("info") {
         return None;
@@ -63,11 +58,7 @@ fn parse_score(line: &str) -> Option<(UciScore, bool)> {
     }
     let i = words.iter().position(|w| *w == "score")?;
     let value: i32 = words.get(i + 2)?.parse().ok()?;
-    let score = match *words.get(i + 1)? {
-        "cp" => UciScore::Cp(value),
-        "mate" => UciScore::Mate(value),
-        _ => return None,
-    };
+    let score = Score::from_uci(words.get(i + 1)?, value)?;
     let bound = matches!(words.get(i + 3), Some(&"lowerbound") | Some(&"upperbound"));
     Some((score, bound))
 }
@@ -131,28 +122,8 @@ impl UciEngine {
         self.ready(Instant::now() + wait).await
     }
 
-    /// Sends `position` and `go` commands and returns the move of `bestmove` (as sent; the
-    /// caller checks it), waiting at most `wait`.
-    pub async fn best_move(
-        &mut self,
-        position: &str,
-        go: &str,
-        wait: Duration,
-    ) -> Result<String, UciError> {
-        let deadline = Instant::now() + wait;
-        self.send(position).await?;
-        self.send(go).await?;
-        let line = self
-            .read_until(go, deadline, |line| line.starts_with("bestmove"))
-            .await?;
-        Ok(line
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_string())
-    }
-
-    /// Like [`UciEngine::best_move`], also returning the last score the engine reported
+    /// Sends `position` and `go` commands, waiting at most `wait`, and returns the move of
+    /// `bestmove` (as sent; the caller checks it) with the last score the engine reported
     /// (exact scores preferred over bounds), from the side to move's point of view.
     pub async fn analyse(
         &mut self,
@@ -160,12 +131,9 @@ impl UciEngine {
         go: &str,
         wait: Duration,
     ) -> Result<Analysis, UciError> {
-        let deadline = Instant::now() + wait;
-        self.send(position).await?;
-        self.send(go).await?;
         let (mut exact, mut bound) = (None, None);
-        let line = self
-            .read_until(go, deadline, |line| {
+        let best = self
+            .search(position, go, wait, |line| {
                 if let Some((score, is_bound)) = parse_score(line) {
                     if is_bound {
                         bound = Some(score);
@@ -173,17 +141,37 @@ impl UciEngine {
                         exact = Some(score);
                     }
                 }
-                line.starts_with("bestmove")
             })
             .await?;
         Ok(Analysis {
-            best: line
-                .split_whitespace()
-                .nth(1)
-                .unwrap_or_default()
-                .to_string(),
+            best,
             score: exact.or(bound),
         })
+    }
+
+    /// One search: `position`, `go`, every line until `bestmove` shown to `info`, the move of
+    /// `bestmove`.
+    async fn search(
+        &mut self,
+        position: &str,
+        go: &str,
+        wait: Duration,
+        mut info: impl FnMut(&str),
+    ) -> Result<String, UciError> {
+        let deadline = Instant::now() + wait;
+        self.send(position).await?;
+        self.send(go).await?;
+        let line = self
+            .read_until(go, deadline, |line| {
+                info(line);
+                line.starts_with("bestmove")
+            })
+            .await?;
+        Ok(line
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string())
     }
 
     /// Asks the engine to quit and gives it a moment before the drop kills it.
@@ -259,11 +247,11 @@ mod tests {
     fn scores_parse_from_info_lines() {
         assert_eq!(
             parse_score("info depth 10 seldepth 14 multipv 1 score cp -35 nodes 9 pv e2e4"),
-            Some((UciScore::Cp(-35), false))
+            Some((Score::Cp(-35), false))
         );
         assert_eq!(
             parse_score("info depth 9 score mate -2 upperbound nodes 5"),
-            Some((UciScore::Mate(-2), true))
+            Some((Score::Mate(-2), true))
         );
         assert_eq!(parse_score("info depth 9 multipv 2 score cp 10"), None);
         assert_eq!(parse_score("info string NNUE enabled"), None);

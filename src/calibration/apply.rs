@@ -70,11 +70,11 @@ pub fn apply(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_files::temp_file;
 
     #[test]
     fn an_absurd_proposal_is_never_written() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("coefficients.toml");
+        let (dir, path) = temp_file("coefficients.toml");
         fs::write(&path, Coefficients::DEFAULT_TOML).unwrap();
         let current = Coefficients::builtin();
         let mut next = current.clone();

@@ -933,6 +933,10 @@ mod tests {
         }
     }
 
+    fn play(level: f64, games: usize, why: &'static str) -> Step {
+        Step::Play { level, games, why }
+    }
+
     fn games(list: &[(f64, usize)]) -> BTreeMap<String, usize> {
         list.iter().map(|&(l, n)| (level_key(l), n)).collect()
     }
@@ -944,20 +948,12 @@ mod tests {
         let g = games(&[(1.0, 30), (2.0, 4), (3.0, 40)]);
         assert_eq!(
             next_step(&c.levels, &g, true, 100, None, &c),
-            Step::Play {
-                level: 2.0,
-                games: 12,
-                why: "cycle"
-            }
+            play(2.0, 12, "cycle")
         );
         let g = games(&[(1.0, 35), (2.0, 40), (3.0, 40)]);
         assert_eq!(
             next_step(&c.levels, &g, true, 100, None, &c),
-            Step::Play {
-                level: 1.0,
-                games: 5,
-                why: "cycle"
-            }
+            play(1.0, 5, "cycle")
         );
         // A level never seen has no games at all.
         let g = games(&[(1.0, 40), (3.0, 40)]);
@@ -974,11 +970,7 @@ mod tests {
         assert_eq!(next_step(&c.levels, &g, true, 292, None, &c), Step::Apply);
         assert_eq!(
             next_step(&c.levels, &g, false, 292, None, &c),
-            Step::Play {
-                level: 1.0,
-                games: 12,
-                why: "final"
-            }
+            play(1.0, 12, "final")
         );
         let g = games(&[(1.0, 200), (2.0, 210), (3.0, 200)]);
         assert!(matches!(
@@ -1041,11 +1033,7 @@ mod tests {
         let g = games(&[(1.0, 200), (2.0, 390), (3.0, 200)]);
         assert_eq!(
             next_step(&c.levels, &g, false, 790, Some(2.0), &c),
-            Step::Play {
-                level: 2.0,
-                games: 10,
-                why: "gap"
-            }
+            play(2.0, 10, "gap")
         );
         // A move found meanwhile is applied first.
         assert_eq!(
@@ -1068,11 +1056,7 @@ mod tests {
         ));
         assert_eq!(
             next_step(&c.levels, &g, false, 995, None, &c),
-            Step::Play {
-                level: 1.0,
-                games: 5,
-                why: "cycle"
-            }
+            play(1.0, 5, "cycle")
         );
     }
 

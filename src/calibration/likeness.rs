@@ -198,7 +198,7 @@ fn recent_games<'a>(
         .iter()
         .filter(|r| {
             !r.opponent.bot
-                && r.perf == settings.perf
+                && r.perf == settings.perf.as_str()
                 && (settings.sources.is_empty() || settings.sources.contains(&r.source))
                 && r.opponent.rating.is_some_and(f64::is_finite)
         })
@@ -354,7 +354,7 @@ fn judge_games(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::{Outcome, sample_record};
+    use crate::results::{Keyed, Outcome, sample_record};
 
     const LEVELS: [(f64, f64); 5] = [
         (1.0, 600.0),
@@ -416,12 +416,11 @@ mod tests {
     fn record(id: &str, moves: &str, human: Color, rating: f64, finished: i64) -> GameRecord {
         let mut r = sample_record(id, Outcome::Draw);
         r.moves = moves.to_string();
-        r.color = if human == Color::White {
+        r.color = Keyed::parse(if human == Color::White {
             "black"
         } else {
             "white"
-        }
-        .to_string();
+        });
         r.opponent.rating = Some(rating);
         r.finished_at_ms = finished;
         r
@@ -446,7 +445,7 @@ mod tests {
         let mut bot = record("bot", &a, Color::Black, 1210.0, 4);
         bot.opponent.bot = true;
         let mut rapid = record("rapid", &a, Color::Black, 1210.0, 5);
-        rapid.perf = "rapid".into();
+        rapid.perf = Keyed::parse("rapid");
         let mut anonymous = record("anon", &a, Color::Black, 1210.0, 6);
         anonymous.opponent.rating = None;
         records.extend([bot, rapid, anonymous]);
@@ -490,11 +489,9 @@ mod tests {
 
     #[test]
     fn people_moves_are_judged_when_stockfish_is_installed() {
-        let program = PathBuf::from(Judge::STOCKFISH);
-        if !program.exists() {
-            eprintln!("skipped: {} is not installed", program.display());
+        let Some(program) = Judge::installed_stockfish() else {
             return;
-        }
+        };
         let (a, positions, _) = planned_game(3.0, Color::Black, &[true, false, true]);
         let records = [record("a", &a, Color::Black, 1000.0, 1)];
         let settings = LikenessSettings {

@@ -23,9 +23,9 @@ use anyhow::{Context, bail};
 use crate::config::Config;
 use crate::levels::{Coefficients, level_key};
 use crate::lichess::Perf;
+use crate::results::from_lichess::{AccountRef, VersionTimeline};
 use crate::results::{GameRecord, ResultsLog, Source, read_results};
 use estimate::FarOff;
-use fetch::{AccountRef, VersionTimeline};
 use pipeline::{Settings, Targets};
 use select::{Filter, Opponents, Versions};
 use update::UpdateConfig;
@@ -74,7 +74,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = 30)]
     pub min_games: usize,
     /// Virtual draws against the target in each estimate (0: pure maximum likelihood).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = Settings::PRIOR_DRAWS)]
     pub prior_draws: u32,
     /// Whose games estimate a level: people (the live loop's scale; games against bots are
     /// estimated and reported apart), bots (people's games apart) or all together. --arena
@@ -89,7 +89,7 @@ pub struct CalibrateArgs {
     #[arg(long, default_value_t = FarOff::default().share)]
     pub far_share: f64,
     /// RD assumed for an opponent flagged provisional whose RD is unknown.
-    #[arg(long, default_value_t = 150.0)]
+    #[arg(long, default_value_t = Filter::UNKNOWN_PROVISIONAL_RD)]
     pub provisional_rd: f64,
     /// Floor of the Robbins–Monro gain.
     #[arg(long, default_value_t = 0.2)]

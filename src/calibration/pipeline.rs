@@ -104,6 +104,23 @@ pub struct Settings {
     pub history: BTreeMap<u32, Coefficients>,
 }
 
+impl Settings {
+    /// `ladder calibrate`'s defaults around `filter`: two virtual draws, the default far-off
+    /// weighing and update, no history.
+    pub fn new(filter: Filter) -> Settings {
+        Settings {
+            filter,
+            prior_draws: Settings::PRIOR_DRAWS,
+            far_off: FarOff::default(),
+            update: UpdateConfig::default(),
+            history: BTreeMap::new(),
+        }
+    }
+
+    /// Virtual draws against the target, unless `--prior-draws` says.
+    pub const PRIOR_DRAWS: u32 = 2;
+}
+
 /// The outcome of one pass.
 #[derive(Clone, Debug)]
 pub struct Calibration {
@@ -250,19 +267,7 @@ mod tests {
     use crate::results::{Outcome, sample_record};
 
     fn settings(opponents: Opponents) -> Settings {
-        Settings {
-            filter: Filter {
-                perf: "blitz".into(),
-                opponents,
-                versions: Versions::Range(1, 1),
-                sources: vec![],
-                provisional_rd: 150.0,
-            },
-            prior_draws: 2,
-            far_off: FarOff::default(),
-            update: UpdateConfig::default(),
-            history: BTreeMap::new(),
-        }
+        Settings::new(Filter::new("blitz", opponents, Versions::Range(1, 1)))
     }
 
     #[test]
@@ -315,34 +320,22 @@ mod tests {
             "two different samples"
         );
 
-        let cal = calibrate(
-            &records,
-            &current,
-            &targets,
-            &settings(Opponents::Humans),
-            "t",
-        )
-        .unwrap();
+        let calibrate_from =
+            |opponents| calibrate(&records, &current, &targets, &settings(opponents), "t").unwrap();
+        let cal = calibrate_from(Opponents::Humans);
         let (_, used) = cal.estimates().next().unwrap();
         assert_eq!(*used, people_est);
         assert_eq!(cal.apart["3"].estimate.as_ref().unwrap(), &bots_est);
         assert_eq!(cal.selection.levels["3"].far_off, 1);
         assert_eq!(cal.selection.apart["3"].far_off, 1);
 
-        let cal = calibrate(
-            &records,
-            &current,
-            &targets,
-            &settings(Opponents::Bots),
-            "t",
-        )
-        .unwrap();
+        let cal = calibrate_from(Opponents::Bots);
         let (_, used) = cal.estimates().next().unwrap();
         assert_eq!(*used, bots_est);
         assert_eq!(cal.apart["3"].estimate.as_ref().unwrap(), &people_est);
 
         // All together is neither.
-        let cal = calibrate(&records, &current, &targets, &settings(Opponents::All), "t").unwrap();
+        let cal = calibrate_from(Opponents::All);
         let (_, used) = cal.estimates().next().unwrap();
         assert_eq!(used.games, 40);
         assert!(cal.apart.is_empty());

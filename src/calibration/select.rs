@@ -122,6 +122,23 @@ pub struct Filter {
     pub provisional_rd: f64,
 }
 
+impl Filter {
+    /// RD assumed for a provisional opponent without one, unless `--provisional-rd` says.
+    pub const UNKNOWN_PROVISIONAL_RD: f64 = 150.0;
+
+    /// The games of `perf` and `versions` against `opponents`, from every source, with the
+    /// default provisional RD: what `ladder calibrate` selects without further flags.
+    pub fn new(perf: &str, opponents: Opponents, versions: Versions) -> Filter {
+        Filter {
+            perf: perf.to_string(),
+            opponents,
+            versions,
+            sources: Vec::new(),
+            provisional_rd: Filter::UNKNOWN_PROVISIONAL_RD,
+        }
+    }
+}
+
 /// Why games were left out, with counts. Excluded games are never estimated from.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Exclusions {
@@ -322,7 +339,7 @@ fn usable_score(record: &GameRecord, filter: &Filter, ex: &mut Exclusions) -> Op
         ex.fault += 1;
         return None;
     }
-    if record.perf != filter.perf {
+    if record.perf != filter.perf.as_str() {
         ex.other_perf += 1;
         return None;
     }
@@ -416,16 +433,11 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lichess::Perf;
     use crate::results::{Outcome, sample_record};
 
     fn filter() -> Filter {
-        Filter {
-            perf: "blitz".into(),
-            opponents: Opponents::Humans,
-            versions: Versions::Range(1, 1),
-            sources: vec![],
-            provisional_rd: 150.0,
-        }
+        Filter::new("blitz", Opponents::Humans, Versions::Range(1, 1))
     }
 
     #[test]
@@ -439,7 +451,7 @@ mod tests {
         fault.fault = Some("lost on time with 40 s of budget".into());
         records.push(fault);
         let mut rapid = sample_record("rapid", Outcome::Win);
-        rapid.perf = "rapid".into();
+        rapid.perf = Perf::Rapid.into();
         records.push(rapid);
         let mut old = sample_record("old", Outcome::Win);
         old.coefficients_version = 0;

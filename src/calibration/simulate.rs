@@ -11,7 +11,10 @@ use super::estimate::expected;
 use super::pipeline::{Settings, Targets, calibrate};
 use super::update::UpdateError;
 use crate::levels::{Coefficients, LevelParams, level_key};
-use crate::results::{GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source, sample_record};
+use crate::lichess::{Color, GameStatus};
+use crate::results::{
+    GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source, sample_record,
+};
 
 /// The true strength of an engine setting: `per_doubling` Elo per node doubling at one node,
 /// flattening exponentially toward `ceiling`, minus `per_cp` Elo per centipawn of noise.
@@ -218,9 +221,14 @@ impl SimConfig {
                 r.engine.noise_cp = params.noise_cp;
                 r.engine.hash_mb = params.hash_mb;
                 r.seed = rng.r#gen();
-                r.perf = self.settings.filter.perf.clone();
-                r.speed = r.perf.clone();
-                r.color = if i % 2 == 0 { "white" } else { "black" }.to_string();
+                r.perf = Keyed::parse(&self.settings.filter.perf);
+                r.speed = Keyed::parse(&self.settings.filter.perf);
+                r.color = if i % 2 == 0 {
+                    Color::White
+                } else {
+                    Color::Black
+                }
+                .into();
                 r.opponent = OpponentRecord {
                     id: format!("opp{i}"),
                     name: format!("Opp{i}"),
@@ -232,7 +240,12 @@ impl SimConfig {
                 };
                 r.our_rating = Some(strength.round());
                 r.result = result;
-                r.status = if aborted { "aborted" } else { "resign" }.to_string();
+                let status = if aborted {
+                    GameStatus::Aborted
+                } else {
+                    GameStatus::Resign
+                };
+                r.status = status.into();
                 r.moves = if aborted { "" } else { "e2e4 e7e5 g1f3" }.to_string();
                 r.winner = None;
                 out.push(r);

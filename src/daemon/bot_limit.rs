@@ -162,6 +162,7 @@ impl TodayFromResults {
 mod tests {
     use super::*;
     use crate::results::{Outcome, ResultsLog, sample_record};
+    use crate::test_files::temp_file;
 
     fn at(hour: u64) -> SystemTime {
         UNIX_EPOCH + Duration::from_secs(20_000 * 86_400 + hour * 3600)
@@ -204,8 +205,7 @@ mod tests {
 
     #[test]
     fn the_window_is_read_from_the_results_log() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.jsonl");
+        let (dir, path) = temp_file("r.jsonl");
         let now = SystemTime::now();
         let now_ms = now.duration_since(UNIX_EPOCH).unwrap().as_millis() as i64;
         let hour = 3_600_000;

@@ -826,14 +826,7 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
 
 async fn greet(ctx: &GameContext, tracker: &Tracker) {
     if let Some(greeting) = &ctx.greeting {
-        let text = chat_line(greeting, &ctx.setup.username, &tracker.opponent_name());
-        if let Err(e) = ctx
-            .client
-            .chat(&ctx.setup.game_id, ChatRoom::Player, &text)
-            .await
-        {
-            tracing::debug!("greeting: {e}");
-        }
+        say(ctx, tracker, greeting).await;
     }
 }
 

@@ -9,8 +9,8 @@
 //!   says and how it conducts itself are the player's: `player::chat`, `player::conduct`),
 //! - [`tracker`]: the game actor's decisions as a pure state machine,
 //! - [`policy`]: accept or decline a challenge,
-//! - [`pool`]: the shared search threads (most urgent game first),
-//! - [`search_control`]: the pool's observer (move deadline, cancel flag),
+//! - [`pool`]: the shared search threads (most urgent game first; each search stopped by the
+//!   player's `Deadline`: the move's time limit, the game's cancel flag),
 //! - [`reader`]: stream reading on its own task (idle timeouts survive `select!`),
 //! - [`results_writer`]: the thread that owns the results log, the PGN log and the open games file,
 //! - [`pgn_log`]: the PGN of every game beside the results,
@@ -36,7 +36,6 @@ pub mod results_writer;
 pub mod run;
 pub mod sandbox_view;
 pub mod scoreboard;
-pub mod search_control;
 pub mod settle;
 pub mod shutdown;
 pub mod slots;

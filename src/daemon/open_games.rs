@@ -297,6 +297,7 @@ impl OpenGames {
 pub(crate) mod tests {
     use super::*;
     use crate::levels::{Coefficients, LevelParams};
+    use crate::test_files::temp_file;
 
     pub(crate) fn open_game(id: &str, seed: u64) -> OpenGame {
         let setup = GameSetup {
@@ -389,8 +390,7 @@ pub(crate) mod tests {
 
     #[test]
     fn an_unreadable_file_is_kept_aside_and_the_daemon_starts_empty() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.open-games.json");
+        let (dir, path) = temp_file("results.open-games.json");
         fs::write(&path, "{\"open_games\": [ {\"game_id\": ").unwrap();
         let open = OpenGames::load(&path, |_| false).unwrap();
         assert_eq!(open.games().count(), 0);

@@ -15,8 +15,9 @@ use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode};
 
 use crate::engine::Game;
+use crate::lichess::Color;
 use crate::pgn::PgnText;
-use crate::results::{GameRecord, open_appending};
+use crate::results::{GameRecord, Keyed, open_appending};
 use crate::unix_time::UtcDateTime;
 
 /// The PGN file that goes with a results file: same directory, same stem, `.pgn`.
@@ -106,9 +107,9 @@ fn repair(text: &[u8]) -> Repair {
 
 /// The PGN result token of a record.
 fn result_token(record: &GameRecord) -> &'static str {
-    match record.winner.as_deref() {
-        Some("white") => "1-0",
-        Some("black") => "0-1",
+    match record.winner.as_ref().and_then(Keyed::known) {
+        Some(Color::White) => "1-0",
+        Some(Color::Black) => "0-1",
         _ if record.result == crate::results::Outcome::Draw => "1/2-1/2",
         _ => "*",
     }
@@ -146,7 +147,7 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
     let kind = if record.rated { "Rated" } else { "Casual" };
     pgn.tag(
         "Event",
-        &format!("{kind} {} game", capitalized(&record.speed)),
+        &format!("{kind} {} game", capitalized(record.speed.as_str())),
     );
     pgn.tag("Site", &format!("{site}/{}", record.game_id));
     pgn.tag("Date", &date);
@@ -200,7 +201,7 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
             &Fen::from_position(initial, EnPassantMode::Legal).to_string(),
         );
     }
-    pgn.tag("Termination", termination(&record.status));
+    pgn.tag("Termination", termination(record.status.as_str()));
     pgn.tag("Level", &format!("{}", record.level));
     pgn.tag("LevelOffset", &format!("{}", record.offset));
     pgn.tag(
@@ -233,11 +234,11 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
 mod tests {
     use super::*;
     use crate::results::{Outcome, sample_record};
+    use crate::test_files::temp_file;
 
     #[test]
     fn a_torn_last_game_is_cut_off_and_the_next_game_starts_cleanly() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.pgn");
+        let (_dir, path) = temp_file("r.pgn");
         let mut first = sample_record("g1", Outcome::Win);
         first.moves = "e2e4 e7e5".into();
         let whole = format_game(&first, "https://lichess.org");

@@ -246,28 +246,23 @@ mod tests {
             account_games: p.max_games,
             ..Load::default()
         };
-        assert_eq!(decide(&p, &blitz(), full), Decision::Decline(Reason::Later));
         let same_opponent = Load {
             account_games: 1,
             opponent_games: 1,
             ..Load::default()
         };
-        assert_eq!(
-            decide(&p, &blitz(), same_opponent),
-            Decision::Decline(Reason::Later)
-        );
         let global = Load {
             global_full: true,
             ..Load::default()
         };
-        assert_eq!(
-            decide(&p, &blitz(), global),
-            Decision::Decline(Reason::Later)
-        );
         let draining = Load {
             draining: true,
             ..Load::default()
         };
+        for load in [full, same_opponent, global, draining] {
+            let decision = decide(&p, &blitz(), load);
+            assert_eq!(decision, Decision::Decline(Reason::Later), "{load:?}");
+        }
         let bots_done = Load {
             bot_games_full: true,
             ..Load::default()
@@ -282,10 +277,6 @@ mod tests {
             decide(&p, &blitz(), bots_done),
             Decision::Accept,
             "the daily limit is on games against bots only"
-        );
-        assert_eq!(
-            decide(&p, &blitz(), draining),
-            Decision::Decline(Reason::Later)
         );
         let mut atomic = blitz();
         atomic.variant = "atomic".into();

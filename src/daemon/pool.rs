@@ -16,9 +16,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
-use super::search_control::SearchControl;
 use crate::engine::{Game, SearchResult};
 use crate::player::LevelPlayer;
+use crate::player::deadline::{Deadline, TimeBudget};
 
 /// One search to run.
 pub struct SearchJob {
@@ -238,8 +238,7 @@ fn worker(shared: &Shared) {
         let now = shared.running.fetch_add(1, AtomicOrdering::SeqCst) + 1;
         shared.peak.fetch_max(now, AtomicOrdering::SeqCst);
         let started = Instant::now();
-        let mut observer = SearchControl::new()
-            .with_deadline(submitted + job.time_limit)
+        let mut observer = Deadline::new(submitted, TimeBudget::hard(job.time_limit))
             .with_stop_flag(Arc::clone(&job.cancel));
         let result = job.player.choose(&job.game, &mut observer);
         let searched = started.elapsed();

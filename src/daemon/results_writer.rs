@@ -176,11 +176,11 @@ impl ResultsWriter {
 mod tests {
     use super::*;
     use crate::results::{Outcome, read_results, sample_record};
+    use crate::test_files::temp_file;
 
     #[tokio::test]
     async fn writes_each_game_once_through_many_stubs() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.jsonl");
+        let (_dir, path) = temp_file("r.jsonl");
         let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();
         let mut tasks = Vec::new();
         for i in 0..10 {
@@ -205,8 +205,7 @@ mod tests {
     async fn a_recorded_game_is_no_longer_open_even_after_a_restart() {
         use crate::levels::{Coefficients, LevelParams};
         use crate::results::Source;
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.jsonl");
+        let (_dir, path) = temp_file("r.jsonl");
         let game = |id: &str| {
             let setup = super::super::tracker::GameSetup {
                 game_id: GameId::new(id),

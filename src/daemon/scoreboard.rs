@@ -140,6 +140,7 @@ pub fn points(points: f64) -> String {
 mod tests {
     use super::*;
     use crate::results::{Outcome, sample_record};
+    use crate::test_files::temp_file;
 
     fn record(account: &str, level: f64, result: Outcome) -> GameRecord {
         let mut r = sample_record(&format!("{account}{result:?}{level}"), result);
@@ -172,8 +173,7 @@ mod tests {
 
     #[test]
     fn only_games_finished_since_the_start_count() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("results.jsonl");
+        let (_dir, path) = temp_file("results.jsonl");
         let start = UNIX_EPOCH + std::time::Duration::from_millis(1_700_000_300_000);
         let board = Scoreboard::new(&path, start);
         assert_eq!(board.read().unwrap(), Tally::default(), "no file yet");

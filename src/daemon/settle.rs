@@ -13,9 +13,9 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tracing::Instrument;
 
-use crate::calibration::fetch::{AccountRef, VersionTimeline, to_record};
 use crate::lichess::{Client, GameId, GameJson, GameStatus, LichessError};
 use crate::logging::game_span;
+use crate::results::from_lichess::{AccountRef, VersionTimeline, to_record};
 use crate::results::{AfterRestart, GameRecord, Outcome, fault};
 use crate::unix_time::unix_ms;
 

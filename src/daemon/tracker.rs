@@ -18,7 +18,8 @@ use crate::engine::{Game, GameError, Score, SearchResult};
 use crate::levels::LevelParams;
 use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
-    ClockRecord, EngineRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION, Source, fault,
+    ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
+    fault,
 };
 
 use crate::player::clock::ClockInput;
@@ -434,18 +435,16 @@ impl Tracker {
             started_at_ms: full.created_at,
             finished_at_ms: now_ms,
             rated: full.rated,
-            speed: full.speed.key().to_string(),
+            speed: Keyed::parse(full.speed.key()),
             // From the keys: `perf.name` is translated into the account's language.
-            perf: Perf::of_game(&full.variant.key, full.speed)
-                .key()
-                .to_string(),
+            perf: Keyed::parse(Perf::of_game(&full.variant.key, full.speed).key()),
             variant: full.variant.key.clone(),
             initial_fen: full.initial_fen.clone(),
             clock: full.clock.map(|c| ClockRecord {
                 initial_ms: c.initial,
                 increment_ms: c.increment,
             }),
-            color: self.color.as_str().to_string(),
+            color: self.color.into(),
             opponent: OpponentRecord {
                 id: them.id.clone(),
                 name: them.name.clone(),
@@ -457,8 +456,8 @@ impl Tracker {
             },
             our_rating: us.rating.map(f64::from),
             result,
-            status: state.status.as_str().to_string(),
-            winner: state.winner.map(|w| w.as_str().to_string()),
+            status: state.status.into(),
+            winner: state.winner.map(Keyed::from),
             moves: state.moves.trim().to_string(),
             fault,
             after_restart: None,
@@ -695,6 +694,22 @@ mod tests {
         }
     }
 
+    /// Black (the opponent) asks for a takeback after `moves` (at `now_ms`): what the tracker
+    /// does.
+    fn black_asks_takeback(t: &mut Tracker, moves: &str, now_ms: i64) -> Vec<Action> {
+        let mut s = state(moves, "started", None);
+        s.btakeback = true;
+        t.on_game_state(s, now_ms).unwrap()
+    }
+
+    /// The answer to a takeback among `actions`, if one was given.
+    fn takeback_answer(actions: &[Action]) -> Option<bool> {
+        actions.iter().find_map(|a| match a {
+            Action::AnswerTakeback(yes) => Some(*yes),
+            _ => None,
+        })
+    }
+
     #[test]
     fn takebacks_are_granted_up_to_the_limit_and_undone_plies_are_played_again() {
         let mut t = Tracker::with_conduct(setup(), conduct(1, false));
@@ -704,25 +719,15 @@ mod tests {
         assert!(matches!(a[..], [Action::Move { ply: 2, .. }]));
         t.on_move_posted(2);
         // They move and ask to take it back: granted; the server undoes their move.
-        let mut s = state("e2e4 e7e5 g1f3 b8c6", "started", None);
-        s.btakeback = true;
-        let a = t.on_game_state(s, 1).unwrap();
-        assert!(
-            a.iter().any(|x| matches!(x, Action::AnswerTakeback(true))),
-            "{a:?}"
-        );
+        let a = black_asks_takeback(&mut t, "e2e4 e7e5 g1f3 b8c6", 1);
+        assert_eq!(takeback_answer(&a), Some(true), "{a:?}");
         let a = t
             .on_game_state(state("e2e4 e7e5 g1f3", "started", None), 2)
             .unwrap();
         assert!(a.is_empty(), "{a:?}");
         // Another move at the same ply, and a second takeback: the limit is reached.
-        let mut s = state("e2e4 e7e5 g1f3 g8f6", "started", None);
-        s.btakeback = true;
-        let a = t.on_game_state(s, 3).unwrap();
-        assert!(
-            a.iter().any(|x| matches!(x, Action::AnswerTakeback(false))),
-            "{a:?}"
-        );
+        let a = black_asks_takeback(&mut t, "e2e4 e7e5 g1f3 g8f6", 3);
+        assert_eq!(takeback_answer(&a), Some(false), "{a:?}");
         assert_eq!(search_ply(&a), Some(4));
         // Our own move undone (two plies back, their turn): searched again when it is ours.
         let mut t = Tracker::with_conduct(setup(), conduct(2, false));

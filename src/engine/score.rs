@@ -11,6 +11,25 @@ pub enum Score {
     Mate(i32),
 }
 
+impl Score {
+    /// The score as UCI's `info ... score` writes it: `cp 35`, `mate -2`.
+    pub fn to_uci(self) -> String {
+        match self {
+            Score::Cp(cp) => format!("cp {cp}"),
+            Score::Mate(moves) => format!("mate {moves}"),
+        }
+    }
+
+    /// The score of UCI's unit word (`cp`, `mate`) and value; `None` for another word.
+    pub fn from_uci(unit: &str, value: i32) -> Option<Score> {
+        match unit {
+            "cp" => Some(Score::Cp(value)),
+            "mate" => Some(Score::Mate(value)),
+            _ => None,
+        }
+    }
+}
+
 /// As people read it in a log line: `+35 cp`, `-600 cp`, `mate in 3`, `mated in 2`.
 impl std::fmt::Display for Score {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -613,11 +613,7 @@ impl Client {
 
     /// `POST /api/challenge/{challengeId}/accept`.
     pub async fn accept_challenge(&self, challenge_id: &ChallengeId) -> Result<(), LichessError> {
-        self.ok(Req::new(
-            Method::POST,
-            &["api", "challenge", challenge_id.as_str(), "accept"],
-        ))
-        .await
+        self.ok(challenge_action(challenge_id, "accept")).await
     }
 
     /// `POST /api/challenge/{challengeId}/decline` with a reason.
@@ -627,21 +623,13 @@ impl Client {
         reason: DeclineReason,
     ) -> Result<(), LichessError> {
         let form = vec![("reason".to_string(), reason.as_str().to_string())];
-        self.ok(Req::new(
-            Method::POST,
-            &["api", "challenge", challenge_id.as_str(), "decline"],
-        )
-        .form(form))
+        self.ok(challenge_action(challenge_id, "decline").form(form))
             .await
     }
 
     /// `POST /api/challenge/{challengeId}/cancel` (a challenge this account sent).
     pub async fn cancel_challenge(&self, challenge_id: &ChallengeId) -> Result<(), LichessError> {
-        self.ok(Req::new(
-            Method::POST,
-            &["api", "challenge", challenge_id.as_str(), "cancel"],
-        ))
-        .await
+        self.ok(challenge_action(challenge_id, "cancel")).await
     }
 
     /// `POST /api/challenge/{username}`: challenges a user; once accepted, the game is
@@ -984,6 +972,14 @@ impl RateLimitAnswer {
             message: error_text(body),
         }
     }
+}
+
+/// `POST /api/challenge/{challengeId}/{action}`: an answer to a challenge, or its withdrawal.
+fn challenge_action(challenge_id: &ChallengeId, action: &str) -> Req {
+    Req::new(
+        Method::POST,
+        &["api", "challenge", challenge_id.as_str(), action],
+    )
 }
 
 fn yes_no(accept: bool) -> &'static str {

@@ -11,6 +11,31 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+/// `Display` as the API key and `FromStr` from one of `ALL`'s keys (an unknown key is an error
+/// naming the known ones: what a person configures must be a key this build knows).
+macro_rules! api_key_text {
+    ($t:ident, $what:literal) => {
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.key())
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = String;
+            fn from_str(s: &str) -> Result<$t, String> {
+                $t::ALL.into_iter().find(|t| t.key() == s).ok_or_else(|| {
+                    format!(
+                        concat!("unknown ", $what, " {:?} (known: {})"),
+                        s,
+                        keys($t::ALL)
+                    )
+                })
+            }
+        }
+    };
+}
+
 /// Lichess's speed categories (`Speed` in the API spec), fastest first: the order is the
 /// speed order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -75,21 +100,7 @@ impl Speed {
     }
 }
 
-impl fmt::Display for Speed {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl FromStr for Speed {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Speed, String> {
-        Speed::ALL
-            .into_iter()
-            .find(|speed| speed.key() == s)
-            .ok_or_else(|| format!("unknown speed {s:?} (known: {})", keys(Speed::ALL)))
-    }
-}
+api_key_text!(Speed, "speed");
 
 /// Lichess's rating pools (`PerfType` in the API spec): one per speed, one per variant.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -206,21 +217,7 @@ impl From<Speed> for Perf {
     }
 }
 
-impl fmt::Display for Perf {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.key())
-    }
-}
-
-impl FromStr for Perf {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Perf, String> {
-        Perf::ALL
-            .into_iter()
-            .find(|perf| perf.key() == s)
-            .ok_or_else(|| format!("unknown perf {s:?} (known: {})", keys(Perf::ALL)))
-    }
-}
+api_key_text!(Perf, "perf");
 
 fn keys<T: fmt::Display>(all: impl IntoIterator<Item = T>) -> String {
     all.into_iter()

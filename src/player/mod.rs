@@ -16,12 +16,16 @@ pub mod book;
 pub mod chat;
 pub mod clock;
 pub mod conduct;
+pub mod deadline;
 pub mod think;
+
+use std::time::Instant;
 
 use crate::engine::{
     Engine, Game, Limits, Score, SearchObserver, SearchParams, SearchResult, Weights,
 };
 use crate::levels::LevelParams;
+use deadline::{Deadline, TimeBudget};
 
 /// One level playing one game.
 pub struct LevelPlayer {
@@ -92,6 +96,23 @@ impl LevelPlayer {
     pub fn hashfull(&self) -> u32 {
         self.engine.hashfull()
     }
+}
+
+/// Lends `player` to a blocking thread (searches are CPU work, never the async runtime's) for
+/// the move in `game`, stopped by `budget` counted from when the thread starts, and hands it
+/// back with the result; `Err` when the search panicked. The arena's and the sandbox's level
+/// seats search through it; the daemon's searches queue by urgency on its own pool.
+pub async fn choose_blocking(
+    mut player: Box<LevelPlayer>,
+    game: Game,
+    budget: TimeBudget,
+) -> Result<(Box<LevelPlayer>, SearchResult), tokio::task::JoinError> {
+    tokio::task::spawn_blocking(move || {
+        let mut deadline = Deadline::new(Instant::now(), budget);
+        let result = player.choose(&game, &mut deadline);
+        (player, result)
+    })
+    .await
 }
 
 fn smaller<T: Ord>(a: Option<T>, b: Option<T>) -> Option<T> {

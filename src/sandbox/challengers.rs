@@ -14,11 +14,12 @@ use super::config::{ChallengerConfig, PlayerKind};
 use super::engine_challenger::AnchorPlayer;
 use super::server::Shared;
 use super::world::{Action, ChallengeSpec, Notice};
-use crate::engine::{Game, NoStop};
+use crate::engine::Game;
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::types::ChallengeColor;
 use crate::lichess::{GameId, TimeControl};
-use crate::player::LevelPlayer;
+use crate::player::deadline::TimeBudget;
+use crate::player::{LevelPlayer, choose_blocking};
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
     shared.lock().expect("sandbox world lock")
@@ -250,15 +251,13 @@ async fn choose_move(
             let m = legal[rng.gen_range(0..legal.len())];
             Some(game.to_uci(m))
         }
-        Some(mut taken) => {
-            let (returned, uci) = tokio::task::spawn_blocking(move || {
-                let result = taken.choose(&game, &mut NoStop);
-                (taken, result.best_move.map(|m| game.to_uci(m)))
-            })
-            .await
-            .ok()?;
+        Some(taken) => {
+            // No clock: a simulated person's level searches its whole node budget.
+            let (returned, result) = choose_blocking(taken, game.clone(), TimeBudget::default())
+                .await
+                .ok()?;
             *player = Some(returned);
-            uci
+            result.best_move.map(|m| game.to_uci(m))
         }
     }
 }

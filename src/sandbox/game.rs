@@ -37,6 +37,13 @@ pub enum ActionError {
     NoTakeback,
 }
 
+/// The offers a side makes and the other answers yes or no.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Offer {
+    Draw,
+    Takeback,
+}
+
 /// A game being played (or finished) in the sandbox.
 #[derive(Clone, Debug)]
 pub struct SandboxGame {
@@ -337,52 +344,42 @@ impl SandboxGame {
         Ok(())
     }
 
-    /// `draw/yes` offers (or accepts the opponent's offer); `draw/no` declines it.
-    pub fn draw(
+    /// `draw/yes` and `takeback/yes` offer (or accept the opponent's offer); `draw/no` and
+    /// `takeback/no` decline it. An accepted draw ends the game; an accepted takeback gives
+    /// the proposer the move again.
+    pub fn offer(
         &mut self,
+        offer: Offer,
         color: Color,
         yes: bool,
         now: Instant,
         now_ms: i64,
     ) -> Result<(), ActionError> {
         self.still_running(now, now_ms)?;
+        let standing = match offer {
+            Offer::Draw => &mut self.draw_offer,
+            Offer::Takeback => &mut self.takeback_offer,
+        };
+        let theirs = *standing == Some(color.other());
         if !yes {
-            if self.draw_offer == Some(color.other()) {
-                self.draw_offer = None;
+            if theirs {
+                *standing = None;
             }
             return Ok(());
         }
-        if self.draw_offer == Some(color.other()) {
-            self.finish(GameStatus::Draw, None, now, now_ms);
-        } else {
-            self.draw_offer = Some(color);
+        match (offer, theirs) {
+            (Offer::Draw, true) => self.finish(GameStatus::Draw, None, now, now_ms),
+            (Offer::Takeback, true) => return self.take_back(color.other(), now),
+            (Offer::Takeback, false) if self.moves.is_empty() => {
+                return Err(ActionError::NoTakeback);
+            }
+            (_, false) => *standing = Some(color),
         }
         Ok(())
     }
 
-    /// `takeback/yes` proposes (or accepts the opponent's proposal); `takeback/no` declines.
-    /// An accepted takeback gives the proposer the move again.
-    pub fn takeback(
-        &mut self,
-        color: Color,
-        yes: bool,
-        now: Instant,
-        now_ms: i64,
-    ) -> Result<(), ActionError> {
-        self.still_running(now, now_ms)?;
-        if !yes {
-            if self.takeback_offer == Some(color.other()) {
-                self.takeback_offer = None;
-            }
-            return Ok(());
-        }
-        let Some(proposer) = self.takeback_offer.filter(|&p| p == color.other()) else {
-            if self.moves.is_empty() {
-                return Err(ActionError::NoTakeback);
-            }
-            self.takeback_offer = Some(color);
-            return Ok(());
-        };
+    /// The takeback `proposer` asked for, accepted.
+    fn take_back(&mut self, proposer: Color, now: Instant) -> Result<(), ActionError> {
         // Undo until it is the proposer's turn, having undone at least one of their moves.
         let undo = if self.turn() == proposer { 2 } else { 1 };
         if self.moves.len() < undo {
@@ -487,14 +484,24 @@ mod tests {
             0,
         )
         .unwrap();
-        assert_eq!(
-            g.remaining(Color::White, t2 + Duration::from_secs(9)),
-            1_200
+        // White's clock stands at 1.2 s while Black, to move, runs out.
+        flags_between(
+            &mut g,
+            (Color::White, 1_200),
+            t2 + Duration::from_millis(1200),
+            t2 + Duration::from_millis(1400),
         );
-        assert!(!g.tick(t2 + Duration::from_millis(1200), 0));
-        assert!(g.tick(t2 + Duration::from_millis(1400), 0));
+    }
+
+    /// The side to move still has time at `alive` and has lost on time by `flagged`, while the
+    /// clock of the side waiting (`waiting.0`) stands at `waiting.1` ms; the waiting side wins.
+    fn flags_between(g: &mut SandboxGame, waiting: (Color, u64), alive: Instant, flagged: Instant) {
+        let (side, ms) = waiting;
+        assert_eq!(g.remaining(side, flagged + Duration::from_secs(8)), ms);
+        assert!(!g.tick(alive, 0));
+        assert!(g.tick(flagged, 0));
         assert_eq!(g.status, GameStatus::Outoftime);
-        assert_eq!(g.winner, Some(Color::White));
+        assert_eq!(g.winner, Some(side));
     }
 
     #[test]
@@ -510,14 +517,12 @@ mod tests {
             g.remaining(Color::White, t2 + Duration::from_millis(100)),
             200
         );
-        assert_eq!(
-            g.remaining(Color::Black, t2 + Duration::from_secs(9)),
-            5_000
+        flags_between(
+            &mut g,
+            (Color::Black, 5_000),
+            t2 + Duration::from_millis(299),
+            t2 + Duration::from_millis(300),
         );
-        assert!(!g.tick(t2 + Duration::from_millis(299), 0));
-        assert!(g.tick(t2 + Duration::from_millis(300), 0));
-        assert_eq!(g.status, GameStatus::Outoftime);
-        assert_eq!(g.winner, Some(Color::Black));
     }
 
     #[test]
@@ -544,12 +549,12 @@ mod tests {
         assert!(g.state(t).wdraw);
         g.play(Color::Black, "e7e5", false, t, 0).unwrap();
         assert!(!g.state(t).wdraw, "moving declines the offer");
-        g.takeback(Color::Black, true, t, 0).unwrap();
-        g.takeback(Color::White, true, t, 0).unwrap();
+        g.offer(Offer::Takeback, Color::Black, true, t, 0).unwrap();
+        g.offer(Offer::Takeback, Color::White, true, t, 0).unwrap();
         assert_eq!(g.moves, vec!["e2e4"]);
         assert_eq!(g.turn(), Color::Black);
-        g.draw(Color::Black, true, t, 0).unwrap();
-        g.draw(Color::White, true, t, 0).unwrap();
+        g.offer(Offer::Draw, Color::Black, true, t, 0).unwrap();
+        g.offer(Offer::Draw, Color::White, true, t, 0).unwrap();
         assert_eq!(g.status, GameStatus::Draw);
         assert_eq!(g.winner, None);
     }

@@ -161,8 +161,7 @@ impl Sandbox {
         to: &str,
         spec: &ChallengeSpec,
     ) -> Result<ChallengeJson, ApiError> {
-        let from = from.to_ascii_lowercase();
-        self.lock().create_challenge(&from, to, spec)
+        self.challenge_as(from, to, spec, false)
     }
 
     /// Challenges waiting for an answer.
@@ -365,16 +364,17 @@ impl Sandbox {
             .collect()
     }
 
-    /// A challenge `from` plays that shows an anonymous person (`challenger: null`), as
-    /// Lichess shows one who is not logged in.
-    pub fn challenge_anonymously(
+    /// Creates a challenge `from` plays; with `anonymous` it shows `challenger: null`, as
+    /// Lichess shows a person who is not logged in.
+    pub fn challenge_as(
         &self,
         from: &str,
         to: &str,
         spec: &ChallengeSpec,
+        anonymous: bool,
     ) -> Result<ChallengeJson, ApiError> {
         let from = from.to_ascii_lowercase();
-        self.lock().create_challenge_as(&from, to, spec, true)
+        self.lock().create_challenge_as(&from, to, spec, anonymous)
     }
 
     /// Answers every request of the account with `status` for `duration`.

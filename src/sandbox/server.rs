@@ -38,7 +38,13 @@ fn ok() -> Response {
     axum::Json(OkBody { ok: true }).into_response()
 }
 
-fn bearer(headers: &HeaderMap) -> Option<&str> {
+/// The answer of an action with no value: `{"ok":true}`, or the error as Lichess gives it.
+fn done(result: Result<(), ApiError>) -> Response {
+    result.map_or_else(IntoResponse::into_response, |()| ok())
+}
+
+/// The token of a request's `Authorization: Bearer …` header, as Lichess reads it.
+pub fn bearer(headers: &HeaderMap) -> Option<&str> {
     headers
         .get(header::AUTHORIZATION)?
         .to_str()
@@ -325,10 +331,7 @@ fn act(
         world.check_api(&account, api)?;
         world.game_action(&account, &id, action)
     })();
-    match result {
-        Ok(()) => ok(),
-        Err(e) => e.into_response(),
-    }
+    done(result)
 }
 
 async fn account(State(shared): State<Shared>, headers: HeaderMap) -> Response {
@@ -346,10 +349,7 @@ async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
         let id = auth(&shared, &headers)?;
         lock(&shared).upgrade(&id)
     })();
-    match result {
-        Ok(()) => ok(),
-        Err(e) => e.into_response(),
-    }
+    done(result)
 }
 
 /// Public data; a request that carries a refused token is refused (401), as on Lichess, even
@@ -533,10 +533,7 @@ async fn decline(
         };
         lock(&shared).decline_challenge(&account, &id, reason)
     })();
-    match result {
-        Ok(()) => ok(),
-        Err(e) => e.into_response(),
-    }
+    done(result)
 }
 
 async fn cancel(
@@ -548,10 +545,7 @@ async fn cancel(
         let account = auth(&shared, &headers)?;
         lock(&shared).cancel_challenge(Some(&account), &id)
     })();
-    match result {
-        Ok(()) => ok(),
-        Err(e) => e.into_response(),
-    }
+    done(result)
 }
 
 async fn export_user_games(

@@ -15,7 +15,7 @@ use tokio::time::Instant;
 use super::config::{AccountConfig, SandboxConfig};
 // Re-exported where it lived first, for code that imported it from here.
 pub use super::export::GameSummary;
-use super::game::{ActionError, SandboxGame, Seat};
+use super::game::{ActionError, Offer, SandboxGame, Seat};
 use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
     ChatRoom, Color, Compat, DeclineReason, Event, GameClock, GameEvent, GameEventInfo,
@@ -1107,8 +1107,8 @@ impl World {
             }
             Action::Resign => entry.game.resign(color, now, now_ms),
             Action::Abort => entry.game.abort(now, now_ms),
-            Action::Draw(yes) => entry.game.draw(color, yes, now, now_ms),
-            Action::Takeback(yes) => entry.game.takeback(color, yes, now, now_ms),
+            Action::Draw(yes) => entry.game.offer(Offer::Draw, color, yes, now, now_ms),
+            Action::Takeback(yes) => entry.game.offer(Offer::Takeback, color, yes, now, now_ms),
             Action::Chat { room, text } => {
                 if text.chars().count() > MAX_CHAT_CHARS {
                     return Err(ApiError::BadRequest("Chat message too long".into()));
