@@ -538,31 +538,17 @@ impl Searcher<'_> {
         let mut best_score = -INFINITE;
         let mut best_move = None;
         let mut quiets_tried = MoveList::new();
-        let c = self.constants;
-        let (lmp_max_depth, lmp_base, lmp_per_depth_squared) = (
-            c.get(constants::LMP_MAX_DEPTH),
-            c.get(constants::LMP_BASE),
-            c.get(constants::LMP_PER_DEPTH_SQUARED),
-        );
         for i in 0..moves.len() {
             let m = pick(&mut moves, &mut scores, i);
-            let quiet = is_quiet(m);
-            // Late move pruning: at shallow depth, quiet moves far down the list rarely matter.
-            if !pv_node
-                && !in_check
-                && quiet
-                && depth <= lmp_max_depth
-                && best_score > -MATE_BOUND
-                && i as i32 >= lmp_base + lmp_per_depth_squared * depth * depth
-            {
-                continue;
-            }
             let tried = Tried {
                 index: i,
-                quiet,
+                quiet: is_quiet(m),
                 pv_node,
                 in_check,
             };
+            if best_score > -MATE_BOUND && self.prunes_late(&tried, depth) {
+                continue;
+            }
             let score = self.search_child(node, m, tried, depth, ply, (alpha, beta), floor);
             if self.stopped {
                 return 0;
@@ -576,7 +562,7 @@ impl Searcher<'_> {
                         self.update_pv(ply, m);
                     }
                     if score >= beta {
-                        if quiet {
+                        if tried.quiet {
                             self.heuristics
                                 .reward(us, ply, depth, m, quiets_tried.as_slice());
                         }
@@ -584,7 +570,7 @@ impl Searcher<'_> {
                     }
                 }
             }
-            if quiet {
+            if tried.quiet {
                 quiets_tried.push(m);
             }
         }
@@ -656,6 +642,18 @@ impl Searcher<'_> {
             return self.null_move(node, depth, ply, eval, beta);
         }
         None
+    }
+
+    /// Late move pruning: at shallow depth, quiet moves far down the list rarely matter.
+    fn prunes_late(&self, tried: &Tried, depth: i32) -> bool {
+        let c = self.constants;
+        !tried.pv_node
+            && !tried.in_check
+            && tried.quiet
+            && depth <= c.get(constants::LMP_MAX_DEPTH)
+            && tried.index as i32
+                >= c.get(constants::LMP_BASE)
+                    + c.get(constants::LMP_PER_DEPTH_SQUARED) * depth * depth
     }
 
     /// The null-move search: passing and searching shallower. `Some(score)` when it fails
