@@ -39,7 +39,7 @@ pub fn accounts_line(config: &Config, coefficients: &Coefficients) -> String {
 }
 
 /// One simulated challenger: who it is, what it challenges with, and who accepts it, e.g.
-/// `RandomRita (800, random moves) challenges a random account every 20s at 1+0, 3+2 (casual):
+/// `RandomRita (94, random moves) challenges a random account every 20s at 1+0, 3+2 (casual):
 /// every account accepts`.
 pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String {
     let bot = challenger.title.as_deref() == Some("BOT");
