@@ -534,21 +534,25 @@ impl Actor {
                     show_wait(*wait)
                 );
             }
+            // A challenge Lichess would not let us accept stays open until it expires: the
+            // challenger would wait for nothing. Decline it as `later` (the limit reopens).
+            if let Some(connected) = &self.connected {
+                let client = connected.client.clone();
+                tracing::info!(challenge = %challenge, challenger = %challenger, reason = "later", "challenge declined after the refused accept");
+                self.decline(
+                    client,
+                    challenge.clone(),
+                    challenger.clone(),
+                    policy::Reason::Later,
+                );
+            }
         }
-        let refused_for_limit = accepted && matches!(result, Err(LichessError::BotLimit { .. }));
         if let Err(e) = result {
             let what = if accepted { "accept" } else { "decline" };
             tracing::warn!(challenge = %challenge, "{what} failed: {e}");
             if accepted && self.reserved.remove(&challenge.game_id()).is_some() {
                 tracing::info!(challenge = %challenge, "slot released");
             }
-        }
-        // A challenge Lichess would not let us accept stays open until it expires: the
-        // challenger would wait for nothing. Decline it as `later` (the limit reopens).
-        if refused_for_limit && let Some(connected) = &self.connected {
-            let client = connected.client.clone();
-            tracing::info!(challenge = %challenge, challenger = %challenger, reason = "later", "challenge declined after the refused accept");
-            self.decline(client, challenge, challenger, policy::Reason::Later);
         }
     }
 

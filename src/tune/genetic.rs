@@ -278,16 +278,11 @@ pub fn run(args: SearchArgs) -> anyhow::Result<()> {
         );
         previous = judged_now;
     }
-    finish(&args, &previous, &baseline, weights)
+    finish(&args, &previous, &baseline)
 }
 
 /// Confirms the last generation's best member and writes it.
-fn finish(
-    args: &SearchArgs,
-    last: &[(Values, f64)],
-    baseline: &Player,
-    weights: Arc<crate::engine::Weights>,
-) -> anyhow::Result<()> {
+fn finish(args: &SearchArgs, last: &[(Values, f64)], baseline: &Player) -> anyhow::Result<()> {
     let (values, score) = last
         .iter()
         .max_by(|a, b| a.1.total_cmp(&b.1))
@@ -310,7 +305,7 @@ fn finish(
     );
     if args.confirm_pairs > 0 {
         let player = Player {
-            weights,
+            weights: baseline.weights.clone(),
             constants: best.clone(),
         };
         // Openings no generation played.

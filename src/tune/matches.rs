@@ -18,7 +18,7 @@ use anyhow::bail;
 use shakmaty::Color;
 
 use super::datagen::{Adjudicator, DatagenSettings, opening, result_by_rules, white_view};
-use super::sets::start_weights;
+use super::sets::{start_constants, start_weights};
 use crate::engine::{Engine, Game, Limits, NoStop, SearchConstants, SearchParams, Weights};
 
 /// `ladder tune match` options.
@@ -130,16 +130,6 @@ impl Player {
     }
 }
 
-/// Reads a set of search constants: `shipped` or a file in their text form.
-pub fn load_constants(name: &str) -> anyhow::Result<SearchConstants> {
-    if name == "shipped" {
-        return Ok(SearchConstants::shipped());
-    }
-    let text = std::fs::read_to_string(name)
-        .map_err(|e| anyhow::anyhow!("cannot read the search constants file {name}: {e}"))?;
-    SearchConstants::parse(&text).map_err(|e| anyhow::anyhow!("{name}: {e}"))
-}
-
 /// Plays `pairs` pairs between `first` and `second`; `on_pair` hears each pair as it ends.
 pub fn run_match(
     first: &Player,
@@ -193,11 +183,11 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
     }
     let first = Player {
         weights: Arc::new(start_weights(&args.first)?),
-        constants: load_constants(&args.first_constants)?,
+        constants: start_constants(&args.first_constants)?,
     };
     let second = Player {
         weights: Arc::new(start_weights(&args.second)?),
-        constants: load_constants(&args.second_constants)?,
+        constants: start_constants(&args.second_constants)?,
     };
     let progress = crate::logging::Progress::new(args.pairs, "pairs");
     let result = run_match(
