@@ -4,11 +4,11 @@
 //! stopped; the judge rates a known game's moves when Stockfish is installed.
 
 use clap::Parser;
-use ladder::arena::anchors::{AnchorKind, AnchorsFile, read_anchor_games};
+use ladder::arena::anchors::{AnchorsFile, read_anchor_games};
 use ladder::arena::judge::Judge;
-use ladder::arena::player::MoverStyle;
 use ladder::arena::{ArenaOptions, run_match};
 use ladder::engine::Game;
+use ladder::player::seat::{MoverStyle, PlayerKind};
 use ladder::results::read_results;
 
 #[derive(Parser)]
@@ -47,7 +47,7 @@ fn the_shipped_anchors_file_loads_and_every_anchor_is_buildable() {
         let player = a.player();
         assert_eq!(player.name, a.name);
         assert_eq!(player.rating, a.rating);
-        if let AnchorKind::Uci { limits, .. } = &a.kind {
+        if let PlayerKind::Uci { limits, .. } = &a.kind {
             assert!(!limits.is_empty(), "{} has no per-move limit", a.name);
         }
         if let (Some(rating), Some(se)) = (a.rating, a.se) {
@@ -64,7 +64,7 @@ fn the_shipped_anchors_file_loads_and_every_anchor_is_buildable() {
     );
     let two = file.select(&["greedy,random".to_string()]).unwrap();
     assert_eq!(two.len(), 2);
-    assert_eq!(two[0].kind, AnchorKind::Mover(MoverStyle::Random));
+    assert_eq!(two[0].kind, PlayerKind::Mover(MoverStyle::Random));
     assert!(
         file.select(&["sf9999".to_string()])
             .unwrap_err()

@@ -7,11 +7,11 @@
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
-use ladder::arena::player::position_command;
 use ladder::engine::position::GameEnd;
 use ladder::engine::{Game, NoStop};
 use ladder::levels::{Coefficients, LevelParams};
 use ladder::player::LevelPlayer;
+use ladder::player::seat::position_command;
 use ladder::seed::SplitMix;
 use shakmaty::{CastlingMode, Chess, Color, FromSetup, Role, Square};
 

@@ -166,7 +166,7 @@ async fn a_human_paced_game_plays_to_the_end_without_losing_on_time() {
         // Rita plays as level 1, not at random: a random mover can be mated in four moves,
         // too short a game to see a pace.
         let mut config = one_bot_config(bot, &[]);
-        config.challengers[0].player = ladder::sandbox::PlayerKind::Engine { level: 1.0 };
+        config.challengers[0].player = ladder::player::seat::PlayerKind::Level(1.0);
         let sb = Sandbox::start(config).await.unwrap();
         let dir = tempfile::tempdir().unwrap();
         let keys = "think_time = \"human\"\nmax_think_s = 1";

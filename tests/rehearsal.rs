@@ -42,9 +42,10 @@ use common::collected::Daemon;
 use common::config::{account_table, ladder_toml};
 use common::env::env_or;
 use common::process::ladder_run;
-use ladder::arena::anchors::{Anchor, AnchorKind, AnchorsFile};
+use ladder::arena::anchors::{Anchor, AnchorsFile};
 use ladder::calibration::select::{Filter, Opponents, Versions, select};
 use ladder::levels::{Coefficients, level_key};
+use ladder::player::seat::PlayerKind;
 use ladder::results::read_results;
 use ladder::sandbox::{ChallengerConfig, Sandbox, SandboxConfig};
 
@@ -328,7 +329,7 @@ async fn rehearsal_of_the_live_loop_from_wrong_coefficients() {
         let near = anchors_near(&anchors, target(level), s.anchors_per_level);
         assert!(!near.is_empty(), "no fitted anchor for level {level}");
         for anchor in near {
-            if let AnchorKind::Uci { command, .. } = &anchor.kind
+            if let PlayerKind::Uci { command, .. } = &anchor.kind
                 && !command.program.exists()
             {
                 eprintln!(

@@ -8,9 +8,8 @@ use ladder::lichess::{
     ChallengeId, ChallengeRequest, Client, ClientConfig, Color, Event, ExportQuery, GameEvent,
     GameId, GameStatus, LichessError, NdjsonStream, Speed, StreamEnd,
 };
-use ladder::sandbox::{
-    AccountConfig, ChallengeSpec, ChallengerConfig, PlayerKind, Sandbox, SandboxConfig,
-};
+use ladder::player::seat::{MoverStyle, PlayerKind};
+use ladder::sandbox::{AccountConfig, ChallengeSpec, ChallengerConfig, Sandbox, SandboxConfig};
 
 const BOT: &str = "LadderBot";
 const RITA: &str = "Rita";
@@ -20,7 +19,7 @@ fn config() -> SandboxConfig {
     let mut rita = ChallengerConfig::new(RITA);
     rita.interval = None;
     rita.think_time = Duration::from_millis(1);
-    rita.player = PlayerKind::Random;
+    rita.player = PlayerKind::Mover(MoverStyle::Random);
     rita.rating = 1234;
     let mut config = SandboxConfig::with_bots(&[BOT]);
     config.accounts.push(AccountConfig::human("Hugo"));
@@ -376,7 +375,7 @@ async fn engine_challenger_challenges_on_its_own_and_plays() {
     eve.interval = Some(Duration::from_millis(50));
     eve.targets = vec![BOT.to_string()];
     eve.time_controls = vec![(300, 3)];
-    eve.player = PlayerKind::Engine { level: 1.0 };
+    eve.player = PlayerKind::Level(1.0);
     eve.think_time = Duration::from_millis(1);
     eve.rated = true;
     config.challengers.push(eve);
@@ -493,7 +492,7 @@ async fn demo_config_starts_with_bots_and_varied_challengers() {
         config
             .challengers
             .iter()
-            .any(|c| matches!(c.player, PlayerKind::Engine { .. }))
+            .any(|c| matches!(c.player, PlayerKind::Level(_)))
     );
     assert!(
         config

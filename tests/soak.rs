@@ -64,10 +64,9 @@ use tokio::time::Instant;
 
 use ladder::lichess::types::GameEvent;
 use ladder::lichess::{Color, GameId, GameStatus};
+use ladder::player::seat::{MoverStyle, PlayerKind};
 use ladder::results::{Line, scan_results};
-use ladder::sandbox::{
-    Action, ChallengeFate, ChallengerConfig, PlayerKind, Sandbox, SandboxConfig,
-};
+use ladder::sandbox::{Action, ChallengeFate, ChallengerConfig, Sandbox, SandboxConfig};
 
 // ---------------------------------------------------------------- settings
 
@@ -332,10 +331,8 @@ fn challengers(bots: &[String], slots: usize) -> Vec<ChallengerConfig> {
         });
         c.max_games = 1;
         c.player = match i % 3 {
-            0 => PlayerKind::Engine {
-                level: 1.0 + (i % 2) as f64,
-            },
-            _ => PlayerKind::Random,
+            0 => PlayerKind::Level(1.0 + (i % 2) as f64),
+            _ => PlayerKind::Mover(MoverStyle::Random),
         };
         c.think_time = Duration::from_millis(100 + (i as u64 * 53) % 300);
         c.draw_offer_chance = 0.005;

@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use super::player::{MoveLimits, MoverStyle, PlayerKind, PlayerSpec};
 use super::report::{JointFit, Scored};
-use super::uci_client::EngineCommand;
+use super::roster::PlayerSpec;
+use crate::player::seat::{MoveLimits, MoverStyle, PlayerKind};
+use crate::player::uci_engine::EngineCommand;
 use crate::toml_file::FileText;
 
 /// The file that ships with the crate.
@@ -75,7 +76,9 @@ pub struct Pin {
 #[derive(Clone, Debug, PartialEq)]
 pub struct Anchor {
     pub name: String,
-    pub kind: AnchorKind,
+    /// How the arena builds it: a built-in mover or an external engine, never one of our
+    /// levels (the file has no key for one, and the levels are what the anchors measure).
+    pub kind: PlayerKind,
     /// Rating on the file's scale (absent: not yet fitted).
     pub rating: Option<f64>,
     /// Standard error of the rating from the games, relative to the pins (the scale's own
@@ -84,16 +87,6 @@ pub struct Anchor {
     /// Games this anchor played in the fit.
     pub games: Option<u64>,
     pub note: Option<String>,
-}
-
-/// How the arena builds an anchor.
-#[derive(Clone, Debug, PartialEq)]
-pub enum AnchorKind {
-    Mover(MoverStyle),
-    Uci {
-        command: EngineCommand,
-        limits: MoveLimits,
-    },
 }
 
 /// A problem with an anchors file; always names the file and the line.
@@ -220,10 +213,11 @@ fn write_anchor(out: &mut String, a: &Anchor) {
     let _ = writeln!(out, "\n[[anchor]]");
     let _ = writeln!(out, "name = {}", toml_str(&a.name));
     match &a.kind {
-        AnchorKind::Mover(style) => {
+        PlayerKind::Mover(style) => {
             let _ = writeln!(out, "kind = {}", toml_str(style.name()));
         }
-        AnchorKind::Uci { command, limits } => write_uci(out, command, limits),
+        PlayerKind::Uci { command, limits } => write_uci(out, command, limits),
+        PlayerKind::Level(_) => unreachable!("an anchors file never holds a level"),
     }
     if let Some(r) = a.rating {
         let _ = writeln!(out, "rating = {}", toml_num(r.round()));
@@ -279,13 +273,7 @@ impl Anchor {
         PlayerSpec {
             name: self.name.clone(),
             rating: self.rating,
-            kind: match &self.kind {
-                AnchorKind::Mover(style) => PlayerKind::Mover(*style),
-                AnchorKind::Uci { command, limits } => PlayerKind::Uci {
-                    command: command.clone(),
-                    limits: *limits,
-                },
-            },
+            kind: self.kind.clone(),
         }
     }
 }
@@ -512,7 +500,7 @@ impl Validator<'_> {
         spanned: &Spanned<RawAnchor>,
         limits: &MoveLimits,
         key: impl Fn(&str) -> String,
-    ) -> Result<AnchorKind, AnchorsError> {
+    ) -> Result<PlayerKind, AnchorsError> {
         let a = spanned.get_ref();
         if let Some(c) = &a.command {
             return self
@@ -531,7 +519,7 @@ impl Validator<'_> {
                 "a built-in mover takes no per-move limits",
             );
         }
-        Ok(AnchorKind::Mover(style))
+        Ok(PlayerKind::Mover(style))
     }
 
     /// A UCI engine: its path, a per-move limit (so its strength is its own), its options.
@@ -540,7 +528,7 @@ impl Validator<'_> {
         spanned: &Spanned<RawAnchor>,
         limits: MoveLimits,
         key: impl Fn(&str) -> String,
-    ) -> Result<AnchorKind, AnchorsError> {
+    ) -> Result<PlayerKind, AnchorsError> {
         let a = spanned.get_ref();
         let Some(command) = &a.command else {
             return self.file.invalid(
@@ -562,7 +550,7 @@ impl Validator<'_> {
                  so its strength does not depend on the match",
             );
         }
-        Ok(AnchorKind::Uci {
+        Ok(PlayerKind::Uci {
             command: EngineCommand {
                 program: PathBuf::from(command.get_ref().trim()),
                 args: a.args.clone(),

@@ -9,11 +9,12 @@ use crate::unix_time::unix_ms;
 
 use shakmaty::{Color, Position};
 
-use super::player::{Clocks, Fault, Roster, Seat};
+use super::roster::Roster;
 use super::schedule::{ScheduledGame, derive};
 use crate::engine::Game;
 use crate::engine::position::GameEnd;
 use crate::lichess::Clock;
+use crate::player::seat::{Clocks, Fault, Seat};
 
 /// How a game ended.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -126,8 +127,8 @@ pub async fn play(
         Err(termination) => (termination, None),
     };
     if let Some([white, black]) = seats {
-        roster.release(white);
-        roster.release(black);
+        roster.release(scheduled.white, white);
+        roster.release(scheduled.black, black);
     }
     let winner = match &termination {
         Termination::Rules(end) => end.winner(),
@@ -166,7 +167,7 @@ async fn seat_both(
     match roster.seat(scheduled.black, black_seed).await {
         Ok(black) => Ok([white, black]),
         Err(fault) => {
-            roster.release(white);
+            roster.release(scheduled.white, white);
             Err(Termination::Fault {
                 side: Color::Black,
                 fault,

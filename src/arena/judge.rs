@@ -11,10 +11,10 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use super::player::position_command;
-use super::uci_client::{EngineCommand, UciEngine};
 use crate::engine::position::GameEnd;
 use crate::engine::{Game, Score};
+use crate::player::seat::position_command;
+use crate::player::uci_engine::{EngineCommand, UciEngine};
 use shakmaty::Position;
 
 /// lila's factor of the winning-chances curve.

@@ -7,10 +7,9 @@ pub mod game;
 pub mod judge;
 pub mod openings;
 pub mod pgn;
-pub mod player;
 pub mod report;
+pub mod roster;
 pub mod schedule;
-pub mod uci_client;
 
 use std::collections::{HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -24,13 +23,14 @@ use shakmaty::Color;
 use crate::levels::Coefficients;
 use crate::lichess::{Clock, Perf};
 use crate::logging::Progress;
+use crate::player::seat::{MoveLimits, PlayerKind, Seating, Timeouts};
 use crate::results::{
     ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, ResultsLog,
     SCHEMA_VERSION, Source,
 };
 use game::{PlayedGame, Termination};
 use openings::Opening;
-use player::{MoveLimits, PlayerKind, PlayerSpec, Roster, Timeouts};
+use roster::{PlayerSpec, Roster};
 use schedule::{Format, ScheduledGame, Shard};
 
 /// `ladder arena` options (boxed: they are many, and the CLI's command enum stays small).
@@ -473,7 +473,12 @@ impl MatchPlan {
             move_timeout: Duration::from_millis(args.move_timeout),
             margin: Duration::from_millis(args.timeout_margin),
         };
-        let roster = Arc::new(Roster::new(players.clone(), coefficients, fixed, timeouts));
+        let seating = Seating {
+            coefficients,
+            fixed,
+            timeouts,
+        };
+        let roster = Arc::new(Roster::new(players.clone(), seating));
         let plan = MatchPlan {
             players,
             roster,
@@ -819,13 +824,13 @@ fn match_report(
 fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
     let mut players = Vec::new();
     for list in &args.levels {
-        for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
+        for level in roster::parse_levels(list).map_err(anyhow::Error::msg)? {
             players.push(PlayerSpec::level(level));
         }
     }
     let levels = players.len();
     for spec in &args.engines {
-        players.push(player::parse_engine(spec).map_err(anyhow::Error::msg)?);
+        players.push(roster::parse_engine(spec).map_err(anyhow::Error::msg)?);
     }
     if !args.anchors.is_empty() {
         let file = anchors_file(args)?;
@@ -834,12 +839,12 @@ fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
         }
     }
     for list in &args.lichess_ai {
-        for level in player::parse_levels(list).map_err(anyhow::Error::msg)? {
+        for level in roster::parse_levels(list).map_err(anyhow::Error::msg)? {
             if level.fract() != 0.0 {
                 bail!("Lichess AI level {level} is not a whole number");
             }
             players.push(
-                player::lichess_ai(level as u32, &args.fairy_stockfish)
+                roster::lichess_ai(level as u32, &args.fairy_stockfish)
                     .map_err(anyhow::Error::msg)?,
             );
         }

@@ -10,7 +10,7 @@ use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode};
 
 use super::game::PlayedGame;
-use super::player::PlayerSpec;
+use super::roster::PlayerSpec;
 use crate::lichess::Clock;
 use crate::pgn::PgnText;
 

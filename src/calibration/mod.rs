@@ -753,7 +753,7 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
         args.levels.clone()
     };
     for list in &lists {
-        levels.extend(crate::arena::player::parse_levels(list).map_err(anyhow::Error::msg)?);
+        levels.extend(crate::arena::roster::parse_levels(list).map_err(anyhow::Error::msg)?);
     }
     levels.sort_by(f64::total_cmp);
     levels.dedup();

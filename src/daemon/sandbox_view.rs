@@ -8,7 +8,8 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::levels::Coefficients;
 use crate::lichess::TimeControl;
-use crate::sandbox::{ChallengerConfig, GameSummary, PlayerKind};
+use crate::player::seat::{MoverStyle, PlayerKind};
+use crate::sandbox::{ChallengerConfig, GameSummary};
 
 use super::policy::{self, ChallengeFacts, Decision, Load};
 use super::scoreboard::Tally;
@@ -44,9 +45,10 @@ pub fn accounts_line(config: &Config, coefficients: &Coefficients) -> String {
 pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String {
     let bot = challenger.title.as_deref() == Some("BOT");
     let strength = match &challenger.player {
-        PlayerKind::Random => "random moves".to_string(),
-        PlayerKind::Engine { level } => format!("the ladder's engine at level {level}"),
-        PlayerKind::Anchor(anchor) => format!("the anchor {}", anchor.name),
+        PlayerKind::Mover(MoverStyle::Random) => "random moves".to_string(),
+        PlayerKind::Mover(style) => format!("the {} mover", style.name()),
+        PlayerKind::Level(level) => format!("the ladder's engine at level {level}"),
+        PlayerKind::Uci { command, .. } => format!("the engine {}", command.program.display()),
     };
     let whom = match challenger.targets.as_slice() {
         [] => "a random account".to_string(),
@@ -232,7 +234,7 @@ min_initial_s = 180
         );
         let mut bot = ChallengerConfig::new("BulletBot");
         bot.title = Some("BOT".into());
-        bot.player = PlayerKind::Engine { level: 6.0 };
+        bot.player = PlayerKind::Level(6.0);
         bot.interval = Some(Duration::from_secs(45));
         assert!(
             challenger_line(&bot, &config).starts_with(
@@ -303,19 +305,19 @@ min_initial_s = 180
             readme.contains(&format!("{} + {} (L − 1)", ladder.from, ladder.step)),
             "the README names the targets' line"
         );
-        // The sandbox's challengers: a level's rating as calibrated, a random mover's as the
-        // anchors measure it.
+        // The sandbox's challengers: a level's rating as calibrated, a mover's as the anchors
+        // measure it.
         let names: Vec<String> = config.accounts.iter().map(|a| a.username.clone()).collect();
         let demo = crate::sandbox::SandboxConfig::demo(&names);
         for challenger in &demo.challengers {
             let measured = match &challenger.player {
-                PlayerKind::Engine { level } => shipped.rating_of(*level).unwrap(),
-                PlayerKind::Random => crate::arena::anchors::AnchorsFile::builtin()
-                    .get("random")
+                PlayerKind::Level(level) => shipped.rating_of(*level).unwrap(),
+                PlayerKind::Mover(style) => crate::arena::anchors::AnchorsFile::builtin()
+                    .get(style.name())
                     .unwrap()
                     .rating
                     .unwrap(),
-                PlayerKind::Anchor(a) => a.rating.unwrap(),
+                PlayerKind::Uci { .. } => unreachable!("the demo runs no external engine"),
             };
             assert_eq!(
                 challenger.rating,

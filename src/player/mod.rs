@@ -6,7 +6,9 @@
 //! after the search, not the search itself) is [`think`]. The first moves of a game may come
 //! from the [`book`], chosen by the game's seed. How the level behaves around its moves —
 //! takebacks, draw offers, resigning ([`conduct`]) and what it says ([`chat`]) — is the
-//! player's too; the daemon carries it out on Lichess.
+//! player's too; the daemon carries it out on Lichess. Whoever else sits at a board — an
+//! external UCI engine ([`uci_engine`]), a built-in mover — is seated beside it by [`seat`], the
+//! one seat the arena, the anchors and the sandbox's challengers play through.
 //!
 //! Determinism: a game replays bit for bit from (coefficients, level, seed) when its moves are
 //! chosen in order by one player (the table carries knowledge from move to move, and
@@ -17,7 +19,9 @@ pub mod chat;
 pub mod clock;
 pub mod conduct;
 pub mod deadline;
+pub mod seat;
 pub mod think;
+pub mod uci_engine;
 
 use std::time::Instant;
 
@@ -100,8 +104,10 @@ impl LevelPlayer {
 
 /// Lends `player` to a blocking thread (searches are CPU work, never the async runtime's) for
 /// the move in `game`, stopped by `budget` counted from when the thread starts, and hands it
-/// back with the result; `Err` when the search panicked. The arena's and the sandbox's level
-/// seats search through it; the daemon's searches queue by urgency on its own pool.
+/// back with the result; `Err` when the search panicked. Every level [`seat::Seat`] (the
+/// arena's, the sandbox's challengers') searches through it, the one place a level player is
+/// lent to the async runtime's blocking threads; the daemon's searches queue by urgency on its
+/// own pool instead.
 pub async fn choose_blocking(
     mut player: Box<LevelPlayer>,
     game: Game,

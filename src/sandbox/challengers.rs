@@ -1,7 +1,11 @@
 //! Simulated challengers: accounts that challenge bots at a configured rate and play their
-//! games in-process (random moves or the ladder's own engine at a level, searched on a
-//! blocking thread), with think times, draw offers, takeback proposals, and replies to the
-//! bot's offers. They also accept challenges sent to them.
+//! games in-process, with think times, draw offers, takeback proposals, and replies to the
+//! bot's offers. They also accept challenges sent to them. Each game's moves come from a seat
+//! ([`crate::player::seat`]) of the challenger's player, seated as the arena seats it but with
+//! no clock: a level searches its whole node budget (on a blocking thread), a mover draws from
+//! the game's seed, an anchor's engine plays under the anchor's own per-move limits, so a game
+//! against an anchor is played the way the anchor's rating was measured (the rehearsal of the
+//! live calibration loop in tests/rehearsal.rs pits the daemon's levels against such).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,16 +14,14 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use tokio::sync::mpsc;
 
-use super::config::{ChallengerConfig, PlayerKind};
-use super::engine_challenger::AnchorPlayer;
+use super::config::ChallengerConfig;
 use super::server::Shared;
 use super::world::{Action, ChallengeSpec, Notice};
 use crate::engine::Game;
-use crate::levels::{Coefficients, LevelParams};
+use crate::levels::Coefficients;
 use crate::lichess::types::ChallengeColor;
 use crate::lichess::{GameId, TimeControl};
-use crate::player::deadline::TimeBudget;
-use crate::player::{LevelPlayer, choose_blocking};
+use crate::player::seat::{MoveLimits, PlayerKind, Seat, Seating, Timeouts};
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
     shared.lock().expect("sandbox world lock")
@@ -28,7 +30,12 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
 /// Reacts to notices from the world: plays challengers' games, accepts their challenges.
 pub async fn supervise(shared: Shared, mut notices: mpsc::UnboundedReceiver<Notice>, seed: u64) {
     let mut rng = StdRng::seed_from_u64(seed);
-    let coefficients = Arc::new(Coefficients::builtin());
+    let seating = Arc::new(Seating {
+        coefficients: Coefficients::builtin(),
+        // An engine's own limits only: a simulated person has no match to take them from.
+        fixed: MoveLimits::default(),
+        timeouts: TIMEOUTS,
+    });
     while let Some(notice) = notices.recv().await {
         match notice {
             Notice::GameStarted { game_id } => {
@@ -51,7 +58,7 @@ pub async fn supervise(shared: Shared, mut notices: mpsc::UnboundedReceiver<Noti
                         game_id.clone(),
                         account,
                         config,
-                        coefficients.clone(),
+                        seating.clone(),
                         rng.r#gen(),
                     );
                     tokio::spawn(task);
@@ -172,7 +179,7 @@ async fn play_game(
     game_id: GameId,
     me: String,
     config: ChallengerConfig,
-    coefficients: Arc<Coefficients>,
+    seating: Arc<Seating>,
     seed: u64,
 ) {
     let Some(mut changes) = lock(&shared)
@@ -183,18 +190,8 @@ async fn play_game(
         return;
     };
     let mut rng = StdRng::seed_from_u64(seed);
-    // An engine-backed challenger is one level player for the whole game, as the daemon's.
-    let mut player = match config.player {
-        PlayerKind::Engine { level } => Some(Box::new(LevelPlayer::new(
-            LevelParams::new(&coefficients, level),
-            rng.r#gen(),
-        ))),
-        PlayerKind::Random | PlayerKind::Anchor(_) => None,
-    };
-    let mut anchor = match &config.player {
-        PlayerKind::Anchor(a) => Some(AnchorPlayer::new(a, rng.r#gen())),
-        _ => None,
-    };
+    // One seat for the whole game, as the daemon's level player is.
+    let mut player = ChallengerSeat::new(&config, seating, rng.r#gen());
     loop {
         changes.borrow_and_update();
         let Some(v) = view(&shared, &game_id, &me) else {
@@ -216,7 +213,7 @@ async fn play_game(
         }
         if v.my_turn {
             tokio::time::sleep(config.think_time).await;
-            if let Some(uci) = choose_move(&v, &mut player, &mut anchor, &mut rng).await {
+            if let Some(uci) = choose_move(&v, &mut player).await {
                 let offering_draw = rng.gen_bool(config.draw_offer_chance.clamp(0.0, 1.0));
                 act(Action::Move { uci, offering_draw });
                 if rng.gen_bool(config.takeback_chance.clamp(0.0, 1.0)) {
@@ -232,40 +229,143 @@ async fn play_game(
     }
 }
 
-async fn choose_move(
-    v: &View,
-    player: &mut Option<Box<LevelPlayer>>,
-    anchor: &mut Option<AnchorPlayer>,
-    rng: &mut StdRng,
-) -> Option<String> {
+async fn choose_move(v: &View, player: &mut ChallengerSeat) -> Option<String> {
     let game = Game::from_uci_moves(Some(&v.initial_fen), &v.moves, v.chess960).ok()?;
-    if let Some(anchor) = anchor {
-        return anchor.choose(&game).await;
+    player.choose(&game).await
+}
+
+/// The arena's defaults (`ladder arena --startup-timeout/--move-timeout/--timeout-margin`).
+const TIMEOUTS: Timeouts = Timeouts {
+    startup: Duration::from_secs(10),
+    move_timeout: Duration::from_secs(60),
+    margin: Duration::from_secs(1),
+};
+
+/// After a failed move (engine missing, crashed, hung or illegal) the next try waits this long,
+/// so a missing engine does not start a process in a tight loop.
+const RETRY_PAUSE: Duration = Duration::from_secs(1);
+
+/// One challenger's side of one game: its seat, taken at the first move and kept while it
+/// plays legal moves.
+pub struct ChallengerSeat {
+    /// The challenger's name, for the log.
+    name: String,
+    kind: PlayerKind,
+    seating: Arc<Seating>,
+    seat: Option<Seat>,
+    /// This side's seed: a level's or a mover's every choice derives from it.
+    seed: u64,
+}
+
+impl ChallengerSeat {
+    pub fn new(config: &ChallengerConfig, seating: Arc<Seating>, seed: u64) -> ChallengerSeat {
+        ChallengerSeat {
+            name: config.name.clone(),
+            kind: config.player.clone(),
+            seating,
+            seat: None,
+            seed,
+        }
     }
-    match player.take() {
-        None => {
-            let legal = game.legal_moves();
-            if legal.is_empty() {
-                return None;
+
+    /// The player's legal move in `game` (UCI), or `None` when it has none to give: at once
+    /// without a legal move, after a pause when the seat failed (an engine's process is dropped
+    /// and the next call starts a fresh one).
+    pub async fn choose(&mut self, game: &Game) -> Option<String> {
+        if game.legal_moves().is_empty() {
+            return None;
+        }
+        let mut seat = match self.seat.take() {
+            Some(seat) => seat,
+            None => match self.seating.seat(&self.kind, self.seed, None).await {
+                Ok(seat) => seat,
+                Err(fault) => return self.failed(format!("cannot start: {fault}")).await,
+            },
+        };
+        // No clock: the player plays under its own limits.
+        match seat.choose(game, None).await {
+            Ok(uci) if is_legal(game, &uci) => {
+                self.seat = Some(seat);
+                Some(uci)
             }
-            let m = legal[rng.gen_range(0..legal.len())];
-            Some(game.to_uci(m))
-        }
-        Some(taken) => {
-            // No clock: a simulated person's level searches its whole node budget.
-            let (returned, result) = choose_blocking(taken, game.clone(), TimeBudget::default())
-                .await
-                .ok()?;
-            *player = Some(returned);
-            result.best_move.map(|m| game.to_uci(m))
+            Ok(uci) => self.failed(format!("played an illegal move {uci}")).await,
+            Err(fault) => self.failed(format!("failed: {fault}")).await,
         }
     }
+
+    /// Logs why no move came and pauses before the next try.
+    async fn failed(&self, what: String) -> Option<String> {
+        tracing::warn!(challenger = %self.name, "sandbox challenger {what}");
+        tokio::time::sleep(RETRY_PAUSE).await;
+        None
+    }
+}
+
+fn is_legal(game: &Game, uci: &str) -> bool {
+    game.legal_moves().iter().any(|m| game.to_uci(*m) == uci)
 }
 
 #[cfg(test)]
 mod tests {
-    use crate::sandbox::{ChallengerConfig, Sandbox, SandboxConfig};
-    use std::time::Duration;
+    use super::*;
+    use crate::arena::anchors::{Anchor, AnchorsFile};
+    use crate::sandbox::{Sandbox, SandboxConfig};
+
+    /// A seat for one game of a challenger playing as `anchor`.
+    fn anchor_seat(anchor: &Anchor, seed: u64) -> ChallengerSeat {
+        let config = ChallengerConfig::anchor("AnchorAnn", anchor).unwrap();
+        let seating = Seating {
+            coefficients: Coefficients::builtin(),
+            fixed: MoveLimits::default(),
+            timeouts: TIMEOUTS,
+        };
+        ChallengerSeat::new(&config, Arc::new(seating), seed)
+    }
+
+    #[tokio::test]
+    async fn a_mover_anchor_plays_legal_moves_reproducibly_to_the_end() {
+        let anchors = AnchorsFile::builtin();
+        let greedy = anchors.get("greedy").unwrap();
+        let play = |seed| async move {
+            let mut player = anchor_seat(greedy, seed);
+            let mut moves: Vec<String> = Vec::new();
+            loop {
+                let game = Game::from_uci_moves(None, &moves, false).unwrap();
+                if moves.len() >= 60 || game.legal_moves().is_empty() {
+                    return moves;
+                }
+                moves.push(player.choose(&game).await.expect("a legal move"));
+            }
+        };
+        let a = play(5).await;
+        assert!(a.len() >= 10, "{a:?}");
+        assert_eq!(a, play(5).await);
+        // Mated: no move, at once (the pause is only for failures).
+        let mated = Game::new(Some("R5k1/5ppp/8/8/8/8/8/6K1 b - - 0 1"), false).unwrap();
+        let started = std::time::Instant::now();
+        assert_eq!(anchor_seat(greedy, 1).choose(&mated).await, None);
+        assert!(started.elapsed() < RETRY_PAUSE);
+    }
+
+    #[tokio::test]
+    async fn an_engine_anchor_answers_with_a_legal_move() {
+        let anchors = AnchorsFile::builtin();
+        let ai = anchors.get("lichess-ai-1").unwrap();
+        let PlayerKind::Uci { command, .. } = &ai.kind else {
+            panic!("lichess-ai-1 is an engine")
+        };
+        if !command.program.exists() {
+            eprintln!("skipped: {} is not installed", command.program.display());
+            return;
+        }
+        let mut player = anchor_seat(ai, 1);
+        let mut moves: Vec<String> = Vec::new();
+        for _ in 0..6 {
+            let game = Game::from_uci_moves(None, &moves, false).unwrap();
+            moves.push(player.choose(&game).await.expect("a legal move"));
+        }
+        assert!(Game::from_uci_moves(None, &moves, false).is_ok());
+    }
 
     #[tokio::test]
     async fn paused_challengers_send_no_challenge_until_resumed() {

@@ -1,11 +1,14 @@
 //! Sandbox configuration: the accounts it knows (bots and humans, each with a token), the
-//! simulated challengers and how they behave, and the timings (keep-alive interval, first-move
-//! timeout, challenge expiry). `SandboxConfig::demo` is the default of `ladder run --sandbox`.
+//! simulated challengers and how they behave (who plays their moves is a [`PlayerKind`], the
+//! same description the arena seats: a level, a built-in mover, an external engine), and the
+//! timings (keep-alive interval, first-move timeout, challenge expiry).
+//! `SandboxConfig::demo` is the default of `ladder run --sandbox`.
 
 use std::time::Duration;
 
-use crate::arena::anchors::Anchor;
+use crate::arena::anchors::{Anchor, AnchorsFile};
 use crate::lichess::Token;
+use crate::player::seat::{MoverStyle, PlayerKind};
 
 /// An account of the sandbox that a client (the daemon, a test) logs in with.
 #[derive(Clone, Debug, PartialEq)]
@@ -62,31 +65,21 @@ pub fn sandbox_token(username: &str) -> Token {
 
 /// The rating a simulated challenger's player has, on the ladder's scale: a level's from the
 /// calibrated ratings of the coefficients it plays with (the built-in ones, interpolated for
-/// a fractional level), a random mover's and an anchor's from the anchors file. `None` when
-/// the table has none (a level outside the rated ones).
+/// a fractional level), a mover's and an external engine's from the anchor of the built-in
+/// anchors file that plays the same way. `None` when there is none (a level outside the rated
+/// ones, an engine that is no anchor, an anchor not yet fitted).
 pub fn advertised_rating(player: &PlayerKind) -> Option<i32> {
     let rating = match player {
-        PlayerKind::Engine { level } => crate::levels::Coefficients::builtin().rating_of(*level)?,
-        PlayerKind::Random => {
-            crate::arena::anchors::AnchorsFile::builtin()
-                .get("random")?
+        PlayerKind::Level(level) => crate::levels::Coefficients::builtin().rating_of(*level)?,
+        kind => {
+            AnchorsFile::builtin()
+                .anchors
+                .iter()
+                .find(|a| a.kind == *kind)?
                 .rating?
         }
-        PlayerKind::Anchor(anchor) => anchor.rating?,
     };
     Some(rating.round() as i32)
-}
-
-/// How a simulated challenger picks its moves.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PlayerKind {
-    /// A uniformly random legal move.
-    Random,
-    /// The ladder's own engine at this level (`ladder::levels`).
-    Engine { level: f64 },
-    /// An anchor of the rating scale (`calibration/anchors.toml`), played as the arena plays
-    /// it ([`super::engine_challenger`]).
-    Anchor(Box<Anchor>),
 }
 
 /// A simulated opponent: an account that challenges bots and plays its games in-process.
@@ -109,6 +102,7 @@ pub struct ChallengerConfig {
     pub interval: Option<Duration>,
     /// No new challenge while this many of its games are running.
     pub max_games: usize,
+    /// Who plays its moves (seated as the arena seats it, with no clock).
     pub player: PlayerKind,
     /// Pause before each move.
     pub think_time: Duration,
@@ -136,13 +130,38 @@ impl ChallengerConfig {
             rated: false,
             interval: Some(Duration::from_secs(5)),
             max_games: 1,
-            player: PlayerKind::Random,
+            player: PlayerKind::Mover(MoverStyle::Random),
             think_time: Duration::from_millis(200),
             draw_offer_chance: 0.0,
             takeback_chance: 0.0,
             accept_draws: false,
             accept_takebacks: false,
         }
+    }
+
+    /// A person who plays as `anchor`: rated at the anchor's fitted rating (not provisional), no
+    /// title, moving at once, never offering draws or takebacks, accepting neither, and
+    /// challenging one game at a time with the defaults of [`ChallengerConfig::new`] otherwise.
+    /// Its moves are the anchor's as the arena plays it (the anchor's own per-move limits, no
+    /// clock), so a game against it is played the way the anchor's rating was measured. An
+    /// anchor without a fitted rating cannot pose as a rated person.
+    pub fn anchor(name: &str, anchor: &Anchor) -> Result<ChallengerConfig, String> {
+        let rating = anchor
+            .rating
+            .ok_or_else(|| format!("anchor {} has no fitted rating", anchor.name))?;
+        Ok(ChallengerConfig {
+            rating: rating.round() as i32,
+            provisional: false,
+            title: None,
+            player: anchor.kind.clone(),
+            think_time: Duration::ZERO,
+            draw_offer_chance: 0.0,
+            takeback_chance: 0.0,
+            accept_draws: false,
+            accept_takebacks: false,
+            max_games: 1,
+            ..ChallengerConfig::new(name)
+        })
     }
 
     /// The token tests can use to act as this challenger over HTTP.
@@ -198,7 +217,7 @@ impl SandboxConfig {
     pub fn demo<S: AsRef<str>>(bots: &[S]) -> SandboxConfig {
         let names: Vec<&str> = bots.iter().map(|b| b.as_ref()).collect();
         let mut patzer = ChallengerConfig::new("RandomRita");
-        patzer.rating = advertised_rating(&PlayerKind::Random).unwrap_or(patzer.rating);
+        patzer.rating = advertised_rating(&patzer.player).unwrap_or(patzer.rating);
         patzer.provisional = true;
         patzer.time_controls = vec![(60, 0), (180, 2)];
         patzer.interval = Some(Duration::from_secs(20));
@@ -209,7 +228,7 @@ impl SandboxConfig {
         club.time_controls = vec![(180, 2), (300, 3)];
         club.rated = true;
         club.interval = Some(Duration::from_secs(30));
-        club.player = PlayerKind::Engine { level: 3.0 };
+        club.player = PlayerKind::Level(3.0);
         club.rating = advertised_rating(&club.player).unwrap_or(club.rating);
         club.think_time = Duration::from_secs(1);
         club.draw_offer_chance = 0.01;
@@ -221,7 +240,7 @@ impl SandboxConfig {
         fast.variants = vec!["standard".to_string(), "chess960".to_string()];
         fast.rated = true;
         fast.interval = Some(Duration::from_secs(45));
-        fast.player = PlayerKind::Engine { level: 6.0 };
+        fast.player = PlayerKind::Level(6.0);
         fast.rating = advertised_rating(&fast.player).unwrap_or(fast.rating);
         fast.think_time = Duration::from_millis(100);
 
@@ -230,5 +249,25 @@ impl SandboxConfig {
             challengers: vec![patzer, club, fast],
             ..SandboxConfig::default()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_anchor_challenger_is_a_person_at_the_anchor_rating() {
+        let anchors = AnchorsFile::builtin();
+        let greedy = anchors.get("greedy").unwrap();
+        let c = ChallengerConfig::anchor("GreedyGus", greedy).unwrap();
+        assert_eq!(c.rating as f64, greedy.rating.unwrap().round());
+        assert_eq!(c.player, PlayerKind::Mover(MoverStyle::Greedy));
+        assert_eq!((c.title, c.provisional), (None, false));
+        assert_eq!(c.think_time, Duration::ZERO);
+        assert_eq!((c.draw_offer_chance, c.takeback_chance), (0.0, 0.0));
+        let unrated = anchors.anchors.iter().find(|a| a.rating.is_none()).unwrap();
+        let err = ChallengerConfig::anchor("x", unrated).unwrap_err();
+        assert!(err.contains(&unrated.name), "{err}");
     }
 }

@@ -14,12 +14,10 @@
 //! - [`export`]: game summaries and `GameJson` export,
 //! - [`server`]: the axum routes and the HTTP fault layer,
 //! - [`streams`]: NDJSON bodies with keep-alives,
-//! - [`challengers`]: the simulated opponents,
-//! - [`engine_challenger`]: challengers that play as an anchor of the rating scale.
+//! - [`challengers`]: the simulated opponents and the seats that play their moves.
 
 pub mod challengers;
 pub mod config;
-pub mod engine_challenger;
 pub mod export;
 pub mod game;
 pub mod server;
@@ -32,7 +30,7 @@ use std::time::Duration;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 
-pub use config::{AccountConfig, ChallengerConfig, PlayerKind, SandboxConfig, sandbox_token};
+pub use config::{AccountConfig, ChallengerConfig, SandboxConfig, sandbox_token};
 pub use export::GameSummary;
 pub use world::{
     Action, ApiError, ChallengeFate, ChallengeOutcome, ChallengeSpec, RefusedMove, RequestStats,

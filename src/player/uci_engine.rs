@@ -1,6 +1,7 @@
-//! A UCI client for external engines over tokio child processes. Every exchange has a deadline:
-//! an engine that does not start, hangs or dies surfaces as a [`UciError`] and the process is
-//! killed when the client is dropped, so the arena can start a fresh one for the next game.
+//! A UCI client for external engines over tokio child processes: what an external engine's
+//! seat ([`super::seat`]) and the arena's judge talk through. Every exchange has a deadline: an
+//! engine that does not start, hangs or dies surfaces as a [`UciError`] and the process is
+//! killed when the client is dropped, so a fresh one can start for the next game.
 
 use std::path::PathBuf;
 use std::process::Stdio;

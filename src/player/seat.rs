@@ -1,26 +1,42 @@
-//! The players of a match and their seats in one game: our levels, played in process by the
-//! daemon's own [`LevelPlayer`] (one per game and side, with that side's seed; the search on a
-//! blocking thread), and external UCI engines from a
-//! command line, options and optional per-move limits (Stockfish `UCI_Elo`, the Lichess AI
-//! levels on Fairy-Stockfish), and built-in movers for the bottom of the anchor scale (a random
-//! mover and a capture-greedy mover, seeded by the game so a game replays exactly). External
-//! processes are reused between games; one that crashes, hangs or plays an illegal move is
-//! dropped (killed) and a fresh one starts for its next game.
+//! Who sits at the board in one game, whatever plays it: one of our levels (the daemon's own
+//! [`LevelPlayer`], lent to a blocking thread by [`choose_blocking`] for each search), an
+//! external UCI engine ([`super::uci_engine`]) from a command line, options and optional per-move
+//! limits (Stockfish `UCI_Elo`, the Lichess AI levels on Fairy-Stockfish), or a built-in mover
+//! for the bottom of the rating scale (a random mover and a capture-greedy mover, seeded by the
+//! game so a game replays exactly).
+//!
+//! [`PlayerKind`] is the one description of such a player: the arena's match players, the
+//! anchors of the rating scale (never a level) and the sandbox's simulated challengers all hold
+//! it, so each plays the same moves wherever it sits. [`Seating::seat`] turns a kind into a
+//! [`Seat`] for one game. An external engine that crashes, hangs or plays an illegal move is a
+//! [`Fault`] of its player; its process is dropped (killed on drop) and never reused.
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::time::Duration;
 
 use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode, Move, Position, Role};
 
-use super::uci_client::{EngineCommand, UciEngine};
+use super::clock::{ClockInput, think_time};
+use super::deadline::TimeBudget;
+use super::uci_engine::{EngineCommand, UciEngine, UciError};
+use super::{LevelPlayer, choose_blocking};
 use crate::engine::Game;
 use crate::levels::{Coefficients, LevelParams};
-use crate::player::clock::{ClockInput, think_time};
-use crate::player::deadline::TimeBudget;
-use crate::player::{LevelPlayer, choose_blocking};
 use crate::seed::SplitMix;
+
+/// Who plays: what a seat is made from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum PlayerKind {
+    /// One of our levels (may be fractional).
+    Level(f64),
+    /// An external UCI engine with its own per-move limits (empty: the seating's).
+    Uci {
+        command: EngineCommand,
+        limits: MoveLimits,
+    },
+    /// A built-in mover that needs no engine (the bottom of the anchor scale).
+    Mover(MoverStyle),
+}
 
 /// Per-move limits for an external engine (a preset's own, or the match's `--nodes` etc.).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -53,20 +69,6 @@ impl MoveLimits {
         }
         out
     }
-}
-
-/// What kind of player.
-#[derive(Clone, Debug, PartialEq)]
-pub enum PlayerKind {
-    /// One of our levels (may be fractional).
-    Level(f64),
-    /// An external UCI engine with its own per-move limits (empty: the match's).
-    Uci {
-        command: EngineCommand,
-        limits: MoveLimits,
-    },
-    /// A built-in mover that needs no engine (the bottom of the anchor scale).
-    Mover(MoverStyle),
 }
 
 /// The built-in movers: rules-only players weaker than any engine setting.
@@ -140,176 +142,6 @@ fn piece_value(role: Role) -> u32 {
     }
 }
 
-/// A player of the match.
-#[derive(Clone, Debug, PartialEq)]
-pub struct PlayerSpec {
-    pub name: String,
-    /// Known rating of an anchor (Stockfish `UCI_Elo`, a Lichess AI nominal rating).
-    pub rating: Option<f64>,
-    pub kind: PlayerKind,
-}
-
-impl PlayerSpec {
-    pub fn level(level: f64) -> PlayerSpec {
-        PlayerSpec {
-            name: format!("level-{}", crate::levels::level_key(level)),
-            rating: None,
-            kind: PlayerKind::Level(level),
-        }
-    }
-
-    /// A built-in mover under its own name (`random`, `greedy`).
-    pub fn mover(style: MoverStyle) -> PlayerSpec {
-        PlayerSpec {
-            name: style.name().to_string(),
-            rating: None,
-            kind: PlayerKind::Mover(style),
-        }
-    }
-
-    pub fn level_number(&self) -> Option<f64> {
-        match self.kind {
-            PlayerKind::Level(l) => Some(l),
-            PlayerKind::Uci { .. } | PlayerKind::Mover(_) => None,
-        }
-    }
-}
-
-/// Parses a level list: `3`, `1..5` (inclusive), `1,3,5`, `2.5`.
-pub fn parse_levels(text: &str) -> Result<Vec<f64>, String> {
-    let mut out = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let number = |s: &str| -> Result<f64, String> {
-            let v: f64 = s
-                .trim()
-                .parse()
-                .map_err(|_| format!("level {s:?} is not a number"))?;
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("level {s:?} must be positive"));
-            }
-            Ok(v)
-        };
-        if let Some((a, b)) = part.split_once("..") {
-            let (a, b) = (number(a)?, number(b)?);
-            if b < a {
-                return Err(format!("level range {part:?} is empty"));
-            }
-            let mut l = a;
-            while l <= b + 1e-9 {
-                out.push(l);
-                l += 1.0;
-            }
-        } else {
-            out.push(number(part)?);
-        }
-    }
-    Ok(out)
-}
-
-/// Parses `name=sf1500,cmd=/usr/games/stockfish,option.UCI_Elo=1500,rating=1500` (also `arg=`
-/// repeated for program arguments, and `nodes=`, `depth=`, `movetime=` per-move limits).
-pub fn parse_engine(text: &str) -> Result<PlayerSpec, String> {
-    let mut name = None;
-    let mut program = None;
-    let mut args = Vec::new();
-    let mut options = Vec::new();
-    let mut rating = None;
-    let mut limits = MoveLimits::default();
-    for part in text.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let (key, value) = part
-            .split_once('=')
-            .ok_or_else(|| format!("engine spec {text:?}: {part:?} is not key=value"))?;
-        let number = |what: &str| -> Result<u64, String> {
-            value
-                .parse()
-                .map_err(|_| format!("engine spec: {what} {value:?} is not a whole number"))
-        };
-        match key.trim() {
-            "name" => name = Some(value.to_string()),
-            "cmd" => program = Some(PathBuf::from(value)),
-            "arg" => args.push(value.to_string()),
-            "rating" => {
-                rating = Some(
-                    value
-                        .parse::<f64>()
-                        .ok()
-                        .filter(|r| r.is_finite())
-                        .ok_or_else(|| format!("engine spec: rating {value:?} is not a number"))?,
-                )
-            }
-            "nodes" => limits.nodes = Some(number("nodes")?),
-            "depth" => limits.depth = Some(number("depth")? as u32),
-            "movetime" => limits.movetime_ms = Some(number("movetime")?),
-            k => match k.strip_prefix("option.") {
-                Some(option) if !option.is_empty() => {
-                    options.push((option.to_string(), value.to_string()))
-                }
-                _ => {
-                    return Err(format!(
-                        "engine spec: unknown key {k:?} (expected name, cmd, arg, option.NAME, \
-                         rating, nodes, depth, movetime)"
-                    ));
-                }
-            },
-        }
-    }
-    let program = program.ok_or_else(|| format!("engine spec {text:?}: cmd= is required"))?;
-    let name = name.unwrap_or_else(|| {
-        program
-            .file_name()
-            .map_or("engine".to_string(), |f| f.to_string_lossy().into_owned())
-    });
-    Ok(PlayerSpec {
-        name,
-        rating,
-        kind: PlayerKind::Uci {
-            command: EngineCommand {
-                program,
-                args,
-                options,
-            },
-            limits,
-        },
-    })
-}
-
-/// Lichess's AI levels 1-8 on Fairy-Stockfish: Skill Level, depth and movetime per move, and
-/// the nominal rating Lichess shows for each.
-const LICHESS_AI: [(i32, u32, u64, f64); 8] = [
-    (-9, 5, 50, 800.0),
-    (-5, 5, 100, 1100.0),
-    (-1, 5, 150, 1400.0),
-    (3, 5, 200, 1700.0),
-    (7, 5, 300, 2000.0),
-    (11, 8, 400, 2300.0),
-    (16, 13, 500, 2700.0),
-    (20, 22, 1000, 3000.0),
-];
-
-/// The preset reproducing Lichess AI level `level` (1-8) with Fairy-Stockfish at `program`.
-pub fn lichess_ai(level: u32, program: &Path) -> Result<PlayerSpec, String> {
-    let (skill, depth, movetime, rating) = *level
-        .checked_sub(1)
-        .and_then(|i| LICHESS_AI.get(i as usize))
-        .ok_or_else(|| format!("Lichess AI level {level} does not exist (1-8)"))?;
-    Ok(PlayerSpec {
-        name: format!("lichess-ai-{level}"),
-        rating: Some(rating),
-        kind: PlayerKind::Uci {
-            command: EngineCommand {
-                program: program.to_path_buf(),
-                args: Vec::new(),
-                options: vec![("Skill Level".to_string(), skill.to_string())],
-            },
-            limits: MoveLimits {
-                nodes: None,
-                depth: Some(depth),
-                movetime_ms: Some(movetime),
-            },
-        },
-    })
-}
-
 /// Why a player lost a game by malfunction rather than by chess.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Fault {
@@ -331,8 +163,7 @@ impl std::fmt::Display for Fault {
     }
 }
 
-fn fault_of(error: super::uci_client::UciError) -> Fault {
-    use super::uci_client::UciError;
+fn fault_of(error: UciError) -> Fault {
     match error {
         UciError::Timeout { .. } => Fault::Hang(error.to_string()),
         _ => Fault::Crash(error.to_string()),
@@ -358,58 +189,37 @@ pub struct Timeouts {
     pub margin: Duration,
 }
 
-/// The players of a match with their idle external engine processes.
-pub struct Roster {
-    pub players: Vec<PlayerSpec>,
+/// How players are seated: the coefficients our levels play with, the per-move limits of an
+/// external engine without its own, and how long to wait for one.
+#[derive(Clone, Debug)]
+pub struct Seating {
     pub coefficients: Coefficients,
-    /// The match's per-move limits for external engines without their own.
+    /// Per-move limits for an external engine without its own (the arena's `--nodes` etc.).
     pub fixed: MoveLimits,
     pub timeouts: Timeouts,
-    idle: Vec<Mutex<Vec<UciEngine>>>,
 }
 
-impl Roster {
-    pub fn new(
-        players: Vec<PlayerSpec>,
-        coefficients: Coefficients,
-        fixed: MoveLimits,
-        timeouts: Timeouts,
-    ) -> Roster {
-        let idle = players.iter().map(|_| Mutex::new(Vec::new())).collect();
-        Roster {
-            players,
-            coefficients,
-            fixed,
-            timeouts,
-            idle,
-        }
-    }
-
-    /// The level parameters of player `index`, if it is a level.
-    pub fn level_params(&self, index: usize) -> Option<LevelParams> {
-        let level = self.players[index].level_number()?;
-        Some(LevelParams::new(&self.coefficients, level))
-    }
-
-    /// Seats player `index` for a game whose own seed (this side's) is `seed`: a fresh engine
-    /// for a level, an idle or newly started process for an external engine. A process that
-    /// fails to start or to get ready is a fault of that player for this game.
-    pub async fn seat(&self, index: usize, seed: u64) -> Result<Seat, Fault> {
-        match &self.players[index].kind {
-            PlayerKind::Level(_) => {
-                let params = self.level_params(index).expect("a level");
-                Ok(Seat::Level {
-                    player: Some(Box::new(LevelPlayer::new(params, seed))),
-                })
-            }
+impl Seating {
+    /// Seats `kind` for a game whose own seed (this side's) is `seed`: a fresh level player, a
+    /// mover drawing from the seed, or an external engine (`idle`, a process of the same player
+    /// kept from an earlier game, or a newly started one) told that a new game starts. A
+    /// process that fails to start or to get ready is a fault of that player for this game.
+    pub async fn seat(
+        &self,
+        kind: &PlayerKind,
+        seed: u64,
+        idle: Option<UciEngine>,
+    ) -> Result<Seat, Fault> {
+        match kind {
+            PlayerKind::Level(level) => Ok(Seat::Level {
+                player: Some(Box::new(LevelPlayer::new(
+                    LevelParams::new(&self.coefficients, *level),
+                    seed,
+                ))),
+            }),
             PlayerKind::Uci { command, limits } => {
-                let idle = self.idle[index]
-                    .lock()
-                    .expect("pool lock")
-                    .pop()
-                    .map(Box::new);
                 let mut engine = match idle {
-                    Some(engine) => engine,
+                    Some(engine) => Box::new(engine),
                     None => Box::new(
                         UciEngine::start(command, self.timeouts.startup)
                             .await
@@ -421,7 +231,6 @@ impl Roster {
                     .await
                     .map_err(fault_of)?;
                 Ok(Seat::Uci {
-                    index,
                     engine: Some(engine),
                     limits: limits.or(self.fixed),
                     timeouts: self.timeouts,
@@ -431,30 +240,6 @@ impl Roster {
                 style: *style,
                 rng: SplitMix::new(seed),
             }),
-        }
-    }
-
-    /// Returns a seat after its game: a healthy external process goes back to the pool.
-    pub fn release(&self, seat: Seat) {
-        if let Seat::Uci {
-            index,
-            engine: Some(engine),
-            ..
-        } = seat
-        {
-            self.idle[index].lock().expect("pool lock").push(*engine);
-        }
-    }
-
-    /// Stops every idle external engine.
-    pub async fn shutdown(&self) {
-        let engines: Vec<UciEngine> = self
-            .idle
-            .iter()
-            .flat_map(|pool| std::mem::take(&mut *pool.lock().expect("pool lock")))
-            .collect();
-        for engine in engines {
-            engine.quit().await;
         }
     }
 }
@@ -467,7 +252,6 @@ pub enum Seat {
         player: Option<Box<LevelPlayer>>,
     },
     Uci {
-        index: usize,
         /// `None` after a fault: the process was dropped (killed).
         engine: Option<Box<UciEngine>>,
         limits: MoveLimits,
@@ -528,6 +312,18 @@ impl Seat {
                     }
                 }
             }
+        }
+    }
+
+    /// The external engine's process after the game, unless a fault dropped it: the same
+    /// player's next game may reuse it.
+    pub fn into_engine(self) -> Option<UciEngine> {
+        match self {
+            Seat::Uci {
+                engine: Some(engine),
+                ..
+            } => Some(*engine),
+            _ => None,
         }
     }
 
@@ -614,43 +410,6 @@ fn level_time_budget(clocks: Clocks, game: &Game) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn engine_specs_parse_and_reject_unknown_keys() {
-        let p = parse_engine(
-            "name=sf1500,cmd=/usr/games/stockfish,option.UCI_LimitStrength=true,option.UCI_Elo=1500,rating=1500",
-        )
-        .unwrap();
-        assert_eq!(p.name, "sf1500");
-        assert_eq!(p.rating, Some(1500.0));
-        let PlayerKind::Uci { command, limits } = p.kind else {
-            panic!("an engine")
-        };
-        assert_eq!(command.options.len(), 2);
-        assert_eq!(command.options[1], ("UCI_Elo".into(), "1500".into()));
-        assert!(limits.is_empty());
-        assert!(
-            parse_engine("cmd=x,colour=red")
-                .unwrap_err()
-                .contains("colour")
-        );
-        assert!(parse_engine("name=x").unwrap_err().contains("cmd="));
-    }
-
-    #[test]
-    fn level_lists_and_lichess_presets() {
-        assert_eq!(parse_levels("1..3,5").unwrap(), [1.0, 2.0, 3.0, 5.0]);
-        assert!(parse_levels("0").is_err());
-        assert!(parse_levels("4..2").is_err());
-        let ai = lichess_ai(1, Path::new("/usr/games/fairy-stockfish")).unwrap();
-        assert_eq!(ai.rating, Some(800.0));
-        let PlayerKind::Uci { command, limits } = ai.kind else {
-            panic!("an engine")
-        };
-        assert_eq!(command.options[0], ("Skill Level".into(), "-9".into()));
-        assert_eq!((limits.depth, limits.movetime_ms), (Some(5), Some(50)));
-        assert!(lichess_ai(9, Path::new("x")).is_err());
-    }
 
     #[test]
     fn movers_are_reproducible_and_greedy_grabs_and_mates() {
