@@ -400,18 +400,13 @@ impl Coefficients {
     /// The (fractional) level whose recorded rating is `elo`, interpolating linearly between
     /// rated levels and clamping at the ends. `None` when no ratings are recorded.
     pub fn level_for_rating(&self, elo: f64) -> Option<f64> {
-        let levels = self.rated_levels();
-        let (first, last) = (levels.first()?, levels.last()?);
-        if elo <= first.1 {
-            return Some(first.0);
-        }
-        if elo >= last.1 {
-            return Some(last.0);
-        }
-        levels.windows(2).find_map(|w| {
-            let ((l0, r0), (l1, r1)) = (w[0], w[1]);
-            (elo >= r0 && elo <= r1 && r1 > r0).then(|| l0 + (l1 - l0) * (elo - r0) / (r1 - r0))
-        })
+        // The ratings curve read the other way: level as a function of rating.
+        let by_rating: Vec<(f64, f64)> = self
+            .rated_levels()
+            .into_iter()
+            .map(|(level, rating)| (rating, level))
+            .collect();
+        interpolate(&by_rating, elo)
     }
 }
 
@@ -425,19 +420,20 @@ fn keyed(table: &BTreeMap<String, f64>) -> Vec<(f64, f64)> {
     levels
 }
 
-/// The value at `level` of the piecewise-linear curve through `points` (sorted by level),
-/// constant beyond its ends; `None` without points.
-fn interpolate(points: &[(f64, f64)], level: f64) -> Option<f64> {
+/// The value at `x` of the piecewise-linear curve through `points` (x, value), in order of x,
+/// constant beyond its ends; a segment that does not rise in x is passed over. `None` without
+/// points (or where only such segments span `x`).
+fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
     let (first, last) = (points.first()?, points.last()?);
-    if level <= first.0 {
+    if x <= first.0 {
         return Some(first.1);
     }
-    if level >= last.0 {
+    if x >= last.0 {
         return Some(last.1);
     }
     points.windows(2).find_map(|w| {
-        let ((l0, v0), (l1, v1)) = (w[0], w[1]);
-        (level >= l0 && level <= l1 && l1 > l0).then(|| v0 + (v1 - v0) * (level - l0) / (l1 - l0))
+        let ((x0, v0), (x1, v1)) = (w[0], w[1]);
+        (x >= x0 && x <= x1 && x1 > x0).then(|| v0 + (v1 - v0) * (x - x0) / (x1 - x0))
     })
 }
 
@@ -806,6 +802,16 @@ mod tests {
     /// text do not follow calibration.
     const V1_TOML: &str = include_str!("../calibration/history/coefficients-v1.toml");
 
+    /// The error of `text` read as the coefficients file `c.toml`.
+    fn refusal(text: &str) -> String {
+        Coefficients::parse(text, "c.toml").unwrap_err().to_string()
+    }
+
+    /// The line number (from 1) of the line `line` in `text`: where an error must point.
+    fn line_of(text: &str, line: &str) -> usize {
+        1 + text.lines().position(|l| l == line).unwrap()
+    }
+
     #[test]
     fn builtin_coefficients_are_valid_and_grow_with_level() {
         let c = Coefficients::builtin();
@@ -849,9 +855,7 @@ mod tests {
     #[test]
     fn bad_coefficients_name_the_key() {
         let text = Coefficients::DEFAULT_TOML.replace("\nb = ", "\nb = 0.5 #");
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         let line = 1 + Coefficients::DEFAULT_TOML
             .lines()
             .position(|l| l.starts_with("b ="))
@@ -860,9 +864,7 @@ mod tests {
             err.starts_with(&format!("c.toml:{line}: b: must be greater")),
             "{err}"
         );
-        let err = Coefficients::parse("version = \"x\"", "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal("version = \"x\"");
         assert!(err.starts_with("c.toml:1: version: invalid type"), "{err}");
     }
 
@@ -876,22 +878,15 @@ mod tests {
         );
         let text =
             Coefficients::DEFAULT_TOML.replacen("[blindness]", "eval_weights = 99\n[blindness]", 1);
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         assert!(err.contains("eval_weights: no evaluation weights"), "{err}");
     }
 
     #[test]
     fn values_that_would_abort_or_poison_are_refused_by_key() {
         let huge_hash = V1_TOML.replacen("mb = 1\n", "mb = 100000000\n", 1);
-        let err = Coefficients::parse(&huge_hash, "c.toml")
-            .unwrap_err()
-            .to_string();
-        let line = 1 + huge_hash
-            .lines()
-            .position(|l| l == "mb = 100000000")
-            .unwrap();
+        let err = refusal(&huge_hash);
+        let line = line_of(&huge_hash, "mb = 100000000");
         assert!(
             err.starts_with(&format!(
                 "c.toml:{line}: hash[0].mb: must be between 1 and 4096"
@@ -899,40 +894,30 @@ mod tests {
             "{err}"
         );
         let absurd = V1_TOML.replace("\"3\" = 1000.0", "\"3\" = 1e308");
-        let err = Coefficients::parse(&absurd, "c.toml")
-            .unwrap_err()
-            .to_string();
-        let line = 1 + absurd.lines().position(|l| l == "\"3\" = 1e308").unwrap();
+        let err = refusal(&absurd);
+        let line = line_of(&absurd, "\"3\" = 1e308");
         assert!(
             err.starts_with(&format!("c.toml:{line}: ratings.\"3\": must be a rating")),
             "{err}"
         );
         let mut c = Coefficients::parse(V1_TOML, "v1").unwrap();
         c.offsets.insert("2".into(), 1e300);
-        let err = Coefficients::parse(&c.to_toml(), "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&c.to_toml());
         assert!(err.contains(": offsets.\"2\": must be a number"), "{err}");
     }
 
     #[test]
     fn type_and_missing_field_errors_name_the_key() {
         let text = V1_TOML.replace("\nn0 = 16.0", "\nn0 = \"sixteen\"");
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         assert!(err.contains("n0: invalid type"), "{err}");
         let line = V1_TOML.lines().position(|l| l.starts_with("n0 =")).unwrap() + 1;
         assert!(err.starts_with(&format!("c.toml:{line}: n0: ")), "{err}");
         let text = V1_TOML.replace("\nb = 2.0", "");
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         assert!(err.contains("b: missing"), "{err}");
         let text = V1_TOML.replacen("mb = 1\n", "mb = -1\n", 1);
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&text);
         assert!(err.contains("hash[0].mb: invalid value"), "{err}");
     }
 
@@ -1129,10 +1114,8 @@ mod tests {
         assert_eq!(v1.targets, None);
         assert_eq!(v1.targets(), t);
         let text = Coefficients::DEFAULT_TOML.replace("step = 210.0", "step = -5.0");
-        let err = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
-        let line = 1 + text.lines().position(|l| l == "step = -5.0").unwrap();
+        let err = refusal(&text);
+        let line = line_of(&text, "step = -5.0");
         assert!(
             err.starts_with(&format!("c.toml:{line}: targets.step: must be a positive")),
             "{err}"

@@ -306,24 +306,40 @@ pub fn game_span(account: &Span, game_id: &str) -> Span {
     tracing::info_span!(parent: account, "game", game = %game_id)
 }
 
+// How durations read wherever a person sees them (log lines, the status line, the sandbox's
+// introduction and progress): one home, so a wait and a time since read alike everywhere.
+
 /// A duration as a log line says it: `200ms` below a second, `1.5s` below 10 s (backoff
-/// delays), then as the daemon's `show_wait` (`30s`, `2m`, `1h 5m`).
+/// delays), then as a wait ([`show_wait`]: `30s`, `2m`, `1h 5m`).
 pub fn show_duration(d: Duration) -> String {
     if d < Duration::from_secs(1) {
         format!("{}ms", d.as_millis())
     } else if d < Duration::from_secs(10) && d.subsec_millis() != 0 {
         format!("{:.1}s", d.as_secs_f64())
     } else {
-        show_whole(d)
+        show_wait(d)
     }
 }
 
-/// `30s`, `2m` (rounded up), `1h 5m`.
-fn show_whole(d: Duration) -> String {
-    let s = d.as_secs_f64().ceil() as u64;
+/// `4m`, `30s`, `1h 5m`: a wait as the status line and the log show it, rounded up (a wait
+/// of 61 s is not over after "1m").
+pub fn show_wait(d: Duration) -> String {
+    spoken(d.as_secs_f64().ceil() as u64, false)
+}
+
+/// `40s`, `1m 10s`, `1h 2m`: a time since a start (or an interval), to the second below an
+/// hour.
+pub fn show_elapsed(d: Duration) -> String {
+    spoken(d.as_secs(), true)
+}
+
+/// Whole seconds as a person says them: seconds below a minute, hours and minutes from an hour;
+/// in between minutes, with the seconds when `exact`, else rounded up.
+fn spoken(s: u64, exact: bool) -> String {
     match s {
         0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s.div_ceil(60)),
+        60..3600 if !exact || s.is_multiple_of(60) => format!("{}m", s.div_ceil(60)),
+        60..3600 => format!("{}m {}s", s / 60, s % 60),
         _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
     }
 }
@@ -333,11 +349,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn durations_read_without_rust_debug_digits() {
-        assert_eq!(show_duration(Duration::from_millis(200)), "200ms");
-        assert_eq!(show_duration(Duration::from_nanos(1_234_567_891)), "1.2s");
-        assert_eq!(show_duration(Duration::from_secs(3)), "3s");
-        assert_eq!(show_duration(Duration::from_secs(60)), "1m");
+    fn durations_read_like_a_person_would_say_them() {
+        type Show = fn(Duration) -> String;
+        let cases: [(Show, u64, &str); 14] = [
+            // A log line's duration: no Rust debug digits.
+            (show_duration, 200, "200ms"),
+            (show_duration, 1_234, "1.2s"),
+            (show_duration, 3_000, "3s"),
+            (show_duration, 60_000, "1m"),
+            // A wait, rounded up.
+            (show_wait, 200, "1s"),
+            (show_wait, 30_000, "30s"),
+            (show_wait, 61_000, "2m"),
+            (show_wait, 240_000, "4m"),
+            (show_wait, 3_900_000, "1h 5m"),
+            // A time since a start, to the second below an hour.
+            (show_elapsed, 40_900, "40s"),
+            (show_elapsed, 70_000, "1m 10s"),
+            (show_elapsed, 120_000, "2m"),
+            (show_elapsed, 3_720_000, "1h 2m"),
+            (show_elapsed, 3_600_000, "1h 0m"),
+        ];
+        for (show, ms, expected) in cases {
+            assert_eq!(show(Duration::from_millis(ms)), expected, "{ms} ms");
+        }
     }
 
     use std::sync::{Arc, Mutex};

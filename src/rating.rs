@@ -384,6 +384,12 @@ mod tests {
         v
     }
 
+    /// The prior the tests estimate with: two virtual draws against 1500.
+    const TWO_DRAWS: Prior = Prior::VirtualDraws {
+        count: 2,
+        center: 1500.0,
+    };
+
     #[test]
     fn the_score_interval_is_wilsons_and_never_collapses() {
         // Newcombe (1998), Statistics in Medicine 17, 857-872, table I, method 3 (Wilson
@@ -435,14 +441,7 @@ mod tests {
 
     #[test]
     fn an_estimate_from_four_losses_has_a_wide_interval() {
-        let e = estimate(
-            &games(1500.0, 0, 0, 4),
-            Prior::VirtualDraws {
-                count: 2,
-                center: 1500.0,
-            },
-        )
-        .unwrap();
+        let e = estimate(&games(1500.0, 0, 0, 4), TWO_DRAWS).unwrap();
         assert!(e.ci95() > 300.0, "{e:?}");
         assert!(e.rating < 1500.0 && e.rating + e.ci95() > 1400.0, "{e:?}");
     }
@@ -458,14 +457,7 @@ mod tests {
 
     #[test]
     fn all_losses_with_prior_is_finite_and_below() {
-        let e = estimate(
-            &games(1500.0, 0, 0, 20),
-            Prior::VirtualDraws {
-                count: 2,
-                center: 1500.0,
-            },
-        )
-        .unwrap();
+        let e = estimate(&games(1500.0, 0, 0, 20), TWO_DRAWS).unwrap();
         assert!(e.rating < 1500.0 && e.rating > 500.0, "{e:?}");
         assert_eq!((e.wins, e.draws, e.losses), (0, 0, 20));
     }
@@ -473,10 +465,7 @@ mod tests {
     #[test]
     fn a_far_off_game_moves_the_estimate_less_than_a_near_one() {
         // 20 draws against 1500; then one loss, against an opponent 50 below or 450 below.
-        let prior = Prior::VirtualDraws {
-            count: 2,
-            center: 1500.0,
-        };
+        let prior = TWO_DRAWS;
         let base = games(1500.0, 0, 20, 0);
         let shift = |opponent: f64, far_off: FarOff| {
             let mut g = base.clone();

@@ -61,9 +61,10 @@ use super::results_writer::ResultsStub;
 use super::settle::{self, News};
 use super::shutdown::{RunState, sleep_or_stop};
 use super::slots::{GameSlots, Slot};
-use super::status::{AccountProblem, AccountStatus, DailyTally, show_wait};
+use super::status::{AccountProblem, AccountStatus, DailyTally};
 use super::tracker::GameSetup;
 use crate::logging::show_duration;
+use crate::logging::show_wait;
 
 /// How long an accepted challenge holds its slot while waiting for its `gameStart`.
 const RESERVATION: Duration = Duration::from_secs(30);

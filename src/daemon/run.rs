@@ -25,10 +25,11 @@ use crate::sandbox::{Sandbox, SandboxConfig};
 
 use super::open_games;
 use super::pgn_log::pgn_path;
-use super::sandbox_view::{accounts_line, challenger_line, elapsed, progress_line};
+use super::sandbox_view::{accounts_line, challenger_line, progress_line};
 use super::scoreboard::Scoreboard;
 use super::shutdown::listen_for_signals;
 use super::supervisor::{self, ClientFactory, DaemonSpec};
+use crate::logging::show_elapsed;
 
 /// The committed ladder, for a sandbox run started where there is no accounts.toml.
 const BUILTIN_ACCOUNTS: &str = include_str!("../../accounts.toml");
@@ -180,7 +181,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<()> {
             searches = summary.pool.completed,
             peak_parallel_searches = summary.pool.peak_running,
             "exited after {}; games this run: {} ({tally})",
-            elapsed(started.elapsed()),
+            show_elapsed(started.elapsed()),
             tally.games
         );
         report_left_open(&results_path, source);
@@ -281,12 +282,12 @@ fn introduce(
         "{}a progress line every {}; results go to {} and {}; Ctrl-C once lets running games finish (at most {}; then those not finished are left unfinished, never resigned), twice stops at once",
         first.map_or(String::new(), |f| format!(
             "the first challenge comes in about {}; ",
-            elapsed(f)
+            show_elapsed(f)
         )),
-        elapsed(SANDBOX_PROGRESS_EVERY),
+        show_elapsed(SANDBOX_PROGRESS_EVERY),
         results.display(),
         pgn_path(results).display(),
-        elapsed(Duration::from_secs(config.daemon.shutdown_grace_s)),
+        show_elapsed(Duration::from_secs(config.daemon.shutdown_grace_s)),
     );
 }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::config::Config;
 use crate::levels::Coefficients;
 use crate::lichess::TimeControl;
+use crate::logging::show_elapsed;
 use crate::player::seat::{MoverStyle, PlayerKind};
 use crate::sandbox::{ChallengerConfig, GameSummary};
 
@@ -55,7 +56,7 @@ pub fn challenger_line(challenger: &ChallengerConfig, config: &Config) -> String
         targets => targets.join(" or "),
     };
     let when = match challenger.interval {
-        Some(every) => format!("every {}", elapsed(every)),
+        Some(every) => format!("every {}", show_elapsed(every)),
         None => "only when asked".to_string(),
     };
     let clocks: Vec<String> = challenger
@@ -151,22 +152,9 @@ pub fn progress_line(since_start: Duration, games: &[GameSummary], tally: &Tally
     };
     format!(
         "sandbox {}: {playing}; finished {}: {tally}",
-        elapsed(since_start),
+        show_elapsed(since_start),
         tally.games
     )
-}
-
-/// `40s`, `1m 10s`, `1h 2m`: a time since the start, to the second below an hour.
-pub fn elapsed(d: Duration) -> String {
-    let s = d.as_secs();
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => match s % 60 {
-            0 => format!("{}m", s / 60),
-            r => format!("{}m {r}s", s / 60),
-        },
-        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-    }
 }
 
 #[cfg(test)]
@@ -326,13 +314,5 @@ min_initial_s = 180
                 challenger.name
             );
         }
-    }
-
-    #[test]
-    fn elapsed_reads_like_a_clock() {
-        assert_eq!(elapsed(Duration::from_millis(40_900)), "40s");
-        assert_eq!(elapsed(Duration::from_secs(70)), "1m 10s");
-        assert_eq!(elapsed(Duration::from_secs(120)), "2m");
-        assert_eq!(elapsed(Duration::from_secs(3720)), "1h 2m");
     }
 }

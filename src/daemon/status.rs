@@ -3,7 +3,9 @@
 //! daily tally behind it. Logged every `daemon.status_interval_s`.
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+use crate::logging::show_wait;
 
 /// One account's part of the status line.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -93,16 +95,6 @@ pub fn status_line(status: &Status, now: Instant) -> String {
     line
 }
 
-/// `4m`, `30s`, `1h 5m`: a wait as the status line (and the log) shows it.
-pub fn show_wait(wait: Duration) -> String {
-    let s = wait.as_secs_f64().ceil() as u64;
-    match s {
-        0..60 => format!("{s}s"),
-        60..3600 => format!("{}m", s.div_ceil(60)),
-        _ => format!("{}h {}m", s / 3600, (s % 3600) / 60),
-    }
-}
-
 fn plural(n: usize) -> &'static str {
     if n == 1 { "" } else { "s" }
 }
@@ -155,6 +147,7 @@ pub fn utc_day(time: SystemTime) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     #[test]
     fn status_line_sums_and_lists_accounts() {
@@ -229,14 +222,5 @@ mod tests {
         assert_eq!(tally.today("a", day(20_001, 0)), 0);
         tally.record("b", day(20_001, 2));
         assert_eq!(tally.today("b", day(20_001, 3)), 1);
-    }
-
-    #[test]
-    fn waits_read_like_a_person_would_say_them() {
-        assert_eq!(show_wait(Duration::from_millis(200)), "1s");
-        assert_eq!(show_wait(Duration::from_secs(30)), "30s");
-        assert_eq!(show_wait(Duration::from_secs(61)), "2m");
-        assert_eq!(show_wait(Duration::from_secs(240)), "4m");
-        assert_eq!(show_wait(Duration::from_secs(3900)), "1h 5m");
     }
 }

@@ -38,7 +38,8 @@ use super::pool::{PoolHandle, PoolStats, SearchPool};
 use super::results_writer::{self, ResultsStub};
 use super::shutdown::{Control, ENDING_LIMIT, RunState};
 use super::slots::GameSlots;
-use super::status::{AccountStatus, Status, show_wait, status_line};
+use super::status::{AccountStatus, Status, status_line};
+use crate::logging::show_wait;
 
 /// Builds the client configuration of an account (its token from the environment or a file,
 /// or the sandbox's). Errors are shown to the user: they must never contain the token.

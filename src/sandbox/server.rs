@@ -17,7 +17,7 @@ use serde_json::json;
 
 use super::streams::ndjson_response;
 use super::world::{Action, Api, ApiError, ChallengeSpec, ServedFault, World};
-use crate::lichess::types::{ChallengeColor, ChatRoom, DeclineReason, OkBody};
+use crate::lichess::types::{ChallengeColor, ChatRoom, DeclineReason, ErrorBody, OkBody};
 use crate::lichess::{ChallengeId, GameId, TimeControl};
 
 pub type Shared = Arc<Mutex<World>>;
@@ -30,8 +30,24 @@ impl IntoResponse for ApiError {
             ApiError::NotFound(_) => StatusCode::NOT_FOUND,
             ApiError::BadRequest(_) => StatusCode::BAD_REQUEST,
         };
-        (status, axum::Json(json!({ "error": self.to_string() }))).into_response()
+        error_answer(status, &self.to_string())
     }
+}
+
+/// Lichess's answer to a refused request: `{"error": …}`.
+fn error_answer(status: StatusCode, text: &str) -> Response {
+    let body = ErrorBody {
+        error: text.to_string(),
+    };
+    (status, axum::Json(body)).into_response()
+}
+
+/// lila's body of a rate limit: the error, and the limit's key with the seconds to wait.
+fn limit_body(text: &str, key: &str, seconds: u64) -> axum::Json<serde_json::Value> {
+    axum::Json(json!({
+        "error": text,
+        "ratelimit": { "key": key, "seconds": seconds },
+    }))
 }
 
 fn ok() -> Response {
@@ -61,6 +77,17 @@ fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, World> {
 fn auth(shared: &Shared, headers: &HeaderMap) -> Result<String, ApiError> {
     let token = bearer(headers).ok_or(ApiError::Unauthorized)?;
     lock(shared).authenticate(token)
+}
+
+/// Runs `f` for the account of the request's token with the world locked: the body of every
+/// route that needs a token, refused (401) without a valid one.
+fn as_account<T>(
+    shared: &Shared,
+    headers: &HeaderMap,
+    f: impl FnOnce(&str, &mut World) -> Result<T, ApiError>,
+) -> Result<T, ApiError> {
+    let account = auth(shared, headers)?;
+    f(&account, &mut lock(shared))
 }
 
 /// Parses an `application/x-www-form-urlencoded` body (empty is fine).
@@ -297,14 +324,15 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
             && let Some(wait) = retry_after
         {
             // lila's shape of a limit that asks for a longer wait.
-            let body = json!({
-                "error": "Too many requests. Try again later.",
-                "ratelimit": { "key": "api.sandbox", "seconds": wait.as_secs() },
-            });
+            let body = limit_body(
+                "Too many requests. Try again later.",
+                "api.sandbox",
+                wait.as_secs(),
+            );
             return (
                 status,
                 [(header::RETRY_AFTER, wait.as_secs().to_string())],
-                axum::Json(body),
+                body,
             )
                 .into_response();
         }
@@ -313,7 +341,7 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
         } else {
             "Injected failure"
         };
-        return (status, axum::Json(json!({ "error": text }))).into_response();
+        return error_answer(status, text);
     }
     next.run(request).await
 }
@@ -325,31 +353,22 @@ fn act(
     headers: HeaderMap,
     action: Action,
 ) -> Response {
-    let result = (|| {
-        let account = auth(&shared, &headers)?;
-        let mut world = lock(&shared);
-        world.check_api(&account, api)?;
-        world.game_action(&account, &id, action)
-    })();
-    done(result)
+    done(as_account(&shared, &headers, |account, world| {
+        world.check_api(account, api)?;
+        world.game_action(account, &id, action)
+    }))
 }
 
 async fn account(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    let result = (|| {
-        let id = auth(&shared, &headers)?;
-        let world = lock(&shared);
-        let account = world.account(&id).ok_or(ApiError::Unauthorized)?;
-        Ok::<_, ApiError>(axum::Json(account.user_json(&world.base_url)))
-    })();
-    result.into_response()
+    as_account(&shared, &headers, |id, world| {
+        let account = world.account(id).ok_or(ApiError::Unauthorized)?;
+        Ok(axum::Json(account.user_json(&world.base_url)))
+    })
+    .into_response()
 }
 
 async fn upgrade(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    let result = (|| {
-        let id = auth(&shared, &headers)?;
-        lock(&shared).upgrade(&id)
-    })();
-    done(result)
+    done(as_account(&shared, &headers, |id, world| world.upgrade(id)))
 }
 
 /// Public data; a request that carries a refused token is refused (401), as on Lichess, even
@@ -372,12 +391,10 @@ async fn user(
 }
 
 async fn event_stream(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    let result = (|| {
-        let id = auth(&shared, &headers)?;
-        let mut world = lock(&shared);
+    let result = as_account(&shared, &headers, |id, world| {
         let keepalive = world.config.keepalive_interval;
-        Ok::<_, ApiError>((world.open_event_stream(&id), keepalive))
-    })();
+        Ok((world.open_event_stream(id), keepalive))
+    });
     match result {
         Ok((reader, keepalive)) => ndjson_response(reader, keepalive),
         Err(e) => e.into_response(),
@@ -390,31 +407,26 @@ async fn game_stream(
     Path(id): Path<GameId>,
     headers: HeaderMap,
 ) -> Response {
-    let result = (|| {
-        let account = auth(&shared, &headers)?;
-        let mut world = lock(&shared);
-        world.check_api(&account, api)?;
+    let result = as_account(&shared, &headers, |account, world| {
+        world.check_api(account, api)?;
         if let Some(&status) = world.refused_game_streams.get(&id) {
             return Ok(Err(status));
         }
         let keepalive = world.config.keepalive_interval;
-        Ok::<_, ApiError>(Ok((world.open_game_stream(&account, &id)?, keepalive)))
-    })();
+        Ok(Ok((world.open_game_stream(account, &id)?, keepalive)))
+    });
     match result {
         Ok(Ok((reader, keepalive))) => ndjson_response(reader, keepalive),
-        Ok(Err(status)) => {
-            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST);
-            let text = "This game cannot be played with the Bot API.";
-            (status, axum::Json(json!({ "error": text }))).into_response()
-        }
+        Ok(Err(status)) => error_answer(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_REQUEST),
+            "This game cannot be played with the Bot API.",
+        ),
         Err(e) => e.into_response(),
     }
 }
 
 async fn list_challenges(State(shared): State<Shared>, headers: HeaderMap) -> Response {
-    let result = (|| {
-        let id = auth(&shared, &headers)?;
-        let world = lock(&shared);
+    as_account(&shared, &headers, |id, world| {
         let mut incoming = Vec::new();
         let mut outgoing = Vec::new();
         for entry in world.challenges.values() {
@@ -427,9 +439,9 @@ async fn list_challenges(State(shared): State<Shared>, headers: HeaderMap) -> Re
                 outgoing.push(c);
             }
         }
-        Ok::<_, ApiError>(axum::Json(json!({ "in": incoming, "out": outgoing })))
-    })();
-    result.into_response()
+        Ok(axum::Json(json!({ "in": incoming, "out": outgoing })))
+    })
+    .into_response()
 }
 
 async fn create_challenge(
@@ -438,12 +450,12 @@ async fn create_challenge(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let result = (|| {
-        let id = auth(&shared, &headers)?;
+    as_account(&shared, &headers, |id, world| {
         let spec = challenge_spec(&parse_form(&body))?;
-        lock(&shared).create_challenge(&id, &username, &spec)
-    })();
-    result.map(axum::Json).into_response()
+        world.create_challenge(id, &username, &spec)
+    })
+    .map(axum::Json)
+    .into_response()
 }
 
 fn challenge_spec(form: &HashMap<String, String>) -> Result<ChallengeSpec, ApiError> {
@@ -492,25 +504,25 @@ async fn accept(
     Path(id): Path<ChallengeId>,
     headers: HeaderMap,
 ) -> Response {
-    let result = (|| {
-        let account = auth(&shared, &headers)?;
-        let mut world = lock(&shared);
-        if let Some(seconds) = world.bot_limit_left(&account, &id) {
+    let result = as_account(&shared, &headers, |account, world| {
+        if let Some(seconds) = world.bot_limit_left(account, &id) {
             return Ok(Err(seconds));
         }
-        world.accept_challenge(&account, &id).map(Ok)
-    })();
+        world.accept_challenge(account, &id).map(Ok)
+    });
     match result {
         Ok(Ok(_)) => ok(),
         // lila's answer when the accepting bot reached its bot-game limit.
-        Ok(Err(seconds)) => {
-            let body = json!({
-                "error": "You played 100 games against other bots today, please wait before \
-                          challenging another bot.",
-                "ratelimit": { "key": "bot.vsBot.day", "seconds": seconds },
-            });
-            (StatusCode::TOO_MANY_REQUESTS, axum::Json(body)).into_response()
-        }
+        Ok(Err(seconds)) => (
+            StatusCode::TOO_MANY_REQUESTS,
+            limit_body(
+                "You played 100 games against other bots today, please wait before \
+                 challenging another bot.",
+                "bot.vsBot.day",
+                seconds,
+            ),
+        )
+            .into_response(),
         Err(e) => e.into_response(),
     }
 }
@@ -521,19 +533,17 @@ async fn decline(
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
-    let result = (|| {
-        let account = auth(&shared, &headers)?;
-        let reason = match parse_form(&body).get("reason") {
-            None => DeclineReason::Generic,
-            Some(r) => r
-                .parse()
-                .map_err(|e: crate::lichess::types::UnknownDeclineReason| {
-                    ApiError::BadRequest(e.to_string())
-                })?,
-        };
-        lock(&shared).decline_challenge(&account, &id, reason)
-    })();
-    done(result)
+    let reason = match parse_form(&body).get("reason") {
+        None => Ok(DeclineReason::Generic),
+        Some(r) => r
+            .parse()
+            .map_err(|e: crate::lichess::types::UnknownDeclineReason| {
+                ApiError::BadRequest(e.to_string())
+            }),
+    };
+    done(as_account(&shared, &headers, |account, world| {
+        world.decline_challenge(account, &id, reason?)
+    }))
 }
 
 async fn cancel(
@@ -541,11 +551,9 @@ async fn cancel(
     Path(id): Path<ChallengeId>,
     headers: HeaderMap,
 ) -> Response {
-    let result = (|| {
-        let account = auth(&shared, &headers)?;
-        lock(&shared).cancel_challenge(Some(&account), &id)
-    })();
-    done(result)
+    done(as_account(&shared, &headers, |account, world| {
+        world.cancel_challenge(Some(account), &id)
+    }))
 }
 
 async fn export_user_games(
