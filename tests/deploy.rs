@@ -1,25 +1,20 @@
 //! Deployment: the systemd units pass `systemd-analyze verify` and the security bar, and
-//! `ladder check` / `ladder upgrade` (the real binary) judge deployments correctly against a
-//! local stand-in for Lichess's account endpoints.
+//! `ladder check` / `ladder upgrade` (the real binary) judge deployments correctly against the
+//! project's Lichess sandbox, its accounts and their tokens' scopes set as each test needs.
 
 mod common {
     pub mod stderr;
     pub mod tools;
 }
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use common::stderr::read_until_line;
 use common::tools::installed;
-use ladder::sandbox::server::bearer;
+use ladder::sandbox::{AccountConfig, Sandbox, SandboxConfig};
 
 const LADDER: &str = env!("CARGO_BIN_EXE_ladder");
 const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/deploy");
@@ -158,105 +153,53 @@ fn daemon_unit_matches_the_daemon() {
     );
 }
 
-// ---- a stand-in for Lichess's account endpoints ----
+// ---- Lichess: the project's sandbox, with the accounts a test needs ----
 
-#[derive(Clone)]
-struct FakeUser {
-    username: String,
-    title: Option<String>,
-    scopes: Vec<String>,
-    played_games: bool,
-}
+const TOKEN_L1: &str = "lip_TestTokenL1";
+const TOKEN_L2: &str = "lip_TestTokenL2";
 
-type Users = Arc<Mutex<HashMap<String, FakeUser>>>;
-
-fn error(status: StatusCode, message: &str) -> Response {
-    (status, axum::Json(serde_json::json!({ "error": message }))).into_response()
-}
-
-async fn account(State(users): State<Users>, headers: HeaderMap) -> Response {
-    let users = users.lock().unwrap();
-    let Some(user) = bearer(&headers).and_then(|t| users.get(t).cloned()) else {
-        return error(StatusCode::UNAUTHORIZED, "No such token");
+/// A sandbox account `username` whose token is `token` with these OAuth `scopes`.
+fn account(username: &str, token: &str, bot: bool, scopes: &[&str]) -> AccountConfig {
+    let base = if bot {
+        AccountConfig::bot(username)
+    } else {
+        AccountConfig::human(username)
     };
-    let mut body = serde_json::json!({
-        "id": user.username.to_lowercase(),
-        "username": user.username,
-    });
-    if let Some(title) = &user.title {
-        body["title"] = title.clone().into();
+    AccountConfig {
+        token: token.to_string(),
+        scopes: Some(scopes.iter().map(|s| s.to_string()).collect()),
+        ..base
     }
-    // Like Lichess: the token's scopes ride along as a header.
-    (
-        [("x-oauth-scopes", user.scopes.join(", "))],
-        axum::Json(body),
-    )
-        .into_response()
 }
 
-async fn upgrade(State(users): State<Users>, headers: HeaderMap) -> Response {
-    let mut users = users.lock().unwrap();
-    let Some(user) = bearer(&headers).and_then(|t| users.get_mut(t)) else {
-        return error(StatusCode::UNAUTHORIZED, "No such token");
-    };
-    if !user.scopes.iter().any(|s| s == "bot:play") {
-        return error(StatusCode::FORBIDDEN, "Missing scope");
-    }
-    if user.played_games {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "This account has already played games",
-        );
-    }
-    user.title = Some("BOT".into());
-    axum::Json(serde_json::json!({ "ok": true })).into_response()
-}
-
-/// Serves the fake on 127.0.0.1 from its own thread; returns its base URL and its users.
-fn fake_lichess(users: Vec<(&str, FakeUser)>) -> (String, Users) {
-    let users: Users = Arc::new(Mutex::new(
-        users.into_iter().map(|(t, u)| (t.to_string(), u)).collect(),
-    ));
-    let app = axum::Router::new()
-        .route("/api/account", get(account))
-        .route("/api/bot/account/upgrade", post(upgrade))
-        .with_state(users.clone());
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.set_nonblocking(true).unwrap();
-    let addr = listener.local_addr().unwrap();
+/// Starts the sandbox with these accounts on a thread of its own, where it serves until the
+/// test ends.
+fn sandbox(accounts: Vec<AccountConfig>) -> Arc<Sandbox> {
+    let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
-            axum::serve(listener, app).await.unwrap();
+            let config = SandboxConfig {
+                accounts,
+                ..SandboxConfig::default()
+            };
+            // This thread keeps it too: the test may keep only its URL.
+            let sandbox = Arc::new(Sandbox::start(config).await.unwrap());
+            tx.send(sandbox.clone()).unwrap();
+            std::future::pending::<()>().await;
         });
     });
-    (format!("http://{addr}"), users)
+    rx.recv().unwrap()
 }
-
-fn user(username: &str, bot: bool, scopes: &[&str]) -> FakeUser {
-    FakeUser {
-        username: username.into(),
-        title: bot.then(|| "BOT".into()),
-        scopes: scopes.iter().map(|s| s.to_string()).collect(),
-        played_games: false,
-    }
-}
-
-const TOKEN_L1: &str = "lip_TestTokenL1";
-const TOKEN_L2: &str = "lip_TestTokenL2";
 
 /// Both accounts are bots with bot:play tokens.
-fn good_lichess() -> (String, Users) {
-    fake_lichess(vec![
-        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
-        (
-            TOKEN_L2,
-            user("ladder-l2", true, &["challenge:read", "bot:play"]),
-        ),
+fn good_lichess() -> Arc<Sandbox> {
+    sandbox(vec![
+        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
+        account("ladder-l2", TOKEN_L2, true, &["challenge:read", "bot:play"]),
     ])
 }
 
@@ -270,8 +213,7 @@ struct Deployment {
 
 /// A deployment against a Lichess that knows both accounts as bots with good tokens.
 fn good_deployment() -> Deployment {
-    let (url, _) = good_lichess();
-    deployment(&url)
+    deployment(good_lichess().base_url())
 }
 
 /// Replaces `from` with `to` in the deployment's accounts.toml.
@@ -531,11 +473,11 @@ fn a_token_pasted_into_token_env_is_never_shown() {
 
 #[test]
 fn non_bot_account_fails_and_points_to_upgrade() {
-    let (url, _) = fake_lichess(vec![
-        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
-        (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
+    let lichess = sandbox(vec![
+        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
+        account("ladder-l2", TOKEN_L2, false, &["bot:play"]),
     ]);
-    let d = deployment(&url);
+    let d = deployment(lichess.base_url());
     check_fails(
         &d,
         &[ENV_L1],
@@ -548,12 +490,12 @@ fn non_bot_account_fails_and_points_to_upgrade() {
 
 #[test]
 fn wrong_owner_missing_scope_and_rejected_token_fail() {
-    let (url, _) = fake_lichess(vec![
+    let lichess = sandbox(vec![
         // L1's variable holds another user's token, which also lacks bot:play.
-        (TOKEN_L1, user("someone-else", true, &["challenge:read"])),
+        account("someone-else", TOKEN_L1, true, &["challenge:read"]),
         // L2's token is unknown to Lichess (revoked).
     ]);
-    let d = deployment(&url);
+    let d = deployment(lichess.base_url());
     check_fails(
         &d,
         &[ENV_L1],
@@ -602,12 +544,13 @@ fn missing_coefficients_fail_and_a_missing_state_directory_is_said_to_be_created
 
 #[test]
 fn systemd_credential_token_is_read_from_the_credentials_directory() {
-    let (url, _) = good_lichess();
-    let d = deployment(&url);
+    let lichess = good_lichess();
+    let url = lichess.base_url();
+    let d = deployment(url);
     let credentials = d.dir.path().join("credentials");
     std::fs::create_dir(&credentials).unwrap();
     std::fs::rename(&d.token_file, credentials.join("ladder_l2")).unwrap();
-    write_config(&d.config, &url, d.dir.path(), "credential:ladder_l2");
+    write_config(&d.config, url, d.dir.path(), "credential:ladder_l2");
     let dir = credentials.to_str().unwrap();
     let (ok, out) = check(&d, &[ENV_L1, ("CREDENTIALS_DIRECTORY", dir)]);
     assert!(ok, "{out}");
@@ -641,13 +584,13 @@ fn offline_check_does_not_ask_lichess() {
 
 #[test]
 fn upgrade_asks_first_and_then_makes_a_bot() {
-    let (url, users) = fake_lichess(vec![
-        (TOKEN_L1, user("Ladder-L1", true, &["bot:play"])),
-        (TOKEN_L2, user("ladder-l2", false, &["bot:play"])),
+    let lichess = sandbox(vec![
+        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
+        account("ladder-l2", TOKEN_L2, false, &["bot:play"]),
     ]);
-    let d = deployment(&url);
+    let d = deployment(lichess.base_url());
     let config = d.config.to_str().unwrap();
-    let is_bot = || users.lock().unwrap()[TOKEN_L2].title.as_deref() == Some("BOT");
+    let is_bot = || lichess.with_world(|w| w.account("ladder-l2").unwrap().bot);
 
     let out = ladder(&["upgrade", "ladder-l2", "--config", config], &[], "no\n");
     assert!(out.status.success(), "{}", text(&out));
@@ -682,10 +625,12 @@ fn upgrade_asks_first_and_then_makes_a_bot() {
 
 #[test]
 fn upgrade_refused_by_lichess_explains_why() {
-    let mut played = user("ladder-l2", false, &["bot:play"]);
-    played.played_games = true;
-    let (url, _) = fake_lichess(vec![(TOKEN_L2, played)]);
-    let d = deployment(&url);
+    let played = AccountConfig {
+        games_played: 12,
+        ..account("ladder-l2", TOKEN_L2, false, &["bot:play"])
+    };
+    let lichess = sandbox(vec![played]);
+    let d = deployment(lichess.base_url());
     let config = d.config.to_str().unwrap();
     let out = ladder(
         &["upgrade", "ladder-l2", "--config", config, "--yes"],
@@ -706,28 +651,7 @@ fn upgrade_refused_by_lichess_explains_why() {
     );
 }
 
-// ---- against the project's Lichess sandbox ----
-
-/// Starts the sandbox with these accounts on its own thread; returns its base URL.
-fn sandbox(accounts: Vec<ladder::sandbox::AccountConfig>) -> String {
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        runtime.block_on(async move {
-            let config = ladder::sandbox::SandboxConfig {
-                accounts,
-                ..ladder::sandbox::SandboxConfig::default()
-            };
-            let sandbox = ladder::sandbox::Sandbox::start(config).await.unwrap();
-            tx.send(sandbox.base_url().to_string()).unwrap();
-            std::future::pending::<()>().await;
-        });
-    });
-    rx.recv().unwrap()
-}
+// ---- against the sandbox's own tokens ----
 
 /// A deployment whose tokens are the sandbox's tokens for the two accounts.
 fn sandbox_deployment(url: &str) -> (Deployment, String) {
@@ -744,12 +668,11 @@ fn sandbox_deployment(url: &str) -> (Deployment, String) {
 
 #[test]
 fn check_and_upgrade_against_the_sandbox() {
-    use ladder::sandbox::AccountConfig;
-    let url = sandbox(vec![
+    let lichess = sandbox(vec![
         AccountConfig::bot("Ladder-L1"),
         AccountConfig::human("ladder-l2"),
     ]);
-    let (d, l1) = sandbox_deployment(&url);
+    let (d, l1) = sandbox_deployment(lichess.base_url());
     let config = d.config.to_str().unwrap();
     let env = [("LADDER_TEST_TOKEN_L1", l1.as_str())];
     let run = |args: &[&str], stdin: &str| {

@@ -25,6 +25,10 @@ pub struct AccountConfig {
     pub provisional: bool,
     /// Games played before the sandbox started (an account with games cannot be upgraded).
     pub games_played: u32,
+    /// The token's OAuth scopes, which `/api/account` then names as Lichess does (the
+    /// `X-OAuth-Scopes` header) and the bot upgrade requires `bot:play` of; `None`: the
+    /// sandbox says nothing of scopes and asks for none.
+    pub scopes: Option<Vec<String>>,
 }
 
 impl AccountConfig {
@@ -38,6 +42,7 @@ impl AccountConfig {
             rating: 1500,
             provisional: true,
             games_played: 0,
+            scopes: None,
         }
     }
 

@@ -362,7 +362,12 @@ fn act(
 async fn account(State(shared): State<Shared>, headers: HeaderMap) -> Response {
     as_account(&shared, &headers, |id, world| {
         let account = world.account(id).ok_or(ApiError::Unauthorized)?;
-        Ok(axum::Json(account.user_json(&world.base_url)))
+        let body = axum::Json(account.user_json(&world.base_url));
+        // Like Lichess: the token's scopes ride along as a header.
+        Ok(match &account.scopes {
+            Some(scopes) => ([("x-oauth-scopes", scopes.join(", "))], body).into_response(),
+            None => body.into_response(),
+        })
     })
     .into_response()
 }

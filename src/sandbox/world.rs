@@ -69,6 +69,8 @@ pub struct Account {
     pub ratings: BTreeMap<Perf, (i32, u32)>,
     pub provisional: bool,
     pub games_played: u32,
+    /// The token's OAuth scopes, when the sandbox names them ([`AccountConfig::scopes`]).
+    pub scopes: Option<Vec<String>>,
     /// Index of the simulated challenger playing this account, if any.
     pub challenger: Option<usize>,
     pub created_at_ms: i64,
@@ -92,6 +94,7 @@ impl Account {
             ratings: rated_perfs().map(|p| (p, (config.rating, 0))).collect(),
             provisional: config.provisional,
             games_played: config.games_played,
+            scopes: config.scopes.clone(),
             challenger,
             created_at_ms: unix_ms(),
             closed: false,
@@ -464,6 +467,7 @@ impl World {
                 rating: c.rating,
                 provisional: c.provisional,
                 games_played: 0,
+                scopes: None,
             };
             world.add_account(Account::new(&account, Some(i)));
         }
@@ -519,6 +523,13 @@ impl World {
 
     pub fn upgrade(&mut self, id: &str) -> Result<(), ApiError> {
         let account = self.accounts.get_mut(id).ok_or(ApiError::Unauthorized)?;
+        if account
+            .scopes
+            .as_ref()
+            .is_some_and(|s| !s.iter().any(|s| s == "bot:play"))
+        {
+            return Err(ApiError::Forbidden("Missing scope".to_string()));
+        }
         if account.bot {
             return Err(ApiError::BadRequest(
                 "This account is already a bot account.".to_string(),
@@ -1308,6 +1319,28 @@ mod tests {
                 offering_draw: false,
             },
         )
+    }
+
+    #[test]
+    fn the_bot_upgrade_needs_the_scope_and_an_account_without_games() {
+        let mut w = world(Duration::from_secs(20));
+        let with_scopes = |name: &str, scopes: &[&str]| AccountConfig {
+            scopes: Some(scopes.iter().map(|s| s.to_string()).collect()),
+            ..AccountConfig::human(name)
+        };
+        w.add_account(Account::new(
+            &with_scopes("reader", &["challenge:read"]),
+            None,
+        ));
+        w.add_account(Account::new(&with_scopes("player", &["bot:play"]), None));
+        assert!(matches!(w.upgrade("reader"), Err(ApiError::Forbidden(_))));
+        assert!(!w.account("reader").unwrap().bot);
+        // Without scopes named, none is asked for (hugo); with bot:play, as on Lichess.
+        for id in ["hugo", "player"] {
+            w.upgrade(id).unwrap();
+            assert_eq!(w.account(id).unwrap().title.as_deref(), Some("BOT"));
+        }
+        assert!(matches!(w.upgrade("hugo"), Err(ApiError::BadRequest(_))));
     }
 
     #[tokio::test]
