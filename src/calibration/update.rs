@@ -595,38 +595,12 @@ mod tests {
             .collect()
     }
 
-    /// Version 1 of the shipped file, fixed here so the tests do not follow calibration.
+    /// Version 1 of the shipped file, as history keeps it: a fixed text, so the tests do not
+    /// follow calibration.
     fn base() -> Coefficients {
         Coefficients::parse(
-            r#"
-version = 1
-n0 = 16.0
-b = 2.0
-s0 = 288.0
-d = 0.694
-r_min = 0.0625
-endgame_nodes = true
-endgame_noise = true
-endgame_levels_per_halving = 2.0
-max_nodes = 50000000
-ratings_source = "nominal"
-
-[[hash]]
-from_level = 0.0
-mb = 1
-
-[[hash]]
-from_level = 9.0
-mb = 8
-
-[ratings]
-"1" = 600.0
-"2" = 800.0
-"3" = 1000.0
-"4" = 1200.0
-"5" = 1400.0
-"#,
-            "test",
+            include_str!("../../calibration/history/coefficients-v1.toml"),
+            "coefficients-v1.toml",
         )
         .unwrap()
     }

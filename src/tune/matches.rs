@@ -60,6 +60,19 @@ pub struct MatchResult {
 }
 
 impl MatchResult {
+    /// Counts one pair of games: the first set's score with white and with black (each 0, ½
+    /// or 1).
+    pub fn add_pair(&mut self, as_white: f64, as_black: f64) {
+        for s in [as_white, as_black] {
+            match s {
+                s if s > 0.75 => self.wins += 1,
+                s if s < 0.25 => self.losses += 1,
+                _ => self.draws += 1,
+            }
+        }
+        self.pair_points.push(as_white + as_black);
+    }
+
     pub fn games(&self) -> u32 {
         self.wins + self.draws + self.losses
     }
@@ -161,14 +174,7 @@ pub fn run_match(
                     let as_white = play(&start, [&mut a, &mut b], nodes);
                     let as_black = 1.0 - play(&start, [&mut b, &mut a], nodes);
                     let Ok(mut total) = total.lock() else { break };
-                    for s in [as_white, as_black] {
-                        match s {
-                            s if s > 0.75 => total.wins += 1,
-                            s if s < 0.25 => total.losses += 1,
-                            _ => total.draws += 1,
-                        }
-                    }
-                    total.pair_points.push(as_white + as_black);
+                    total.add_pair(as_white, as_black);
                     on_pair(&total);
                 }
             });
@@ -267,22 +273,19 @@ mod tests {
     #[test]
     fn every_pair_won_keeps_an_interval_of_honest_width() {
         // The pairs' variance is 0 here: a normal interval on it collapsed to a point.
-        let sweep = MatchResult {
-            wins: 8,
-            draws: 0,
-            losses: 0,
-            pair_points: vec![2.0; 4],
+        let pairs = |as_white: f64, as_black: f64| {
+            let mut result = MatchResult::default();
+            (0..4).for_each(|_| result.add_pair(as_white, as_black));
+            result
         };
+        let sweep = pairs(1.0, 1.0);
+        assert_eq!((sweep.wins, sweep.draws, sweep.losses), (8, 0, 0));
         let (elo, low, high) = sweep.elo();
         assert!(low < elo && elo < high, "{low} {elo} {high}");
         assert!(low < 50.0 && high == f64::INFINITY, "{low} {high}");
         // Pairs that split 1-1 every time: 50%, an interval symmetric around 0.
-        let even = MatchResult {
-            wins: 4,
-            draws: 0,
-            losses: 4,
-            pair_points: vec![1.0; 4],
-        };
+        let even = pairs(1.0, 0.0);
+        assert_eq!(even.pair_points, [1.0; 4]);
         let (elo, low, high) = even.elo();
         assert!(elo.abs() < 1e-9 && (low + high).abs() < 1e-9 && high > 100.0);
     }
