@@ -172,6 +172,13 @@ pub fn coefficients_fix(e: &CoefficientsError, path: &Path) -> String {
     }
 }
 
+/// A value out of its range: the key and what is wrong with it.
+type Problem = (String, String);
+
+fn bad(key: impl Into<String>, problem: impl Into<String>) -> Result<(), Problem> {
+    Err((key.into(), problem.into()))
+}
+
 impl Coefficients {
     /// The file that ships with the crate: the starting point of calibration.
     pub const DEFAULT_TOML: &'static str = include_str!("../calibration/coefficients.toml");
@@ -225,93 +232,111 @@ impl Coefficients {
         toml::to_string_pretty(self).expect("coefficients serialize")
     }
 
+    /// Every value in its range; the first that is not is refused by its key (the loader adds
+    /// the key's line).
     fn validate(&self, origin: &str) -> Result<(), CoefficientsError> {
-        let invalid = |key: &str, problem: &str| {
-            Err(CoefficientsError::Invalid {
+        self.check_growth()
+            .and_then(|()| self.check_hash_and_weakening())
+            .and_then(|()| self.check_targets())
+            .and_then(|()| self.check_tables())
+            .map_err(|(key, problem)| CoefficientsError::Invalid {
                 path: origin.to_string(),
                 line: 0,
-                key: key.to_string(),
-                problem: problem.to_string(),
+                key,
+                problem,
             })
-        };
+    }
+
+    /// The node and noise laws, the endgame scaling, the node cap and the evaluation weights.
+    fn check_growth(&self) -> Result<(), Problem> {
         if !(self.n0.is_finite() && self.n0 > 0.0) {
-            return invalid("n0", "must be a positive number");
+            return bad("n0", "must be a positive number");
         }
         if !(self.b.is_finite() && self.b > 1.0) {
-            return invalid("b", "must be greater than 1 (nodes grow with the level)");
+            return bad("b", "must be greater than 1 (nodes grow with the level)");
         }
         if !(self.s0.is_finite() && self.s0 >= 0.0) {
-            return invalid("s0", "must be zero or positive");
+            return bad("s0", "must be zero or positive");
         }
         if !(self.d.is_finite() && self.d > 0.0 && self.d <= 1.0) {
-            return invalid("d", "must be in (0, 1] (noise decays with the level)");
+            return bad("d", "must be in (0, 1] (noise decays with the level)");
         }
         if !(self.r_min > 0.0 && self.r_min <= 1.0) {
-            return invalid("r_min", "must be in (0, 1]");
+            return bad("r_min", "must be in (0, 1]");
         }
         if !(self.endgame_levels_per_halving.is_finite() && self.endgame_levels_per_halving >= 0.0)
         {
-            return invalid("endgame_levels_per_halving", "must be zero or positive");
+            return bad("endgame_levels_per_halving", "must be zero or positive");
         }
         if self.max_nodes == 0 {
-            return invalid("max_nodes", "must be positive");
+            return bad("max_nodes", "must be positive");
         }
         if crate::engine::Weights::of_version(self.eval_weights).is_none() {
-            return invalid(
+            return bad(
                 "eval_weights",
-                &format!(
+                format!(
                     "no evaluation weights of that version (known: 0 to {})",
                     crate::engine::weights::SHIPPED_VERSION
                 ),
             );
         }
+        Ok(())
+    }
+
+    /// The hash steps, the noise cap and the blindness curve.
+    fn check_hash_and_weakening(&self) -> Result<(), Problem> {
         if self.hash.is_empty() {
-            return invalid("hash", "needs at least one step");
+            return bad("hash", "needs at least one step");
         }
         for (i, step) in self.hash.iter().enumerate() {
             if !(1..=MAX_HASH_MB).contains(&step.mb) {
-                return invalid(
-                    &format!("hash[{i}].mb"),
-                    &format!("must be between 1 and {MAX_HASH_MB} (MB of hash per game)"),
+                return bad(
+                    format!("hash[{i}].mb"),
+                    format!("must be between 1 and {MAX_HASH_MB} (MB of hash per game)"),
                 );
             }
             if !step.from_level.is_finite() {
-                return invalid(&format!("hash[{i}].from_level"), "must be a finite number");
+                return bad(format!("hash[{i}].from_level"), "must be a finite number");
             }
         }
         if let Some(cap) = self.max_noise_cp
             && !(cap.is_finite() && cap > 0.0)
         {
-            return invalid("max_noise_cp", "must be a positive number");
+            return bad("max_noise_cp", "must be a positive number");
         }
         if let Some(curve) = self.blindness {
             if !(curve.max.is_finite() && (0.0..=1.0).contains(&curve.max)) {
-                return invalid("blindness.max", "must be in [0, 1]");
+                return bad("blindness.max", "must be in [0, 1]");
             }
             if !curve.mid.is_finite() {
-                return invalid("blindness.mid", "must be a number");
+                return bad("blindness.mid", "must be a number");
             }
             if !(curve.width.is_finite() && curve.width > 0.0) {
-                return invalid("blindness.width", "must be a positive number");
+                return bad("blindness.width", "must be a positive number");
             }
         }
+        Ok(())
+    }
+
+    /// The ladder's targets, when the file has them.
+    fn check_targets(&self) -> Result<(), Problem> {
         if let Some(t) = &self.targets {
             if t.scale.trim().is_empty() {
-                return invalid(
+                return bad(
                     "targets.scale",
                     "must name the rating scale (e.g. \"lichess-blitz\")",
                 );
             }
             if !TARGET_PERFS.contains(&t.perf.as_str()) {
-                return invalid(
+                return bad(
                     "targets.perf",
-                    &format!("must be one of {}", TARGET_PERFS.join(", ")),
+                    format!("must be one of {}", TARGET_PERFS.join(", ")),
                 );
             }
             if !(t.from.is_finite() && crate::results::RATING_RANGE.contains(&t.from)) {
-                return invalid(
+                return bad(
                     "targets.from",
-                    &format!(
+                    format!(
                         "must be a rating between {} and {} (level 1's target)",
                         crate::results::RATING_RANGE.start(),
                         crate::results::RATING_RANGE.end()
@@ -319,24 +344,29 @@ impl Coefficients {
                 );
             }
             if !(t.step.is_finite() && t.step > 0.0 && t.step <= 1000.0) {
-                return invalid(
+                return bad(
                     "targets.step",
                     "must be a positive number of Elo per level, at most 1000",
                 );
             }
         }
+        Ok(())
+    }
+
+    /// The per-level tables: level numbers as keys, offsets and ratings in range.
+    fn check_tables(&self) -> Result<(), Problem> {
         for (table, keys) in [("offsets", &self.offsets), ("ratings", &self.ratings)] {
             for key in keys.keys() {
                 if !key.parse::<f64>().is_ok_and(f64::is_finite) {
-                    return invalid(&format!("{table}.{key}"), "is not a level number");
+                    return bad(format!("{table}.{key}"), "is not a level number");
                 }
             }
         }
         for (key, offset) in &self.offsets {
             if !(offset.is_finite() && offset.abs() <= MAX_OFFSET) {
-                return invalid(
-                    &format!("offsets.\"{key}\""),
-                    &format!("must be a number between -{MAX_OFFSET} and {MAX_OFFSET}"),
+                return bad(
+                    format!("offsets.\"{key}\""),
+                    format!("must be a number between -{MAX_OFFSET} and {MAX_OFFSET}"),
                 );
             }
         }
@@ -344,9 +374,9 @@ impl Coefficients {
         // validates its proposal through here before writing it.
         for (key, rating) in &self.ratings {
             if !(rating.is_finite() && crate::results::RATING_RANGE.contains(rating)) {
-                return invalid(
-                    &format!("ratings.\"{key}\""),
-                    &format!(
+                return bad(
+                    format!("ratings.\"{key}\""),
+                    format!(
                         "must be a rating between {} and {}",
                         crate::results::RATING_RANGE.start(),
                         crate::results::RATING_RANGE.end()
