@@ -247,15 +247,27 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
         level.rate(level.blunders) < greedy.rate(greedy.blunders),
         "{level:?} vs {greedy:?}"
     );
+    assert!(
+        level.rate(level.big_losses) < greedy.rate(greedy.big_losses),
+        "{level:?} vs {greedy:?}"
+    );
+    // Each row ends with the player's big losses per 100 moves and people's at its rating
+    // (the level's from the coefficients, greedy's fitted one): both numbers.
     let section = summary.report.split("## Move quality").nth(1).unwrap();
     for name in names {
-        assert!(
-            section
-                .lines()
-                .any(|l| l.starts_with(&format!("| {name} | ")) && l.ends_with("% |")),
-            "{}",
-            summary.report
-        );
+        let row = section
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} | ")))
+            .unwrap_or_else(|| panic!("no row for {name}: {}", summary.report));
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        let people: f64 = cells[cells.len() - 2]
+            .parse()
+            .unwrap_or_else(|_| panic!("{row}"));
+        assert!((5.0..=12.0).contains(&people), "{row}");
+        let ours: f64 = cells[cells.len() - 3]
+            .parse()
+            .unwrap_or_else(|_| panic!("{row}"));
+        assert!((0.0..=100.0).contains(&ours), "{row}");
     }
 }
 

@@ -7,6 +7,10 @@
 //! and a move whose winning chances for the mover drop by 0.3, 0.2 or 0.1 or more is a blunder,
 //! a mistake or an inaccuracy. The centipawn loss of a move is how much the capped evaluation
 //! falls for the mover, never below 0. Opening moves (from the book) are not judged.
+//!
+//! Beside Lichess's judgements it counts the moves that lose [`BIG_LOSS_CP`] or more, the
+//! measure of the published figures of how often people blunder at each rating
+//! ([`human_big_losses_per_100`]), so a level's rate can be read beside a person's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -21,6 +25,43 @@ use shakmaty::Position;
 pub const WIN_CHANCE_FACTOR: f64 = 0.003_682_08;
 /// Evaluations are capped here (and a mate counts as this), as lila does.
 pub const CP_CEILING: f64 = 1000.0;
+
+/// A move that loses this many capped centipawns or more is counted as a big loss: the
+/// threshold of the published figures for people.
+pub const BIG_LOSS_CP: f64 = 200.0;
+
+/// How often people lose [`BIG_LOSS_CP`] or more in one move, per 100 moves, by rating: the
+/// published figures from Lichess games of all speeds (11.9 under 1000, 8.8 at 1200–1400, 7.0 at
+/// 1600–1800, 5.9 at 2000–2200, 5.1 above 2200), each band read at its middle and the open ends
+/// flat.
+const HUMAN_BIG_LOSSES: [(f64, f64); 5] = [
+    (1000.0, 11.9),
+    (1300.0, 8.8),
+    (1700.0, 7.0),
+    (2100.0, 5.9),
+    (2300.0, 5.1),
+];
+
+/// People's moves losing [`BIG_LOSS_CP`] or more per 100 moves at `rating`, interpolated
+/// linearly between the published bands' middles and flat beyond the outer ones.
+pub fn human_big_losses_per_100(rating: f64) -> f64 {
+    let (first, last) = (
+        HUMAN_BIG_LOSSES[0],
+        HUMAN_BIG_LOSSES[HUMAN_BIG_LOSSES.len() - 1],
+    );
+    if rating <= first.0 {
+        return first.1;
+    }
+    if rating >= last.0 {
+        return last.1;
+    }
+    let upper = HUMAN_BIG_LOSSES
+        .iter()
+        .position(|&(r, _)| r >= rating)
+        .unwrap_or(HUMAN_BIG_LOSSES.len() - 1);
+    let ((r0, v0), (r1, v1)) = (HUMAN_BIG_LOSSES[upper - 1], HUMAN_BIG_LOSSES[upper]);
+    v0 + (v1 - v0) * (rating - r0) / (r1 - r0)
+}
 
 /// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].
 pub fn capped_cp(score: Score) -> f64 {
@@ -69,6 +110,8 @@ pub struct Quality {
     pub inaccuracies: u64,
     pub mistakes: u64,
     pub blunders: u64,
+    /// Moves that lost [`BIG_LOSS_CP`] or more.
+    pub big_losses: u64,
 }
 
 impl Quality {
@@ -76,7 +119,11 @@ impl Quality {
     /// was evaluated `after` (the mover's point of view), both capped centipawns.
     pub fn add(&mut self, before: f64, after: f64) {
         self.moves += 1;
-        self.cp_loss += (before - after).max(0.0);
+        let loss = (before - after).max(0.0);
+        self.cp_loss += loss;
+        if loss >= BIG_LOSS_CP {
+            self.big_losses += 1;
+        }
         match judge(win_chance(before), win_chance(after)) {
             Judgement::Good => {}
             Judgement::Inaccuracy => self.inaccuracies += 1,
@@ -91,6 +138,7 @@ impl Quality {
         self.inaccuracies += other.inaccuracies;
         self.mistakes += other.mistakes;
         self.blunders += other.blunders;
+        self.big_losses += other.big_losses;
     }
 
     pub fn acpl(&self) -> f64 {
@@ -284,5 +332,43 @@ mod tests {
         let (w, b) = game_quality(&game, 2, &evals[2..]);
         assert_eq!((w.moves, b.moves), (1, 1));
         assert_eq!(b.cp_loss, 10.0);
+    }
+
+    #[test]
+    fn a_big_loss_is_200_centipawns_whatever_lichess_calls_it() {
+        let mut q = Quality::default();
+        // Lichess calls this an inaccuracy (deep in a won position), people's figures a
+        // blunder: 400 cp lost.
+        q.add(1000.0, 600.0);
+        // Just under the threshold, and a gain.
+        q.add(100.0, -99.0);
+        q.add(-50.0, 80.0);
+        // Exactly the threshold.
+        q.add(0.0, -200.0);
+        assert_eq!(q.moves, 4);
+        assert_eq!(q.big_losses, 2);
+        let mut total = Quality::default();
+        total.merge(&q);
+        total.merge(&q);
+        assert_eq!(total.big_losses, 4);
+    }
+
+    #[test]
+    fn people_blunder_less_as_they_rate_higher_as_published() {
+        // The published bands at their middles, the open ends flat.
+        assert_eq!(human_big_losses_per_100(600.0), 11.9);
+        assert_eq!(human_big_losses_per_100(1300.0), 8.8);
+        assert_eq!(human_big_losses_per_100(1700.0), 7.0);
+        assert_eq!(human_big_losses_per_100(2100.0), 5.9);
+        assert_eq!(human_big_losses_per_100(2800.0), 5.1);
+        // Halfway between 1300 and 1700: halfway between 8.8 and 7.0.
+        assert!((human_big_losses_per_100(1500.0) - 7.9).abs() < 1e-9);
+        // Never rising with the rating.
+        let mut last = f64::INFINITY;
+        for r in (0..3000).step_by(25) {
+            let v = human_big_losses_per_100(r as f64);
+            assert!(v <= last, "{r}: {v} > {last}");
+            last = v;
+        }
     }
 }

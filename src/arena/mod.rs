@@ -811,8 +811,19 @@ fn match_report(
     );
     text.push_str(&report::render(&names, &levels, &known, &scored));
     text.push('\n');
+    // The rating each player stands for: an anchor's fitted one, a level's from the
+    // coefficients it plays with, so its move quality can be read beside a person's.
+    let claimed: Vec<Option<f64>> = players
+        .iter()
+        .zip(&levels)
+        .map(|(p, level)| {
+            p.rating
+                .or_else(|| level.and_then(|l| plan.roster.coefficients.rating_of(l)))
+        })
+        .collect();
     text.push_str(&report::render_quality(
         &names,
+        &claimed,
         &played.judged.quality,
         &played.judged.describe,
     ));

@@ -544,32 +544,52 @@ pub fn render(
     out
 }
 
-/// Move quality per player: moves judged, average centipawn loss, and the shares of
-/// inaccuracies, mistakes and blunders (Lichess's thresholds). `how` says who judged.
-pub fn render_quality(names: &[String], quality: &[super::judge::Quality], how: &str) -> String {
+/// Move quality per player: moves judged, average centipawn loss, the shares of inaccuracies,
+/// mistakes and blunders (Lichess's thresholds), and the moves losing 200 cp or more per 100
+/// beside how often people at the player's rating (`ratings`, when known) do that. `how` says
+/// who judged.
+pub fn render_quality(
+    names: &[String],
+    ratings: &[Option<f64>],
+    quality: &[super::judge::Quality],
+    how: &str,
+) -> String {
+    use super::judge::{BIG_LOSS_CP, human_big_losses_per_100};
     let mut out = format!("## Move quality ({how})\n\n");
     if quality.iter().all(|q| q.moves == 0) {
         return out;
     }
     let _ = writeln!(
         out,
-        "| player | moves judged | avg centipawn loss | inaccuracies | mistakes | blunders |"
+        "| player | rating | moves judged | avg centipawn loss | inaccuracies | mistakes | blunders | lose ≥{BIG_LOSS_CP:.0} cp per 100 moves | people at that rating |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|");
-    for (name, q) in names.iter().zip(quality) {
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for ((name, q), rating) in names.iter().zip(quality).zip(ratings) {
         if q.moves == 0 {
             continue;
         }
+        let (rating, people) = match rating {
+            Some(r) => (
+                format!("{r:.0}"),
+                format!("{:.1}", human_big_losses_per_100(*r)),
+            ),
+            None => ("-".to_string(), "-".to_string()),
+        };
         let _ = writeln!(
             out,
-            "| {name} | {} | {:.0} | {:.1}% | {:.1}% | {:.1}% |",
+            "| {name} | {rating} | {} | {:.0} | {:.1}% | {:.1}% | {:.1}% | {:.1} | {people} |",
             q.moves,
             q.acpl(),
             100.0 * q.rate(q.inaccuracies),
             100.0 * q.rate(q.mistakes),
-            100.0 * q.rate(q.blunders)
+            100.0 * q.rate(q.blunders),
+            100.0 * q.rate(q.big_losses),
         );
     }
+    let _ = writeln!(
+        out,
+        "\nPeople: moves losing {BIG_LOSS_CP:.0} cp or more per 100 in Lichess games of all speeds (11.9 under 1000, 8.8 at 1200–1400, 7.0 at 1600–1800, 5.9 at 2000–2200, 5.1 above 2200; interpolated between the bands' middles). A level's rating is its coefficients' one, an anchor's its fitted one."
+    );
     out
 }
 
@@ -674,6 +694,47 @@ mod tests {
         assert!((r[2].unwrap().rating - fit.ratings[2]).abs() < 0.5);
         // Unconnected players: no fit.
         assert!(joint_fit(4, &g).is_none());
+    }
+
+    #[test]
+    fn move_quality_puts_each_players_big_losses_beside_peoples_at_its_rating() {
+        use crate::arena::judge::Quality;
+        let mut level = Quality::default();
+        for k in 0..100 {
+            // 9 of 100 moves lose 250 cp, the rest nothing.
+            level.add(0.0, if k < 9 { -250.0 } else { 0.0 });
+        }
+        let mut engine = Quality::default();
+        engine.add(0.0, -10.0);
+        let names = vec![
+            "level-5".to_string(),
+            "engine".to_string(),
+            "idle".to_string(),
+        ];
+        let text = render_quality(
+            &names,
+            &[Some(1300.0), None, Some(2000.0)],
+            &[level, engine, Quality::default()],
+            "test",
+        );
+        let row = |name: &str| {
+            text.lines()
+                .find(|l| l.starts_with(&format!("| {name} |")))
+                .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        };
+        let level_row = row("level-5").expect("the level's row");
+        assert_eq!(level_row[2], "1300");
+        assert_eq!(level_row[8], "9.0", "{text}");
+        assert_eq!(level_row[9], "8.8", "{text}");
+        let engine_row = row("engine").expect("the engine's row");
+        assert_eq!(
+            (engine_row[2], engine_row[8], engine_row[9]),
+            ("-", "0.0", "-")
+        );
+        assert!(
+            row("idle").is_none(),
+            "a player without judged moves has no row"
+        );
     }
 
     #[test]
