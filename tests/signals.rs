@@ -506,7 +506,7 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
         ),
         (
             &[
-                "challenger RandomRita (94, random moves)",
+                "challenger RandomRita (96, random moves)",
                 "every account accepts",
             ],
             5,

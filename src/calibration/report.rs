@@ -91,7 +91,7 @@ fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
         let _ = writeln!(
             out,
             "Of the games used, {} were played with an older coefficients version whose \
-             parameters for their level are those of v{current} (same nodes, noise, hash and \
+             parameters for their level are those of v{current} (same evaluation, nodes, noise, hash and \
              endgame scaling).\n",
             cal.selection.carried_over
         );

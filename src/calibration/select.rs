@@ -2,7 +2,7 @@
 //! leaves out games that say nothing about strength, and counts every game left out.
 //!
 //! A game of a version outside the window still counts for its level when that level plays
-//! exactly as it does in the current version ([`plays_alike`]: same nodes, noise, hash and
+//! exactly as it does in the current version ([`plays_alike`]: same evaluation, nodes, noise, hash and
 //! endgame scaling): a new version that moves some levels must not throw away the games of the
 //! levels it left alone.
 //!
@@ -235,15 +235,16 @@ pub struct Lineage<'a> {
     pub older: &'a BTreeMap<u32, Coefficients>,
 }
 
-/// Whether `level` plays the same under `a` and `b`: the same nodes and noise at full
-/// material, the same hash, and the same nodes, noise and chance of a blind move at every
+/// Whether `level` plays the same under `a` and `b`: the same evaluation weights, the same
+/// nodes and noise at full material, the same hash, and the same nodes, noise and chance of a blind move at every
 /// material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
 /// level alone computes its parameters through other, rounded numbers.
 pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
     let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
     let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
-    close(raw_nodes(a), raw_nodes(b))
+    a.eval_weights == b.eval_weights
+        && close(raw_nodes(a), raw_nodes(b))
         && a.max_nodes == b.max_nodes
         && close(pa.noise_cp, pb.noise_cp)
         && pa.hash_mb == pb.hash_mb
@@ -582,5 +583,9 @@ mod tests {
         let mut v4 = v1.clone();
         v4.hash[0].mb = 2;
         assert!(!plays_alike(&v1, &v4, 3.0));
+        // So is the evaluation: a retuned one plays every level differently at the same nodes.
+        let mut v5 = v1.clone();
+        v5.eval_weights = v1.eval_weights + 1;
+        assert!(!plays_alike(&v1, &v5, 3.0));
     }
 }

@@ -183,17 +183,22 @@ pub struct Weights {
     pub(crate) piece_square: [[Pair; 64]; 6],
 }
 
-/// The version of the shipped weights (`weights.txt`); version 0 is [`Weights::handwritten`].
-pub const SHIPPED_VERSION: u32 = 1;
+/// The version of the shipped weights (`weights.txt`); version 0 is [`Weights::handwritten`],
+/// and every version shipped before stays compiled in (`weights-v1.txt`, ...), because a level
+/// plays the version its coefficients were calibrated with.
+pub const SHIPPED_VERSION: u32 = 2;
 
 static HANDWRITTEN: LazyLock<Arc<Weights>> = LazyLock::new(|| Arc::new(Weights::handwritten()));
 
-static SHIPPED: LazyLock<Arc<Weights>> = LazyLock::new(|| {
-    Arc::new(
-        Weights::parse(include_str!("weights.txt"))
-            .unwrap_or_else(|e| panic!("the built-in weights.txt: {e}")),
-    )
-});
+static SHIPPED: LazyLock<Arc<Weights>> = LazyLock::new(|| built_in(include_str!("weights.txt")));
+
+static VERSION_1: LazyLock<Arc<Weights>> =
+    LazyLock::new(|| built_in(include_str!("weights-v1.txt")));
+
+/// A weights file compiled into the binary; a broken one is a build mistake the tests catch.
+fn built_in(text: &str) -> Arc<Weights> {
+    Arc::new(Weights::parse(text).unwrap_or_else(|e| panic!("built-in weights: {e}")))
+}
 
 impl Weights {
     /// The weights the engine ships with.
@@ -201,15 +206,14 @@ impl Weights {
         SHIPPED.clone()
     }
 
-    /// The weights of a version: 0 the hand-written ones, [`SHIPPED_VERSION`] the shipped
-    /// ones; `None` for any other.
+    /// The weights of a version: 0 the hand-written ones, 1 the first tuned ones,
+    /// [`SHIPPED_VERSION`] the shipped ones; `None` for any other.
     pub fn of_version(version: u32) -> Option<Arc<Weights>> {
-        if version == SHIPPED_VERSION {
-            Some(Weights::shipped())
-        } else if version == 0 {
-            Some(HANDWRITTEN.clone())
-        } else {
-            None
+        match version {
+            0 => Some(HANDWRITTEN.clone()),
+            1 => Some(VERSION_1.clone()),
+            SHIPPED_VERSION => Some(Weights::shipped()),
+            _ => None,
         }
     }
 
@@ -410,5 +414,20 @@ mod tests {
         let names: std::collections::HashSet<String> = (0..LEN).map(name_of).collect();
         assert_eq!(names.len(), LEN);
         assert!(term_of(LEN).is_none());
+    }
+
+    #[test]
+    fn every_version_a_coefficients_file_may_name_is_built_in_and_its_own() {
+        // Coefficients calibrated with any earlier version keep replaying it exactly.
+        let versions: Vec<Arc<Weights>> = (0..=SHIPPED_VERSION)
+            .map(|v| Weights::of_version(v).unwrap_or_else(|| panic!("version {v} is missing")))
+            .collect();
+        for (i, a) in versions.iter().enumerate() {
+            for b in &versions[i + 1..] {
+                assert_ne!(a, b, "two versions share their weights");
+            }
+        }
+        assert_eq!(versions[SHIPPED_VERSION as usize], Weights::shipped());
+        assert!(Weights::of_version(SHIPPED_VERSION + 1).is_none());
     }
 }
