@@ -818,7 +818,7 @@ fn match_report(
         .zip(&levels)
         .map(|(p, level)| {
             p.rating
-                .or_else(|| level.and_then(|l| plan.roster.coefficients.rating_of(l)))
+                .or_else(|| level.and_then(|l| plan.roster.seating.coefficients.rating_of(l)))
         })
         .collect();
     text.push_str(&report::render_quality(
