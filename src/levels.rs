@@ -453,7 +453,7 @@ fn keyed(table: &BTreeMap<String, f64>) -> Vec<(f64, f64)> {
 /// The value at `x` of the piecewise-linear curve through `points` (x, value), in order of x,
 /// constant beyond its ends; a segment that does not rise in x is passed over. `None` without
 /// points (or where only such segments span `x`).
-fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
+pub(crate) fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
     let (first, last) = (points.first()?, points.last()?);
     if x <= first.0 {
         return Some(first.1);

@@ -45,22 +45,7 @@ const HUMAN_BIG_LOSSES: [(f64, f64); 5] = [
 /// People's moves losing [`BIG_LOSS_CP`] or more per 100 moves at `rating`, interpolated
 /// linearly between the published bands' middles and flat beyond the outer ones.
 pub fn human_big_losses_per_100(rating: f64) -> f64 {
-    let (first, last) = (
-        HUMAN_BIG_LOSSES[0],
-        HUMAN_BIG_LOSSES[HUMAN_BIG_LOSSES.len() - 1],
-    );
-    if rating <= first.0 {
-        return first.1;
-    }
-    if rating >= last.0 {
-        return last.1;
-    }
-    let upper = HUMAN_BIG_LOSSES
-        .iter()
-        .position(|&(r, _)| r >= rating)
-        .unwrap_or(HUMAN_BIG_LOSSES.len() - 1);
-    let ((r0, v0), (r1, v1)) = (HUMAN_BIG_LOSSES[upper - 1], HUMAN_BIG_LOSSES[upper]);
-    v0 + (v1 - v0) * (rating - r0) / (r1 - r0)
+    crate::levels::interpolate(&HUMAN_BIG_LOSSES, rating).expect("the published figures")
 }
 
 /// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].

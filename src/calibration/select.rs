@@ -2,8 +2,8 @@
 //! leaves out games that say nothing about strength, and counts every game left out.
 //!
 //! A game of a version outside the window still counts for its level when that level plays
-//! exactly as it does in the current version ([`plays_alike`]: same evaluation, nodes, noise, hash and
-//! endgame scaling): a new version that moves some levels must not throw away the games of the
+//! exactly as it does in the current version ([`plays_alike`]: same evaluation, nodes, noise,
+//! hash and endgame scaling): a new version that moves some levels must not throw away the games of the
 //! levels it left alone.
 //!
 //! Games against people and games against bots are two samples, never one: on Lichess a bot's
@@ -236,8 +236,8 @@ pub struct Lineage<'a> {
 }
 
 /// Whether `level` plays the same under `a` and `b`: the same evaluation weights, the same
-/// nodes and noise at full material, the same hash, and the same nodes, noise and chance of a blind move at every
-/// material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
+/// nodes and noise at full material, the same hash, and the same nodes, noise and chance of a
+/// blind move at every material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
 /// level alone computes its parameters through other, rounded numbers.
 pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
