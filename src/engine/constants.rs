@@ -48,9 +48,21 @@ pub const LMP_BASE: usize = 11;
 pub const LMP_PER_DEPTH_SQUARED: usize = 12;
 /// Delta pruning margin in quiescence, cp.
 pub const QS_DELTA: usize = 13;
+/// Futility pruning of quiet moves: deepest remaining depth (0: off), and the margin
+/// base + per_depth·depth above the static evaluation that must still fall short of alpha, cp.
+pub const FP_MAX_DEPTH: usize = 14;
+pub const FP_BASE: usize = 15;
+pub const FP_PER_DEPTH: usize = 16;
+/// Exchange (SEE) pruning: deepest remaining depth (0: off); a quiet move losing more than
+/// quiet_margin·depth, or a capture losing more than capture_margin·depth², is skipped, cp.
+pub const SEE_MAX_DEPTH: usize = 17;
+pub const SEE_QUIET_MARGIN: usize = 18;
+pub const SEE_CAPTURE_MARGIN: usize = 19;
+/// Internal iterative reduction: plies taken off a node without a hash move (0: off).
+pub const IIR_REDUCTION: usize = 20;
 
 /// Every tunable constant, in index order (the indices above).
-pub const TUNABLES: [Tunable; 14] = [
+pub const TUNABLES: [Tunable; 21] = [
     tunable("aspiration_window", 25, 8, 80, 5),
     tunable("rfp_max_depth", 6, 2, 10, 1),
     tunable("rfp_margin", 80, 30, 200, 10),
@@ -65,6 +77,13 @@ pub const TUNABLES: [Tunable; 14] = [
     tunable("lmp_base", 4, 2, 10, 1),
     tunable("lmp_per_depth_squared", 3, 1, 6, 1),
     tunable("qs_delta", 200, 50, 400, 20),
+    tunable("fp_max_depth", 6, 0, 10, 1),
+    tunable("fp_base", 90, 0, 300, 15),
+    tunable("fp_per_depth", 60, 20, 200, 10),
+    tunable("see_max_depth", 6, 0, 10, 1),
+    tunable("see_quiet_margin", 60, 0, 200, 10),
+    tunable("see_capture_margin", 20, 0, 100, 5),
+    tunable("iir_reduction", 1, 0, 2, 1),
 ];
 
 /// Late-move reduction in plies by [depth][move number].
