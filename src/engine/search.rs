@@ -28,7 +28,7 @@ use super::eval::{add_noise, evaluate_with};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
 use super::noise::Noise;
-use super::ordering::{Heuristics, is_quiet, pick, score_captures, score_moves};
+use super::ordering::{Context, Heuristics, PieceTo, is_quiet, pick, score_captures, score_moves};
 use super::score::{
     DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in, to_public,
 };
@@ -164,6 +164,7 @@ impl Engine {
                 hash_move,
                 &self.heuristics,
                 0,
+                &[None, None],
             );
             let mut order: Vec<usize> = (0..list.len()).collect();
             order.sort_by_key(|&i| std::cmp::Reverse(scores[i]));
@@ -189,6 +190,7 @@ impl Engine {
             pv: vec![[None; MAX_PLY + 1]; MAX_PLY + 1],
             pv_len: [0; MAX_PLY + 1],
             evals: [-INFINITE; MAX_PLY + 2],
+            played: [None; MAX_PLY + 2],
             seldepth: 0,
             iteration_best: None,
         };
@@ -225,6 +227,9 @@ struct Searcher<'a> {
     /// The static evaluation (noise included) of the node at each ply of the current path;
     /// `-INFINITE` where the side to move was in check.
     evals: [i32; MAX_PLY + 2],
+    /// The move that led to the node at each ply of the current path (`None`: the root, or
+    /// a null move).
+    played: [Option<PieceTo>; MAX_PLY + 2],
     seldepth: usize,
     /// Best root move of the iteration in progress, with its score and PV, once one move has
     /// been searched to completion inside the window.
@@ -339,6 +344,17 @@ impl Searcher<'_> {
         false
     }
 
+    /// The moves before the node at `ply` that its quiet moves are ordered after.
+    fn context(&self, ply: usize) -> Context {
+        if self.constants.get(constants::CONTINUATION_HISTORY) == 0 {
+            return [None, None];
+        }
+        [
+            self.played[ply],
+            ply.checked_sub(1).and_then(|p| self.played[p]),
+        ]
+    }
+
     fn update_pv(&mut self, ply: usize, m: Move) {
         self.pv[ply][ply] = Some(m);
         let child_len = self.pv_len[ply + 1].max(ply + 1);
@@ -365,6 +381,7 @@ impl Searcher<'_> {
         let mut best_index = 0;
         for (i, &m) in root_moves.iter().enumerate() {
             let child = Node::child(pos, key, m);
+            self.played[1] = Some(PieceTo::of(pos.turn(), m));
             let new_depth = depth - 1 + i32::from(child.in_check);
             self.keys.push(child.key);
             let mut score;
@@ -525,7 +542,10 @@ impl Searcher<'_> {
         let us = pos.turn();
         self.evals[ply] = eval;
         // Better than two plies ago (our previous move's node): prune less, reduce less.
-        let improving = !in_check && (ply < 2 || eval > self.evals[ply - 2]);
+        let improving = self.constants.get(constants::IMPROVING) == 1
+            && !in_check
+            && (ply < 2 || eval > self.evals[ply - 2]);
+        let not_improving = self.constants.get(constants::IMPROVING) == 1 && !improving;
 
         if !pv_node
             && !in_check
@@ -541,6 +561,7 @@ impl Searcher<'_> {
             return if in_check { mated_in(ply) } else { DRAW };
         }
         let mut scores = [0i32; 256];
+        let context = self.context(ply);
         score_moves(
             &moves,
             &mut scores,
@@ -549,6 +570,7 @@ impl Searcher<'_> {
             hash_move,
             self.heuristics,
             ply,
+            &context,
         );
 
         let original_alpha = alpha;
@@ -562,7 +584,7 @@ impl Searcher<'_> {
                 quiet: is_quiet(m),
                 pv_node,
                 in_check,
-                improving,
+                not_improving,
             };
             if best_score > -MATE_BOUND
                 && (self.prunes_late(&tried, depth)
@@ -584,8 +606,8 @@ impl Searcher<'_> {
                     }
                     if score >= beta {
                         if tried.quiet {
-                            self.heuristics
-                                .reward(us, ply, depth, m, quiets_tried.as_slice());
+                            let tried = quiets_tried.as_slice();
+                            self.heuristics.reward(us, ply, depth, m, tried, &context);
                         }
                         break;
                     }
@@ -674,7 +696,7 @@ impl Searcher<'_> {
         let c = self.constants;
         let mut quota =
             c.get(constants::LMP_BASE) + c.get(constants::LMP_PER_DEPTH_SQUARED) * depth * depth;
-        if !tried.improving {
+        if tried.not_improving {
             quota /= 2;
         }
         !tried.pv_node
@@ -744,6 +766,7 @@ impl Searcher<'_> {
             in_check: false,
         };
         self.keys.push(null_key);
+        self.played[ply + 1] = None;
         let child_floor = self.keys.len() - 1;
         let score = -self.negamax(
             &null_node,
@@ -775,6 +798,7 @@ impl Searcher<'_> {
         floor: usize,
     ) -> i32 {
         let child = Node::child(&node.pos, node.key, m);
+        self.played[ply + 1] = Some(PieceTo::of(node.pos.turn(), m));
         let gives_check = child.in_check;
         let new_depth = depth - 1 + i32::from(gives_check);
         self.keys.push(child.key);
@@ -813,7 +837,7 @@ impl Searcher<'_> {
         if tried.pv_node {
             reduction -= 1;
         }
-        if !tried.improving {
+        if tried.not_improving {
             reduction += 1;
         }
         if self.heuristics.history(us, m) > 4096 {
@@ -890,6 +914,7 @@ impl Searcher<'_> {
                 None,
                 self.heuristics,
                 ply,
+                &self.context(ply),
             );
             best_score = -INFINITE;
             stand_pat = -INFINITE;
@@ -944,8 +969,9 @@ struct Tried {
     quiet: bool,
     pv_node: bool,
     in_check: bool,
-    /// The node's static evaluation is better than at our previous move.
-    improving: bool,
+    /// The node's static evaluation is no better than at our previous move (and the
+    /// `improving` constant is on).
+    not_improving: bool,
 }
 
 /// A position in the search with what its parent already knows about it.
