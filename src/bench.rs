@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::engine::{Engine, Game, Limits, NoStop, Noise, SearchParams};
+use crate::engine::{Engine, Game, Limits, NoStop, Noise, SearchConstants, SearchParams};
 
 /// Default depth of `ladder bench`.
 pub const DEFAULT_DEPTH: u32 = 8;
@@ -85,7 +85,18 @@ pub fn bench(depth: u32) -> BenchResult {
 
 /// [`bench`] with a chosen hash size and noise.
 pub fn bench_with(depth: u32, hash_mb: usize, noise: Noise) -> BenchResult {
+    bench_search(depth, hash_mb, noise, SearchConstants::shipped())
+}
+
+/// [`bench_with`] with a chosen set of search constants (an older search version's).
+pub fn bench_search(
+    depth: u32,
+    hash_mb: usize,
+    noise: Noise,
+    constants: SearchConstants,
+) -> BenchResult {
     let mut engine = Engine::new(hash_mb);
+    engine.set_search_constants(constants);
     let params = SearchParams {
         limits: Limits::depth(depth),
         noise,
@@ -130,6 +141,10 @@ pub struct BenchArgs {
     /// Seed of the evaluation noise.
     #[arg(long, default_value_t = 0)]
     pub seed: u64,
+    /// The search version (`search` in a coefficients file; default: the newest), to check
+    /// that an older one still searches exactly as it was calibrated.
+    #[arg(long)]
+    pub search: Option<u32>,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -143,7 +158,16 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         scale_cp: args.noise_cp,
         seed: args.seed,
     };
-    let result = bench_with(args.depth, args.hash, noise);
+    let version = args
+        .search
+        .unwrap_or(crate::engine::constants::SHIPPED_SEARCH_VERSION);
+    let Some(constants) = SearchConstants::of_version(version) else {
+        anyhow::bail!(
+            "--search {version}: no search of that version (known: 1 to {})",
+            crate::engine::constants::SHIPPED_SEARCH_VERSION
+        );
+    };
+    let result = bench_search(args.depth, args.hash, noise, constants);
     for (i, line) in result.lines.iter().enumerate() {
         println!(
             "{:>2} {:>10} nodes {:>7.3}s  {:<6} {}",

@@ -75,12 +75,22 @@ pub struct Coefficients {
     /// so a retuned evaluation moves no level until the ladder is recalibrated with it.
     #[serde(default)]
     pub eval_weights: u32,
+    /// The version of the search these coefficients were calibrated with (1, the default for
+    /// older files: the first search; [`crate::engine::constants::SHIPPED_SEARCH_VERSION`]).
+    /// Like the weights, the levels play with that version until the ladder is recalibrated.
+    #[serde(default = "first_search")]
+    pub search: u32,
     /// The ladder's targets: the rating every level aims at, on one named scale. The one place
     /// they are written: accounts, `ladder check`, the sandbox, calibration and `ladder levels`
     /// all read them from here. A file without them (versions before 17's `[targets]`) has the
     /// shipped file's ([`Coefficients::targets`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<LadderTargets>,
+}
+
+/// The search of coefficients files written before the search had versions.
+fn first_search() -> u32 {
+    1
 }
 
 /// The ladder's targets: T(L) = from + step·(L − 1) on `scale`, for every level, fractional
@@ -270,6 +280,15 @@ impl Coefficients {
         }
         if self.max_nodes == 0 {
             return bad("max_nodes", "must be positive");
+        }
+        if crate::engine::SearchConstants::of_version(self.search).is_none() {
+            return bad(
+                "search",
+                format!(
+                    "no search of that version (known: 1 to {})",
+                    crate::engine::constants::SHIPPED_SEARCH_VERSION
+                ),
+            );
         }
         if crate::engine::Weights::of_version(self.eval_weights).is_none() {
             return bad(
@@ -536,6 +555,8 @@ pub struct LevelParams {
     pub coefficients_version: u32,
     /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
     pub eval_weights: u32,
+    /// The search version the level plays with ([`Coefficients::search`]).
+    pub search: u32,
     blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
@@ -568,6 +589,7 @@ impl LevelParams {
                 .map_or(0.0, |curve| curve.probability(exponent)),
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
+            search: coefficients.search,
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,
@@ -742,9 +764,10 @@ pub fn table(coefficients: &Coefficients, levels: &[f64]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "coefficients version {} (evaluation weights version {}): n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
+        "coefficients version {} (evaluation weights version {}, search version {}): n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
         coefficients.version,
         coefficients.eval_weights,
+        coefficients.search,
         coefficients.n0,
         coefficients.b,
         coefficients.s0,
@@ -910,6 +933,20 @@ mod tests {
             Coefficients::DEFAULT_TOML.replacen("[blindness]", "eval_weights = 99\n[blindness]", 1);
         let err = refusal(&text);
         assert!(err.contains("eval_weights: no evaluation weights"), "{err}");
+    }
+
+    #[test]
+    fn levels_play_with_the_search_they_were_calibrated_with() {
+        // A file without `search` predates search versions: its levels keep the first search.
+        let shipped = Coefficients::builtin();
+        let text = Coefficients::DEFAULT_TOML.replace("\nsearch = 2\n", "\n");
+        let old = Coefficients::parse(&text, "c.toml").unwrap();
+        assert_eq!(LevelParams::new(&old, 5.0).search, 1);
+        assert_eq!(LevelParams::new(&shipped, 5.0).search, shipped.search);
+        let text =
+            Coefficients::DEFAULT_TOML.replacen("[blindness]", "search = 99\n[blindness]", 1);
+        let err = refusal(&text.replace("\nsearch = 2\n", "\n"));
+        assert!(err.contains("search: no search of that version"), "{err}");
     }
 
     #[test]

@@ -391,3 +391,27 @@ fn a_winning_side_never_returns_to_an_earlier_position() {
     }
     assert_eq!(repeats, 0, "moves back into an earlier position out of 120");
 }
+
+/// Node counts of the first search at depth 5 (1 MB table; without noise, and with 80 cp of
+/// noise, seed 3), as `ladder bench --depth 5 --hash 1 [--noise-cp 80 --seed 3]` printed them
+/// before search version 2 existed. Coefficients calibrated with `search = 1` (every ladder
+/// up to version 21) stay true only while search version 1 searches exactly as it did.
+#[test]
+fn search_version_1_searches_exactly_as_before_version_2_existed() {
+    use ladder::engine::SearchConstants;
+    use ladder::engine::constants::SHIPPED_SEARCH_VERSION;
+    let first = SearchConstants::of_version(1).expect("version 1 is built in");
+    let noisy = Noise {
+        scale_cp: 80.0,
+        seed: 3,
+    };
+    let nodes = |noise, constants| ladder::bench::bench_search(5, 1, noise, constants).total_nodes;
+    assert_eq!(nodes(Noise::NONE, first.clone()), 221_412);
+    assert_eq!(nodes(noisy, first), 506_169);
+    let newest = SearchConstants::of_version(SHIPPED_SEARCH_VERSION).expect("built in");
+    assert_ne!(
+        nodes(Noise::NONE, newest),
+        221_412,
+        "version 2 is another search"
+    );
+}

@@ -235,7 +235,7 @@ pub struct Lineage<'a> {
     pub older: &'a BTreeMap<u32, Coefficients>,
 }
 
-/// Whether `level` plays the same under `a` and `b`: the same evaluation weights, the same
+/// Whether `level` plays the same under `a` and `b`: the same evaluation weights and search, the same
 /// nodes and noise at full material, the same hash, and the same nodes, noise and chance of a
 /// blind move at every material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
 /// level alone computes its parameters through other, rounded numbers.
@@ -244,6 +244,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
     let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
     a.eval_weights == b.eval_weights
+        && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))
         && a.max_nodes == b.max_nodes
         && close(pa.noise_cp, pb.noise_cp)

@@ -48,9 +48,26 @@ pub const LMP_BASE: usize = 11;
 pub const LMP_PER_DEPTH_SQUARED: usize = 12;
 /// Delta pruning margin in quiescence, cp.
 pub const QS_DELTA: usize = 13;
+/// Futility pruning of quiet moves: deepest remaining depth (0: off), and the margin
+/// base + per_depth·depth above the static evaluation that must still fall short of alpha, cp.
+pub const FP_MAX_DEPTH: usize = 14;
+pub const FP_BASE: usize = 15;
+pub const FP_PER_DEPTH: usize = 16;
+/// Exchange (SEE) pruning: deepest remaining depth (0: off); a quiet move losing more than
+/// quiet_margin·depth, or a capture losing more than capture_margin·depth², is skipped, cp.
+pub const SEE_MAX_DEPTH: usize = 17;
+pub const SEE_QUIET_MARGIN: usize = 18;
+pub const SEE_CAPTURE_MARGIN: usize = 19;
+/// Internal iterative reduction: plies taken off a node without a hash move (0: off).
+pub const IIR_REDUCTION: usize = 20;
+/// Whether reverse futility, late-move pruning and reductions depend on whether the static
+/// evaluation is improving (1) or not (0).
+pub const IMPROVING: usize = 21;
+/// Whether quiet moves are ordered by continuation history too (1) or not (0).
+pub const CONTINUATION_HISTORY: usize = 22;
 
 /// Every tunable constant, in index order (the indices above).
-pub const TUNABLES: [Tunable; 14] = [
+pub const TUNABLES: [Tunable; 23] = [
     tunable("aspiration_window", 25, 8, 80, 5),
     tunable("rfp_max_depth", 6, 2, 10, 1),
     tunable("rfp_margin", 80, 30, 200, 10),
@@ -65,6 +82,32 @@ pub const TUNABLES: [Tunable; 14] = [
     tunable("lmp_base", 4, 2, 10, 1),
     tunable("lmp_per_depth_squared", 3, 1, 6, 1),
     tunable("qs_delta", 200, 50, 400, 20),
+    tunable("fp_max_depth", 6, 0, 10, 1),
+    tunable("fp_base", 90, 0, 300, 15),
+    tunable("fp_per_depth", 60, 20, 200, 10),
+    tunable("see_max_depth", 6, 0, 10, 1),
+    tunable("see_quiet_margin", 60, 0, 200, 10),
+    tunable("see_capture_margin", 20, 0, 100, 5),
+    tunable("iir_reduction", 1, 0, 2, 1),
+    tunable("improving", 1, 0, 1, 1),
+    tunable("continuation_history", 1, 0, 1, 1),
+];
+
+/// The search versions a coefficients file may name (`search = N`), the newest last. Each is
+/// the shipped constants with the features it came before turned off, so a ladder calibrated
+/// with an older search plays exactly as it was measured (same nodes for the same inputs).
+/// Version 1: the first search (bench 1997878 with evaluation weights version 2). Version 2
+/// added improving, futility and exchange pruning, internal iterative reduction and
+/// continuation history.
+pub const SHIPPED_SEARCH_VERSION: u32 = 2;
+
+/// Constants version 2 added, and the value that turns each off.
+const ADDED_IN_VERSION_2: [(usize, i32); 5] = [
+    (FP_MAX_DEPTH, 0),
+    (SEE_MAX_DEPTH, 0),
+    (IIR_REDUCTION, 0),
+    (IMPROVING, 0),
+    (CONTINUATION_HISTORY, 0),
 ];
 
 /// Late-move reduction in plies by [depth][move number].
@@ -107,6 +150,22 @@ impl SearchConstants {
             )),
             values,
         })
+    }
+
+    /// The constants of search `version` (see [`SHIPPED_SEARCH_VERSION`]); `None` for a version
+    /// this build does not know.
+    pub fn of_version(version: u32) -> Option<SearchConstants> {
+        match version {
+            1 => {
+                let mut values = SHIPPED.values;
+                for (index, off) in ADDED_IN_VERSION_2 {
+                    values[index] = off;
+                }
+                Some(SearchConstants::from_values(values).expect("version 1 values in range"))
+            }
+            SHIPPED_SEARCH_VERSION => Some(SearchConstants::shipped()),
+            _ => None,
+        }
     }
 
     pub fn values(&self) -> [i32; TUNABLES.len()] {
@@ -197,5 +256,23 @@ mod tests {
             assert!(t.min < t.max && t.step > 0, "{}", t.name);
             assert!(t.min <= t.shipped && t.shipped <= t.max, "{}", t.name);
         }
+    }
+
+    #[test]
+    fn the_first_search_version_is_the_shipped_one_with_the_later_features_off() {
+        let first = SearchConstants::of_version(1).unwrap();
+        let shipped = SearchConstants::shipped();
+        for (index, off) in ADDED_IN_VERSION_2 {
+            assert_eq!(first.get(index), off, "{}", TUNABLES[index].name);
+            assert_ne!(shipped.get(index), off, "{} is on", TUNABLES[index].name);
+        }
+        let changed = (0..TUNABLES.len()).filter(|&i| first.get(i) != shipped.get(i));
+        assert_eq!(changed.count(), ADDED_IN_VERSION_2.len());
+        assert_eq!(
+            SearchConstants::of_version(SHIPPED_SEARCH_VERSION),
+            Some(shipped)
+        );
+        assert!(SearchConstants::of_version(0).is_none());
+        assert!(SearchConstants::of_version(SHIPPED_SEARCH_VERSION + 1).is_none());
     }
 }

@@ -1,5 +1,6 @@
 //! Move ordering: the hash move, then winning and equal captures by MVV-LVA, queen
-//! promotions, the two killer moves of the ply, quiet moves by history, losing captures last.
+//! promotions, the two killer moves of the ply, quiet moves by history (the move's own, and
+//! how it did after the same two previous moves: continuation history), losing captures last.
 
 use shakmaty::{Color, Move, MoveList, Role};
 
@@ -15,11 +16,32 @@ const UNDER_PROMOTION: i32 = -30_000_000;
 /// History scores stay within ±HISTORY_MAX (gravity formula below).
 const HISTORY_MAX: i32 = 16_384;
 
+/// A move as the continuation history keys it: the piece that moved (colour and role) and
+/// where it went.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PieceTo(u16);
+
+const PIECE_TO: usize = 2 * 6 * 64;
+
+impl PieceTo {
+    pub fn of(color: Color, m: Move) -> PieceTo {
+        let piece = usize::from(color.is_white()) * 6 + (m.role() as usize - 1);
+        PieceTo((piece * 64 + m.to() as usize) as u16)
+    }
+}
+
+/// The moves a node's quiet moves are judged after: the opponent's last move, and ours before
+/// it (`None` at the root, after a null move, or before the search's first moves).
+pub type Context = [Option<PieceTo>; 2];
+
 /// Per-search memory of which quiet moves caused cutoffs.
 pub struct Heuristics {
     killers: Vec<[Option<Move>; 2]>,
     /// Indexed by [color][from][to].
     history: Vec<i32>,
+    /// Indexed by [previous move's PieceTo][this move's PieceTo]; one table for both moves of
+    /// the context (a reply and a follow-up look alike to it).
+    continuation: Vec<i16>,
 }
 
 impl Default for Heuristics {
@@ -27,6 +49,7 @@ impl Default for Heuristics {
         Heuristics {
             killers: vec![[None; 2]; MAX_PLY + 2],
             history: vec![0; 2 * 64 * 64],
+            continuation: vec![0; PIECE_TO * PIECE_TO],
         }
     }
 }
@@ -41,6 +64,7 @@ impl Heuristics {
     pub fn clear(&mut self) {
         self.killers.fill([None; 2]);
         self.history.fill(0);
+        self.continuation.fill(0);
     }
 
     pub fn killers(&self, ply: usize) -> [Option<Move>; 2] {
@@ -51,28 +75,62 @@ impl Heuristics {
         self.history[history_index(color, m)]
     }
 
-    /// A quiet move caused a beta cutoff at `depth`; the quiet moves tried before it did not.
-    pub fn reward(&mut self, color: Color, ply: usize, depth: i32, best: Move, tried: &[Move]) {
+    /// The ordering score of quiet move `m` after the moves of `context`.
+    pub fn quiet_score(&self, color: Color, m: Move, context: &Context) -> i32 {
+        let this = PieceTo::of(color, m);
+        let mut score = self.history(color, m);
+        for previous in context.iter().flatten() {
+            score += i32::from(self.continuation[continuation_index(*previous, this)]);
+        }
+        score
+    }
+
+    /// A quiet move caused a beta cutoff at `depth` after the moves of `context`; the quiet
+    /// moves tried before it did not.
+    pub fn reward(
+        &mut self,
+        color: Color,
+        ply: usize,
+        depth: i32,
+        best: Move,
+        tried: &[Move],
+        context: &Context,
+    ) {
         let killers = &mut self.killers[ply];
         if killers[0] != Some(best) {
             killers[1] = killers[0];
             killers[0] = Some(best);
         }
         let bonus = (depth * depth).min(400);
-        self.bump(color, best, bonus);
+        self.bump(color, best, bonus, context);
         for &m in tried {
             if m != best {
-                self.bump(color, m, -bonus);
+                self.bump(color, m, -bonus, context);
             }
         }
     }
 
-    fn bump(&mut self, color: Color, m: Move, bonus: i32) {
-        let h = &mut self.history[history_index(color, m)];
-        // Gravity: the closer to the bound, the smaller the step, so scores never overflow
-        // and old information fades.
-        *h += 32 * bonus - *h * bonus.abs() / (HISTORY_MAX / 32);
+    fn bump(&mut self, color: Color, m: Move, bonus: i32, context: &Context) {
+        gravity(&mut self.history[history_index(color, m)], bonus);
+        let this = PieceTo::of(color, m);
+        for previous in context.iter().flatten() {
+            let entry = &mut self.continuation[continuation_index(*previous, this)];
+            let mut value = i32::from(*entry);
+            gravity(&mut value, bonus);
+            // Gravity keeps |value| <= HISTORY_MAX, which an i16 holds.
+            *entry = value as i16;
+        }
     }
+}
+
+/// Gravity: the closer to the bound, the smaller the step, so scores never leave
+/// ±HISTORY_MAX and old information fades.
+fn gravity(h: &mut i32, bonus: i32) {
+    *h += 32 * bonus - *h * bonus.abs() / (HISTORY_MAX / 32);
+}
+
+fn continuation_index(previous: PieceTo, this: PieceTo) -> usize {
+    usize::from(previous.0) * PIECE_TO + usize::from(this.0)
 }
 
 /// Is this move quiet for the purposes of killers, history and reductions?
@@ -89,6 +147,7 @@ pub fn score_moves(
     hash_move: Option<PackedMove>,
     heuristics: &Heuristics,
     ply: usize,
+    context: &Context,
 ) {
     let killers = heuristics.killers(ply);
     for (i, &m) in moves.iter().enumerate() {
@@ -111,7 +170,7 @@ pub fn score_moves(
         } else if killers[1] == Some(m) {
             KILLER[1]
         } else {
-            heuristics.history(color, m)
+            heuristics.quiet_score(color, m, context)
         };
     }
 }

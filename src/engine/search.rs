@@ -9,7 +9,9 @@
 //!
 //! Features: aspiration windows, PVS, quiescence on our own capture generator, a transposition
 //! table, hash move / SEE-sorted captures / killers / history ordering, reverse futility
-//! pruning, null-move pruning, late-move reductions and pruning, check extension, and draws by
+//! pruning, null-move pruning, internal iterative reduction, futility and exchange (SEE)
+//! pruning, late-move reductions and pruning (both milder while the static evaluation is
+//! improving), check extension, and draws by
 //! repetition (a position seen once before, in the search path or in the game since the last
 //! irreversible move, counts as a draw: the side ahead avoids it), the 50-move
 //! rule and insufficient material. Nothing depends on time or on hash-map order: the same
@@ -26,11 +28,11 @@ use super::eval::{add_noise, evaluate_with};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
 use super::noise::Noise;
-use super::ordering::{Heuristics, is_quiet, pick, score_captures, score_moves};
+use super::ordering::{Context, Heuristics, PieceTo, is_quiet, pick, score_captures, score_moves};
 use super::score::{
     DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in, to_public,
 };
-use super::see::{see_non_negative, see_value};
+use super::see::{see_at_least, see_non_negative, see_value};
 use super::tt::{Bound, Tt};
 use super::weights::Weights;
 use super::{Game, SearchObserver, SearchParams};
@@ -68,6 +70,8 @@ pub struct Engine {
 const ASPIRATION_MIN_DEPTH: u32 = 4;
 /// The deepest iteration started (leaves room for extensions below MAX_PLY).
 const MAX_ITERATION: u32 = (MAX_PLY - 8) as u32;
+/// Internal iterative reduction applies from this depth on (so a reduced node keeps depth 2).
+const IIR_MIN_DEPTH: i32 = 4;
 
 impl Engine {
     pub fn new(hash_mb: usize) -> Engine {
@@ -160,6 +164,7 @@ impl Engine {
                 hash_move,
                 &self.heuristics,
                 0,
+                &[None, None],
             );
             let mut order: Vec<usize> = (0..list.len()).collect();
             order.sort_by_key(|&i| std::cmp::Reverse(scores[i]));
@@ -184,6 +189,8 @@ impl Engine {
             keys,
             pv: vec![[None; MAX_PLY + 1]; MAX_PLY + 1],
             pv_len: [0; MAX_PLY + 1],
+            evals: [-INFINITE; MAX_PLY + 2],
+            played: [None; MAX_PLY + 2],
             seldepth: 0,
             iteration_best: None,
         };
@@ -217,6 +224,12 @@ struct Searcher<'a> {
     /// Triangular PV table.
     pv: Vec<[Option<Move>; MAX_PLY + 1]>,
     pv_len: [usize; MAX_PLY + 1],
+    /// The static evaluation (noise included) of the node at each ply of the current path;
+    /// `-INFINITE` where the side to move was in check.
+    evals: [i32; MAX_PLY + 2],
+    /// The move that led to the node at each ply of the current path (`None`: the root, or
+    /// a null move).
+    played: [Option<PieceTo>; MAX_PLY + 2],
     seldepth: usize,
     /// Best root move of the iteration in progress, with its score and PV, once one move has
     /// been searched to completion inside the window.
@@ -331,6 +344,17 @@ impl Searcher<'_> {
         false
     }
 
+    /// The moves before the node at `ply` that its quiet moves are ordered after.
+    fn context(&self, ply: usize) -> Context {
+        if self.constants.get(constants::CONTINUATION_HISTORY) == 0 {
+            return [None, None];
+        }
+        [
+            self.played[ply],
+            ply.checked_sub(1).and_then(|p| self.played[p]),
+        ]
+    }
+
     fn update_pv(&mut self, ply: usize, m: Move) {
         self.pv[ply][ply] = Some(m);
         let child_len = self.pv_len[ply + 1].max(ply + 1);
@@ -357,6 +381,7 @@ impl Searcher<'_> {
         let mut best_index = 0;
         for (i, &m) in root_moves.iter().enumerate() {
             let child = Node::child(pos, key, m);
+            self.played[1] = Some(PieceTo::of(pos.turn(), m));
             let new_depth = depth - 1 + i32::from(child.in_check);
             self.keys.push(child.key);
             let mut score;
@@ -474,7 +499,7 @@ impl Searcher<'_> {
     fn negamax(
         &mut self,
         node: &Node,
-        depth: i32,
+        mut depth: i32,
         ply: usize,
         mut alpha: i32,
         mut beta: i32,
@@ -499,6 +524,11 @@ impl Searcher<'_> {
             return h.score;
         }
         let hash_move = hit.and_then(|h| h.mv);
+        // Internal iterative reduction: a node the table knows nothing of is probably not worth
+        // its full depth, and the shallower search fills the table for the next iteration.
+        if hash_move.is_none() && depth >= IIR_MIN_DEPTH {
+            depth -= self.constants.get(constants::IIR_REDUCTION);
+        }
 
         let raw_eval = match hit {
             Some(h) => h.eval,
@@ -510,11 +540,18 @@ impl Searcher<'_> {
             self.noisy(raw_eval, key)
         };
         let us = pos.turn();
+        self.evals[ply] = eval;
+        // Better than two plies ago (our previous move's node): prune less, reduce less.
+        let improving = self.constants.get(constants::IMPROVING) == 1
+            && !in_check
+            && (ply < 2 || eval > self.evals[ply - 2]);
+        let not_improving = self.constants.get(constants::IMPROVING) == 1 && !improving;
 
         if !pv_node
             && !in_check
             && !is_mate(beta)
-            && let Some(score) = self.prune_before_moves(node, depth, ply, eval, beta, allow_null)
+            && let Some(score) =
+                self.prune_before_moves(node, depth, ply, eval, beta, allow_null, improving)
         {
             return score;
         }
@@ -524,6 +561,7 @@ impl Searcher<'_> {
             return if in_check { mated_in(ply) } else { DRAW };
         }
         let mut scores = [0i32; 256];
+        let context = self.context(ply);
         score_moves(
             &moves,
             &mut scores,
@@ -532,6 +570,7 @@ impl Searcher<'_> {
             hash_move,
             self.heuristics,
             ply,
+            &context,
         );
 
         let original_alpha = alpha;
@@ -545,8 +584,12 @@ impl Searcher<'_> {
                 quiet: is_quiet(m),
                 pv_node,
                 in_check,
+                not_improving,
             };
-            if best_score > -MATE_BOUND && self.prunes_late(&tried, depth) {
+            if best_score > -MATE_BOUND
+                && (self.prunes_late(&tried, depth)
+                    || self.prunes_hopeless(pos, m, &tried, depth, eval, alpha))
+            {
                 continue;
             }
             let score = self.search_child(node, m, tried, depth, ply, (alpha, beta), floor);
@@ -563,8 +606,8 @@ impl Searcher<'_> {
                     }
                     if score >= beta {
                         if tried.quiet {
-                            self.heuristics
-                                .reward(us, ply, depth, m, quiets_tried.as_slice());
+                            let tried = quiets_tried.as_slice();
+                            self.heuristics.reward(us, ply, depth, m, tried, &context);
                         }
                         break;
                     }
@@ -618,8 +661,10 @@ impl Searcher<'_> {
     }
 
     /// Pruning before any move is tried, in a non-PV node not in check: reverse futility (far
-    /// above beta with little depth left, assume it holds) and the null move (if passing still
-    /// fails high, a real move will too; not in zugzwang-prone positions without pieces).
+    /// above beta with little depth left, assume it holds; a smaller margin while improving)
+    /// and the null move (if passing still fails high, a real move will too; not in
+    /// zugzwang-prone positions without pieces).
+    #[allow(clippy::too_many_arguments)]
     fn prune_before_moves(
         &mut self,
         node: &Node,
@@ -628,10 +673,11 @@ impl Searcher<'_> {
         eval: i32,
         beta: i32,
         allow_null: bool,
+        improving: bool,
     ) -> Option<i32> {
         let c = self.constants;
         if depth <= c.get(constants::RFP_MAX_DEPTH)
-            && eval - c.get(constants::RFP_MARGIN) * depth >= beta
+            && eval - c.get(constants::RFP_MARGIN) * (depth - i32::from(improving)) >= beta
         {
             return Some(eval);
         }
@@ -644,16 +690,54 @@ impl Searcher<'_> {
         None
     }
 
-    /// Late move pruning: at shallow depth, quiet moves far down the list rarely matter.
+    /// Late move pruning: at shallow depth, quiet moves far down the list rarely matter (half
+    /// as many are tried when the position is not improving).
     fn prunes_late(&self, tried: &Tried, depth: i32) -> bool {
         let c = self.constants;
+        let mut quota =
+            c.get(constants::LMP_BASE) + c.get(constants::LMP_PER_DEPTH_SQUARED) * depth * depth;
+        if tried.not_improving {
+            quota /= 2;
+        }
         !tried.pv_node
             && !tried.in_check
             && tried.quiet
             && depth <= c.get(constants::LMP_MAX_DEPTH)
-            && tried.index as i32
-                >= c.get(constants::LMP_BASE)
-                    + c.get(constants::LMP_PER_DEPTH_SQUARED) * depth * depth
+            && tried.index as i32 >= quota
+    }
+
+    /// Futility and exchange pruning at shallow depth, not in check: a quiet move in a non-PV
+    /// node when even a margin above the static evaluation falls short of alpha, and any move
+    /// whose exchange loses more than a margin that grows with the depth left.
+    fn prunes_hopeless(
+        &self,
+        pos: &Chess,
+        m: Move,
+        tried: &Tried,
+        depth: i32,
+        eval: i32,
+        alpha: i32,
+    ) -> bool {
+        let c = self.constants;
+        if tried.in_check {
+            return false;
+        }
+        if tried.quiet
+            && !tried.pv_node
+            && depth <= c.get(constants::FP_MAX_DEPTH)
+            && eval + c.get(constants::FP_BASE) + c.get(constants::FP_PER_DEPTH) * depth <= alpha
+        {
+            return true;
+        }
+        if depth > c.get(constants::SEE_MAX_DEPTH) {
+            return false;
+        }
+        let threshold = if tried.quiet {
+            -c.get(constants::SEE_QUIET_MARGIN) * depth
+        } else {
+            -c.get(constants::SEE_CAPTURE_MARGIN) * depth * depth
+        };
+        !see_at_least(pos.board(), pos.turn(), m, threshold)
     }
 
     /// The null-move search: passing and searching shallower. `Some(score)` when it fails
@@ -682,6 +766,7 @@ impl Searcher<'_> {
             in_check: false,
         };
         self.keys.push(null_key);
+        self.played[ply + 1] = None;
         let child_floor = self.keys.len() - 1;
         let score = -self.negamax(
             &null_node,
@@ -713,6 +798,7 @@ impl Searcher<'_> {
         floor: usize,
     ) -> i32 {
         let child = Node::child(&node.pos, node.key, m);
+        self.played[ply + 1] = Some(PieceTo::of(node.pos.turn(), m));
         let gives_check = child.in_check;
         let new_depth = depth - 1 + i32::from(gives_check);
         self.keys.push(child.key);
@@ -726,7 +812,7 @@ impl Searcher<'_> {
                 && !gives_check
             {
                 let us = node.pos.turn();
-                self.late_move_reduction(depth, tried.index, new_depth, tried.pv_node, us, m)
+                self.late_move_reduction(depth, new_depth, &tried, us, m)
             } else {
                 0
             };
@@ -736,20 +822,23 @@ impl Searcher<'_> {
         score
     }
 
-    /// How much shallower the `index`th quiet move is searched first (late move reductions):
-    /// less in PV nodes and for moves with a good history, never below depth 1.
+    /// How much shallower a late quiet move is searched first (late move reductions): less in
+    /// PV nodes and for moves with a good history, more when not improving, never below
+    /// depth 1.
     fn late_move_reduction(
         &self,
         depth: i32,
-        index: usize,
         new_depth: i32,
-        pv_node: bool,
+        tried: &Tried,
         us: Color,
         m: Move,
     ) -> i32 {
-        let mut reduction = self.constants.lmr()[depth.min(63) as usize][index.min(63)];
-        if pv_node {
+        let mut reduction = self.constants.lmr()[depth.min(63) as usize][tried.index.min(63)];
+        if tried.pv_node {
             reduction -= 1;
+        }
+        if tried.not_improving {
+            reduction += 1;
         }
         if self.heuristics.history(us, m) > 4096 {
             reduction -= 1;
@@ -825,6 +914,7 @@ impl Searcher<'_> {
                 None,
                 self.heuristics,
                 ply,
+                &self.context(ply),
             );
             best_score = -INFINITE;
             stand_pat = -INFINITE;
@@ -879,6 +969,9 @@ struct Tried {
     quiet: bool,
     pv_node: bool,
     in_check: bool,
+    /// The node's static evaluation is no better than at our previous move (and the
+    /// `improving` constant is on).
+    not_improving: bool,
 }
 
 /// A position in the search with what its parent already knows about it.

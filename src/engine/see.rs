@@ -74,6 +74,24 @@ pub fn see_non_negative(board: &Board, us: Color, m: Move) -> bool {
     see(board, us, m) >= 0
 }
 
+/// Whether the exchange `m` starts gains at least `threshold` (a negative threshold: loses at
+/// most that much). Taking a piece worth at least the capturer never loses, which settles most
+/// captures against a threshold at or below zero without the exchange loop.
+#[inline]
+pub fn see_at_least(board: &Board, us: Color, m: Move, threshold: i32) -> bool {
+    if threshold <= 0
+        && let Move::Normal {
+            role,
+            capture: Some(victim),
+            ..
+        } = m
+        && see_value(victim) >= see_value(role)
+    {
+        return true;
+    }
+    see(board, us, m) >= threshold
+}
+
 fn least_valuable(board: &Board, attackers: Bitboard) -> Option<(shakmaty::Square, i32)> {
     if attackers.is_empty() {
         return None;
@@ -119,5 +137,32 @@ mod tests {
             see_of("4k3/8/5b2/4p3/8/3N4/8/4K3 w - - 0 1", "d3e5"),
             100 - 320
         );
+    }
+
+    #[test]
+    fn a_threshold_test_agrees_with_the_exchange_it_stands_for() {
+        // Every legal move of a few busy positions, against thresholds around its exchange:
+        // the shortcut for captures of bigger pieces must never answer differently.
+        for fen in [
+            "r1bqkb1r/pppp1ppp/2n2n2/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R w KQkq - 4 4",
+            "3rk3/8/2p5/3r4/4P3/3N4/3R4/3RK3 w - - 0 1",
+            "r3k2r/p1ppqpb1/bn2pnp1/3PN3/1p2P3/2N2Q1p/PPPBBPPP/R3K2R w KQkq - 0 1",
+        ] {
+            let pos: Chess = fen
+                .parse::<Fen>()
+                .unwrap()
+                .into_position(CastlingMode::Standard)
+                .unwrap();
+            for m in pos.legal_moves() {
+                let exact = see(pos.board(), pos.turn(), m);
+                for threshold in [-500, -100, -1, 0, 1, 100, exact - 1, exact, exact + 1] {
+                    assert_eq!(
+                        see_at_least(pos.board(), pos.turn(), m, threshold),
+                        exact >= threshold,
+                        "{fen} {m:?} threshold {threshold}"
+                    );
+                }
+            }
+        }
     }
 }

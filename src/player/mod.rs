@@ -26,7 +26,8 @@ pub mod uci_engine;
 use std::time::Instant;
 
 use crate::engine::{
-    Engine, Game, Limits, Score, SearchObserver, SearchParams, SearchResult, Weights,
+    Engine, Game, Limits, Score, SearchConstants, SearchObserver, SearchParams, SearchResult,
+    Weights,
 };
 use crate::levels::LevelParams;
 use deadline::{Deadline, TimeBudget};
@@ -41,11 +42,16 @@ pub struct LevelPlayer {
 impl LevelPlayer {
     /// A player for a new game: a fresh engine sized by the level, the game's seed.
     pub fn new(params: LevelParams, seed: u64) -> LevelPlayer {
+        let mut engine = Engine::with_weights(
+            params.hash_mb,
+            Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped),
+        );
+        // Validated coefficients name a known version; the newest is the fallback.
+        engine.set_search_constants(
+            SearchConstants::of_version(params.search).unwrap_or_else(SearchConstants::shipped),
+        );
         LevelPlayer {
-            engine: Engine::with_weights(
-                params.hash_mb,
-                Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped),
-            ),
+            engine,
             params,
             seed,
         }
