@@ -2,7 +2,7 @@
 //! promotions, the two killer moves of the ply, quiet moves by history (the move's own, and
 //! how it did after the same two previous moves: continuation history), losing captures last.
 
-use shakmaty::{Color, Move, MoveList, Role};
+use shakmaty::{Chess, Color, Move, MoveList, Position, Role};
 
 use super::movepack::PackedMove;
 use super::score::MAX_PLY;
@@ -138,17 +138,17 @@ pub fn is_quiet(m: Move) -> bool {
     !m.is_capture() && m.promotion().is_none()
 }
 
-/// Scores `moves` for ordering at a node where `color` is to move.
+/// Scores `moves`, the legal moves of `pos`, for ordering.
 pub fn score_moves(
     moves: &MoveList,
     scores: &mut [i32],
-    board: &shakmaty::Board,
-    color: Color,
+    pos: &Chess,
     hash_move: Option<PackedMove>,
     heuristics: &Heuristics,
     ply: usize,
     context: &Context,
 ) {
+    let (board, color) = (pos.board(), pos.turn());
     let killers = heuristics.killers(ply);
     for (i, &m) in moves.iter().enumerate() {
         scores[i] = if hash_move.is_some_and(|h| h.matches(m)) {

@@ -159,8 +159,7 @@ impl Engine {
             score_moves(
                 &list,
                 &mut scores,
-                root.board(),
-                root.turn(),
+                root,
                 hash_move,
                 &self.heuristics,
                 0,
@@ -565,8 +564,7 @@ impl Searcher<'_> {
         score_moves(
             &moves,
             &mut scores,
-            pos.board(),
-            us,
+            pos,
             hash_move,
             self.heuristics,
             ply,
@@ -909,8 +907,7 @@ impl Searcher<'_> {
             score_moves(
                 &moves,
                 &mut scores,
-                board,
-                pos.turn(),
+                pos,
                 None,
                 self.heuristics,
                 ply,
