@@ -38,7 +38,7 @@ esac
   --seed 43 --judge-depth 0 --results "$out/headroom.jsonl" --report "$out/headroom.md"
 
 # The full-strength row of the report's ratings table: | full-strength | rating | ±ci | ... |
-full=$(awk -F'|' '$2 ~ /^ full-strength $/ && $3 ~ /[0-9]/ { gsub(/ /, "", $3); gsub(/[ ±]/, "", $4); print $3, $4; exit }' "$out/headroom.md")
+full=$(awk -F'|' '$2 ~ /^ full-strength $/ && $3 ~ /^ *-?[0-9]+ *$/ { gsub(/ /, "", $3); gsub(/[ ±]/, "", $4); print $3, $4; exit }' "$out/headroom.md")
 [ -n "$full" ] || { echo "no rating for full-strength in $out/headroom.md" >&2; exit 1; }
 read -r full_rating full_ci <<<"$full"
 # The top level and its rating: the highest key of the coefficients' [ratings] table.
