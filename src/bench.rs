@@ -161,12 +161,8 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     let version = args
         .search
         .unwrap_or(crate::engine::constants::SHIPPED_SEARCH_VERSION);
-    let Some(constants) = SearchConstants::of_version(version) else {
-        anyhow::bail!(
-            "--search {version}: no search of that version (known: 1 to {})",
-            crate::engine::constants::SHIPPED_SEARCH_VERSION
-        );
-    };
+    let constants = SearchConstants::of_known_version(version)
+        .map_err(|unknown| anyhow::anyhow!("--search {version}: {unknown}"))?;
     let result = bench_search(args.depth, args.hash, noise, constants);
     for (i, line) in result.lines.iter().enumerate() {
         println!(

@@ -281,14 +281,8 @@ impl Coefficients {
         if self.max_nodes == 0 {
             return bad("max_nodes", "must be positive");
         }
-        if crate::engine::SearchConstants::of_version(self.search).is_none() {
-            return bad(
-                "search",
-                format!(
-                    "no search of that version (known: 1 to {})",
-                    crate::engine::constants::SHIPPED_SEARCH_VERSION
-                ),
-            );
+        if let Err(unknown) = crate::engine::SearchConstants::of_known_version(self.search) {
+            return bad("search", unknown);
         }
         if crate::engine::Weights::of_version(self.eval_weights).is_none() {
             return bad(

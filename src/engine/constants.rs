@@ -168,6 +168,14 @@ impl SearchConstants {
         }
     }
 
+    /// [`Self::of_version`], or the error a file or command line that names an unknown version
+    /// gets: which versions this build knows.
+    pub fn of_known_version(version: u32) -> Result<SearchConstants, String> {
+        SearchConstants::of_version(version).ok_or_else(|| {
+            format!("no search of that version (known: 1 to {SHIPPED_SEARCH_VERSION})")
+        })
+    }
+
     pub fn values(&self) -> [i32; TUNABLES.len()] {
         self.values
     }

@@ -541,10 +541,9 @@ impl Searcher<'_> {
         let us = pos.turn();
         self.evals[ply] = eval;
         // Better than two plies ago (our previous move's node): prune less, reduce less.
-        let improving = self.constants.get(constants::IMPROVING) == 1
-            && !in_check
-            && (ply < 2 || eval > self.evals[ply - 2]);
-        let not_improving = self.constants.get(constants::IMPROVING) == 1 && !improving;
+        let rising = !in_check && (ply < 2 || eval > self.evals[ply - 2]);
+        let uses_improving = self.constants.get(constants::IMPROVING) == 1;
+        let (improving, not_improving) = (uses_improving && rising, uses_improving && !rising);
 
         if !pv_node
             && !in_check

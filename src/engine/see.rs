@@ -58,20 +58,10 @@ pub fn see(board: &Board, us: Color, m: Move) -> i32 {
     gain[0]
 }
 
-/// Whether `m` does not lose material by the exchange (SEE ≥ 0). Taking a piece worth at least
-/// the capturer can never lose, which settles most captures without the exchange loop.
+/// Whether `m` does not lose material by the exchange (SEE ≥ 0).
 #[inline]
 pub fn see_non_negative(board: &Board, us: Color, m: Move) -> bool {
-    if let Move::Normal {
-        role,
-        capture: Some(victim),
-        ..
-    } = m
-        && see_value(victim) >= see_value(role)
-    {
-        return true;
-    }
-    see(board, us, m) >= 0
+    see_at_least(board, us, m, 0)
 }
 
 /// Whether the exchange `m` starts gains at least `threshold` (a negative threshold: loses at
