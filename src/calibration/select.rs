@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use super::estimate::{Observation, PROVISIONAL_RD, glicko_g};
-use crate::levels::{Coefficients, LevelParams, level_key};
+use crate::levels::{BARE_KING_NODES, Coefficients, LevelParams, level_key};
 use crate::results::{GameRecord, Source};
 
 /// Which coefficients versions count.
@@ -236,22 +236,33 @@ pub struct Lineage<'a> {
 }
 
 /// Whether `level` plays the same under `a` and `b`: the same evaluation weights and search, the same
-/// nodes and noise at full material, the same hash, and the same nodes, noise and chance of a
-/// blind move at every material ratio of the endgame scaling. Equal up to float dust (1e-8 relative, far below one node): a refit that leaves a
-/// level alone computes its parameters through other, rounded numbers.
+/// nodes and noise at full material, the same hash, and the same nodes (after the `max_nodes`
+/// cap), noise and chance of a blind move at every material ratio of the endgame scaling. Equal
+/// up to float dust (1e-8 relative, far below one node): a refit that leaves a level alone
+/// computes its parameters through other, rounded numbers. A new cap only moves the levels whose
+/// budget reaches it somewhere: the others keep their games.
 pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
     let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
     let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
+    let capped_nodes = |c: &Coefficients, p: &LevelParams, r: f64| {
+        (raw_nodes(c) * p.node_multiplier(r)).min(c.max_nodes as f64)
+    };
+    // A bare king's budget has its own floor under the cap (see `LevelParams::search_params`).
+    let bare_king = |c: &Coefficients, p: &LevelParams| {
+        capped_nodes(c, p, 0.0)
+            .max(BARE_KING_NODES as f64)
+            .min(c.max_nodes as f64)
+    };
     a.eval_weights == b.eval_weights
         && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))
-        && a.max_nodes == b.max_nodes
+        && close(bare_king(a, &pa), bare_king(b, &pb))
         && close(pa.noise_cp, pb.noise_cp)
         && pa.hash_mb == pb.hash_mb
         && (0..=64).all(|i| {
             let r = f64::from(i) / 64.0;
-            close(pa.node_multiplier(r), pb.node_multiplier(r))
+            close(capped_nodes(a, &pa, r), capped_nodes(b, &pb, r))
                 && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
                 && close(pa.blindness_at(r), pb.blindness_at(r))
         })
@@ -588,5 +599,28 @@ mod tests {
         let mut v5 = v1.clone();
         v5.eval_weights = v1.eval_weights + 1;
         assert!(!plays_alike(&v1, &v5, 3.0));
+    }
+
+    #[test]
+    fn a_new_node_cap_moves_only_the_levels_whose_budget_reaches_it() {
+        let v1 = Coefficients::builtin();
+        let deepest = |c: &Coefficients, level: f64| LevelParams::new(c, level).nodes_at(0.0);
+        let (low, high) = (2.0, 10.0);
+        let cap = (deepest(&v1, low) + deepest(&v1, high)) / 2;
+        assert!(
+            deepest(&v1, low) < cap && cap < deepest(&v1, high),
+            "the shipped level 2 stays under the cap in the barest ending, level 10 reaches it"
+        );
+        let mut v2 = v1.clone();
+        v2.version = 2;
+        v2.max_nodes = cap;
+        assert!(
+            plays_alike(&v1, &v2, low),
+            "a cap the level never reaches changes nothing it plays: its games still count"
+        );
+        assert!(
+            !plays_alike(&v1, &v2, high),
+            "a cap that cuts the level's endgame budget changes how it plays"
+        );
     }
 }
