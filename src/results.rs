@@ -154,6 +154,10 @@ pub struct GameRecord {
     /// Set when the game was open across a restart of the daemon: how its record was made.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub after_restart: Option<AfterRestart>,
+    /// Plies at the start of `moves` that an arena opening played (no player chose them);
+    /// absent in games from Lichess and in arena records written before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub opening_plies: Option<u32>,
 }
 
 /// How a game that was open when the daemon stopped got its record after the restart.
@@ -201,6 +205,18 @@ impl GameRecord {
     /// Whether our side lost on time.
     pub fn lost_on_time(&self) -> bool {
         self.result == Outcome::Loss && self.status == "outoftime"
+    }
+
+    /// The game replayed from its initial position and moves; `None` for a variant we do not
+    /// play or moves that are not legal there.
+    pub fn replay(&self) -> Option<crate::engine::Game> {
+        let chess960 = match self.variant.as_str() {
+            "standard" | "fromPosition" => false,
+            "chess960" => true,
+            _ => return None,
+        };
+        let moves: Vec<&str> = self.moves.split_whitespace().collect();
+        crate::engine::Game::from_uci_moves(Some(&self.initial_fen), &moves, chess960).ok()
     }
 }
 
@@ -602,6 +618,7 @@ pub fn sample_record(game_id: &str, result: Outcome) -> GameRecord {
         moves: "f2f3 e7e5 g2g4 d8h4".to_string(),
         fault: None,
         after_restart: None,
+        opening_plies: None,
     }
 }
 

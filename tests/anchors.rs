@@ -1,13 +1,15 @@
 //! The anchors file and the anchor tournament: the shipped file loads and every anchor in it can
 //! be built; a malformed file names the line and the key; a match of anchors by name writes
 //! games between anchors that calibration skips and `--fit-anchors` rates, and resumes where it
-//! stopped; the judge rates a known game's moves when Stockfish is installed.
+//! stopped; the judge rates a known game's moves when Stockfish is installed, in a match and in
+//! a report rebuilt from its results.
 
 use clap::Parser;
 use ladder::arena::anchors::{AnchorsFile, read_anchor_games};
 use ladder::arena::judge::Judge;
-use ladder::arena::{ArenaOptions, run_match};
+use ladder::arena::{ArenaOptions, RebuiltJudging, report_from_results, run_match};
 use ladder::engine::Game;
+use ladder::levels::Coefficients;
 use ladder::player::seat::{MoverStyle, PlayerKind};
 use ladder::results::read_results;
 
@@ -269,6 +271,63 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
             .unwrap_or_else(|_| panic!("{row}"));
         assert!((0.0..=100.0).contains(&ours), "{row}");
     }
+
+    // Judged again from the results file, the same games give the same rows (each game's
+    // opening is in its record, so the same moves are judged); asked for one game a level,
+    // only the last game is judged.
+    let rows = |report: &str| -> Vec<String> {
+        let section = report.split("## Move quality").nth(1).unwrap_or("");
+        section
+            .lines()
+            .filter(|l| l.starts_with("| level-3 |") || l.starts_with("| greedy |"))
+            .map(str::to_string)
+            .collect()
+    };
+    let rebuilt = |games_per_level| {
+        report_from_results(
+            std::slice::from_ref(&results),
+            Some(&RebuiltJudging {
+                program: Judge::installed_stockfish().unwrap(),
+                depth: 6,
+                games_per_level,
+                coefficients: Coefficients::builtin(),
+            }),
+        )
+        .unwrap()
+    };
+    let both = rebuilt(2);
+    assert!(both.contains("(2 games judged by Stockfish"), "{both}");
+    assert_eq!(rows(&both), rows(&summary.report), "{both}");
+    assert_eq!(rows(&both).len(), 2);
+    let last = rebuilt(1);
+    assert!(last.contains("(1 games judged by Stockfish"), "{last}");
+    let moves_judged = |report: &str| -> u64 {
+        let row = rows(report).into_iter().next().expect("the level's row");
+        row.split('|')
+            .map(str::trim)
+            .nth(3)
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(moves_judged(&last) < moves_judged(&both), "{last}");
+    // Records written before the opening was kept are judged from their first ply, and the
+    // report says so: more moves, the opening's included.
+    let text = std::fs::read_to_string(&results).unwrap();
+    let unmarked: String = text
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            if let Some(fields) = record.as_object_mut() {
+                fields.remove("opening_plies");
+            }
+            format!("{record}\n")
+        })
+        .collect();
+    std::fs::write(&results, unmarked).unwrap();
+    let old = rebuilt(2);
+    assert!(old.contains("2 of them from their first ply"), "{old}");
+    assert!(moves_judged(&old) > moves_judged(&both), "{old}");
 }
 
 #[test]

@@ -116,7 +116,7 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     assert!(pairing_row(&summary.report).is_some());
     assert_eq!(pairing_row(&resumed.report), pairing_row(&summary.report));
     // The report rebuilt from the results counts each game once, with the same scores.
-    let again = report_from_results(&[results]).unwrap();
+    let again = report_from_results(&[results], None).unwrap();
     let row = |report: &str| {
         report
             .lines()

@@ -125,6 +125,11 @@ pub struct ArenaOptions {
     /// runs sharing a level).
     #[arg(long, value_name = "FILE")]
     pub from_results: Vec<PathBuf>,
+    /// With --from-results: judge the last N games of each level in the files (their newest
+    /// coefficients) at --judge-depth, for the move-quality table beside people's figures; 0:
+    /// not judged. Levels' ratings there come from --coefficients.
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "from_results")]
+    pub judge_games: usize,
     /// Also write the report (Markdown) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -175,7 +180,19 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
     } else if args.options.from_results.is_empty() {
         run_match(&args.options)?.report
     } else {
-        let text = report_from_results(&args.options.from_results)?;
+        let o = &args.options;
+        let judging = (o.judge_games > 0).then(|| -> anyhow::Result<RebuiltJudging> {
+            Ok(RebuiltJudging {
+                program: o.judge.clone(),
+                depth: o.judge_depth,
+                games_per_level: o.judge_games,
+                coefficients: match &o.coefficients {
+                    Some(path) => Coefficients::load_or_explain(path, "--coefficients")?,
+                    None => Coefficients::builtin(),
+                },
+            })
+        });
+        let text = report_from_results(&o.from_results, judging.transpose()?.as_ref())?;
         if let Some(path) = &args.options.report {
             std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
         }
@@ -256,10 +273,25 @@ fn command_line() -> String {
         .join(" ")
 }
 
+/// What a report rebuilt from results files judges: the last `games_per_level` games of each
+/// level in the files, by `program` at `depth`, every move after the arena's opening (from the
+/// first when the record does not say where the opening ended). The levels' ratings the quality
+/// is read beside come from `coefficients`.
+pub struct RebuiltJudging {
+    pub program: PathBuf,
+    pub depth: u32,
+    pub games_per_level: usize,
+    pub coefficients: Coefficients,
+}
+
 /// The report of games already played, read back from arena results files. A game between two
 /// levels has a record for each side and counts once; players are named as in the records, an
-/// opponent's rating (if any) makes it an anchor.
-pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
+/// opponent's rating (if any) makes it an anchor. With `judging`, the last games of each level
+/// are judged (see [`RebuiltJudging`]) and the report gains its move-quality table.
+pub fn report_from_results(
+    paths: &[PathBuf],
+    judging: Option<&RebuiltJudging>,
+) -> anyhow::Result<String> {
     let read = crate::results::read_results(paths).context("reading results")?;
     for w in &read.warnings {
         tracing::warn!("skipped {w}");
@@ -280,6 +312,8 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
     };
     let mut seen = std::collections::HashSet::new();
     let mut scored = Vec::new();
+    // The record each scored game was read from, for the judge.
+    let mut played_records = Vec::new();
     for r in read.records.iter().filter(|r| r.source == Source::Arena) {
         let Some(score) = r.result.score() else {
             continue;
@@ -305,6 +339,7 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
             white_score,
             fault: r.fault.is_some(),
         });
+        played_records.push(r);
     }
     if scored.is_empty() {
         bail!("no arena games in the given results files");
@@ -350,8 +385,108 @@ pub fn report_from_results(paths: &[PathBuf]) -> anyhow::Result<String> {
         scored.len()
     );
     text.push_str(&report::render(&names, &levels, &known, &scored));
-    text.push_str("\n## Move quality\n\nnot judged: rebuilt from results files (the judge runs on games as they are played)\n");
+    text.push('\n');
+    match judging {
+        None => text.push_str("## Move quality\n\nnot judged: rebuilt from results files (--judge-games N judges the last N games of each level)\n"),
+        Some(judging) => {
+            let jobs = judge_jobs(&scored, &played_records, &levels, judging.games_per_level);
+            let unmarked = jobs.iter().filter(|(_, marked)| !marked).count();
+            let jobs = jobs.into_iter().map(|(job, _)| job).collect();
+            let mut judged = judge_rebuilt(judging, jobs, names.len())?;
+            if unmarked > 0 {
+                judged.describe.push_str(&format!(
+                    "; {unmarked} of them from their first ply (their records do not say where the opening ended)"
+                ));
+            }
+            let claimed: Vec<Option<f64>> = levels
+                .iter()
+                .zip(&known)
+                .map(|(level, known)| {
+                    level.map_or(*known, |l| judging.coefficients.rating_of(l))
+                })
+                .collect();
+            text.push_str(&report::render_quality(
+                &names,
+                &claimed,
+                &judged.quality,
+                &judged.describe,
+            ));
+        }
+    }
     Ok(text)
+}
+
+/// The games to judge: going back from the last, each game that a level in it still needs
+/// (fewer than `per_level` of its games chosen), in the order they were played; each with
+/// whether its record marks the opening's plies.
+fn judge_jobs(
+    scored: &[report::Scored],
+    records: &[&GameRecord],
+    levels: &[Option<f64>],
+    per_level: usize,
+) -> Vec<(JudgeJob, bool)> {
+    let mut chosen = vec![0usize; levels.len()];
+    let mut jobs = Vec::new();
+    for (s, record) in scored.iter().zip(records).rev() {
+        let sides = [s.white, s.black];
+        let needed = sides
+            .iter()
+            .any(|&p| levels[p].is_some() && chosen[p] < per_level);
+        if !needed {
+            continue;
+        }
+        let Some(game) = record.replay() else {
+            tracing::warn!(game = %record.game_id, "not judged: its moves do not replay");
+            continue;
+        };
+        for p in sides {
+            chosen[p] += 1;
+        }
+        let first = record.opening_plies.map(|plies| plies as usize);
+        jobs.push((
+            JudgeJob {
+                game,
+                first: first.unwrap_or(0),
+                white: s.white,
+                black: s.black,
+            },
+            first.is_some(),
+        ));
+    }
+    jobs.reverse();
+    jobs
+}
+
+/// Judges `jobs` with one judge process, showing the progress.
+fn judge_rebuilt(
+    judging: &RebuiltJudging,
+    jobs: Vec<JudgeJob>,
+    players: usize,
+) -> anyhow::Result<Judged> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let progress = Arc::new(Progress::new(jobs.len() as u64, "games judged"));
+    let judged = runtime.block_on(async {
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel::<JudgeJob>();
+        for job in jobs {
+            let _queued = tx.send(job);
+        }
+        drop(tx);
+        judge_games(
+            judging.program.clone(),
+            judging.depth,
+            rx,
+            players,
+            Arc::new(AtomicBool::new(false)),
+            Some(Arc::clone(&progress)),
+        )
+        .await
+    });
+    progress.finish();
+    Ok(judged)
 }
 
 /// Plays the match described by `args` and returns its summary (also writing results, PGN
@@ -425,7 +560,7 @@ impl MatchPlan {
     /// schedule, in schedule order.
     fn new(args: &ArenaOptions) -> anyhow::Result<(MatchPlan, Vec<ScheduledGame>)> {
         let coefficients = match &args.coefficients {
-            Some(path) => Coefficients::load(path)?,
+            Some(path) => Coefficients::load_or_explain(path, "--coefficients")?,
             None => Coefficients::builtin(),
         };
         let (players, levels_count) = players_of(args)?;
@@ -695,6 +830,7 @@ async fn play_games(
         judge_rx,
         plan.players.len(),
         stop.clone(),
+        None,
     ));
     let mut interrupted = false;
     loop {
@@ -897,6 +1033,7 @@ async fn judge_games(
     mut jobs: tokio::sync::mpsc::UnboundedReceiver<JudgeJob>,
     players: usize,
     stop: Arc<AtomicBool>,
+    progress: Option<Arc<Progress>>,
 ) -> Judged {
     let mut quality = vec![judge::Quality::default(); players];
     let skip = if depth == 0 {
@@ -942,6 +1079,12 @@ async fn judge_games(
             Err(e) => {
                 failed.push(e);
                 judge = None;
+            }
+        }
+        if let Some(progress) = &progress {
+            progress.inc();
+            if !progress.is_bar() && (games + failed.len()).is_multiple_of(10) {
+                tracing::info!("{} games judged", games + failed.len());
             }
         }
     }
@@ -1058,6 +1201,7 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
             moves: moves.join(" "),
             fault,
             after_restart: None,
+            opening_plies: Some(played.opening_plies as u32),
         });
     }
     out

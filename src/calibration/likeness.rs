@@ -135,16 +135,6 @@ struct HumanGame {
     target: f64,
 }
 
-fn replay(record: &GameRecord) -> Option<Game> {
-    let chess960 = match record.variant.as_str() {
-        "standard" | "fromPosition" => false,
-        "chess960" => true,
-        _ => return None,
-    };
-    let moves: Vec<&str> = record.moves.split_whitespace().collect();
-    Game::from_uci_moves(Some(&record.initial_fen), &moves, chess960).ok()
-}
-
 /// Counts, in one game, the person's compared moves and how many the level would have played:
 /// (positions, matches). One player for the whole game, asked in order, as in a real game.
 pub fn match_game(
@@ -226,7 +216,7 @@ fn human_games(
             out.no_level += 1;
             continue;
         };
-        let Some(game) = replay(record) else {
+        let Some(game) = record.replay() else {
             out.unreadable += 1;
             continue;
         };

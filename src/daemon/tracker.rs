@@ -461,6 +461,7 @@ impl Tracker {
             moves: state.moves.trim().to_string(),
             fault,
             after_restart: None,
+            opening_plies: None,
         }
     }
 }

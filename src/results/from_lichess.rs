@@ -150,6 +150,7 @@ pub fn to_record(
         moves: san_to_uci(&initial_fen, moves).unwrap_or_else(|| moves.to_string()),
         fault: None,
         after_restart: None,
+        opening_plies: None,
     })
 }
 
