@@ -392,26 +392,41 @@ fn a_winning_side_never_returns_to_an_earlier_position() {
     assert_eq!(repeats, 0, "moves back into an earlier position out of 120");
 }
 
-/// Node counts of the first search at depth 5 (1 MB table; without noise, and with 80 cp of
+/// Node counts of the older searches at depth 5 (1 MB table; without noise, and with 80 cp of
 /// noise, seed 3), as `ladder bench --depth 5 --hash 1 [--noise-cp 80 --seed 3]` printed them
-/// before search version 2 existed. Coefficients calibrated with `search = 1` (every ladder
-/// up to version 21) stay true only while search version 1 searches exactly as it did.
+/// while each was the newest. Coefficients calibrated with `search = N` (every ladder up to
+/// version 21 with 1, the recalibration from version 22 with 2) stay true only while search
+/// version N searches exactly as it did.
 #[test]
-fn search_version_1_searches_exactly_as_before_version_2_existed() {
+fn older_search_versions_search_exactly_as_before_the_next_existed() {
     use ladder::engine::SearchConstants;
     use ladder::engine::constants::SHIPPED_SEARCH_VERSION;
-    let first = SearchConstants::of_version(1).expect("version 1 is built in");
     let noisy = Noise {
         scale_cp: 80.0,
         seed: 3,
     };
     let nodes = |noise, constants| ladder::bench::bench_search(5, 1, noise, constants).total_nodes;
-    assert_eq!(nodes(Noise::NONE, first.clone()), 221_412);
-    assert_eq!(nodes(noisy, first), 506_169);
-    let newest = SearchConstants::of_version(SHIPPED_SEARCH_VERSION).expect("built in");
+    // Node counts at depth 5 (1 MB hash), without and with noise, as the binary of the time
+    // printed them: version 1 before version 2 existed, version 2 before version 3.
+    let pinned = [(1, 221_412, 506_169), (2, 101_568, 217_654)];
+    for (version, plain, with_noise) in pinned {
+        let constants = SearchConstants::of_version(version).expect("built in");
+        assert_eq!(
+            nodes(Noise::NONE, constants.clone()),
+            plain,
+            "version {version}"
+        );
+        assert_eq!(nodes(noisy, constants), with_noise, "version {version}");
+    }
+    // The newest version searches differently (its singular extensions start at depth 7, so
+    // depth 8 shows them).
+    let deeper = |version| {
+        let constants = SearchConstants::of_version(version).expect("built in");
+        ladder::bench::bench_search(8, 1, Noise::NONE, constants).total_nodes
+    };
     assert_ne!(
-        nodes(Noise::NONE, newest),
-        221_412,
-        "version 2 is another search"
+        deeper(SHIPPED_SEARCH_VERSION),
+        deeper(SHIPPED_SEARCH_VERSION - 1),
+        "the newest version is another search"
     );
 }
