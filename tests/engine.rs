@@ -392,13 +392,13 @@ fn a_winning_side_never_returns_to_an_earlier_position() {
     assert_eq!(repeats, 0, "moves back into an earlier position out of 120");
 }
 
-/// Node counts of the older searches at depth 5 (1 MB table; without noise, and with 80 cp of
+/// Node counts of every search version at depth 5 (1 MB table; without noise, and with 80 cp of
 /// noise, seed 3), as `ladder bench --depth 5 --hash 1 [--noise-cp 80 --seed 3]` printed them
-/// while each was the newest. Coefficients calibrated with `search = N` (every ladder up to
+/// when each was the newest. Coefficients calibrated with `search = N` (every ladder up to
 /// version 21 with 1, the recalibration from version 22 with 2) stay true only while search
-/// version N searches exactly as it did.
+/// version N searches exactly as it did: a better search is a new version.
 #[test]
-fn older_search_versions_search_exactly_as_before_the_next_existed() {
+fn every_search_version_searches_exactly_as_when_it_was_made() {
     use ladder::engine::SearchConstants;
     use ladder::engine::constants::SHIPPED_SEARCH_VERSION;
     let noisy = Noise {
@@ -407,8 +407,13 @@ fn older_search_versions_search_exactly_as_before_the_next_existed() {
     };
     let nodes = |noise, constants| ladder::bench::bench_search(5, 1, noise, constants).total_nodes;
     // Node counts at depth 5 (1 MB hash), without and with noise, as the binary of the time
-    // printed them: version 1 before version 2 existed, version 2 before version 3.
+    // printed them: version 1 before version 2 existed, version 2 since it was made.
     let pinned = [(1, 221_412, 506_169), (2, 101_568, 217_654)];
+    assert_eq!(
+        pinned.len(),
+        SHIPPED_SEARCH_VERSION as usize,
+        "every version pinned"
+    );
     for (version, plain, with_noise) in pinned {
         let constants = SearchConstants::of_version(version).expect("built in");
         assert_eq!(
@@ -418,15 +423,13 @@ fn older_search_versions_search_exactly_as_before_the_next_existed() {
         );
         assert_eq!(nodes(noisy, constants), with_noise, "version {version}");
     }
-    // The newest version searches differently (its singular extensions start at depth 7, so
-    // depth 8 shows them).
-    let deeper = |version| {
-        let constants = SearchConstants::of_version(version).expect("built in");
-        ladder::bench::bench_search(8, 1, Noise::NONE, constants).total_nodes
-    };
-    assert_ne!(
-        deeper(SHIPPED_SEARCH_VERSION),
-        deeper(SHIPPED_SEARCH_VERSION - 1),
-        "the newest version is another search"
-    );
+    // Each version is another search than the one before it.
+    for version in 2..=SHIPPED_SEARCH_VERSION {
+        let of = |v| SearchConstants::of_version(v).expect("built in");
+        assert_ne!(
+            nodes(Noise::NONE, of(version)),
+            nodes(Noise::NONE, of(version - 1)),
+            "version {version}"
+        );
+    }
 }

@@ -11,7 +11,7 @@
 //! table, hash move / SEE-sorted captures / killers / history ordering, reverse futility
 //! pruning, null-move pruning, internal iterative reduction, futility and exchange (SEE)
 //! pruning, late-move reductions and pruning (both milder while the static evaluation is
-//! improving), check extension, singular extensions, and draws by
+//! improving), check extension, and draws by
 //! repetition (a position seen once before, in the search path or in the game since the last
 //! irreversible move, counts as a draw: the side ahead avoids it), the 50-move
 //! rule and insufficient material. Nothing depends on time or on hash-map order: the same
@@ -190,7 +190,6 @@ impl Engine {
             pv_len: [0; MAX_PLY + 1],
             evals: [-INFINITE; MAX_PLY + 2],
             played: [None; MAX_PLY + 2],
-            excluded: [None; MAX_PLY + 2],
             seldepth: 0,
             iteration_best: None,
         };
@@ -230,8 +229,6 @@ struct Searcher<'a> {
     /// The move that led to the node at each ply of the current path (`None`: the root, or
     /// a null move).
     played: [Option<PieceTo>; MAX_PLY + 2],
-    /// The move a singular-extension search at each ply leaves out (`None`: a normal search).
-    excluded: [Option<Move>; MAX_PLY + 2],
     seldepth: usize,
     /// Best root move of the iteration in progress, with its score and PV, once one move has
     /// been searched to completion inside the window.
@@ -517,13 +514,9 @@ impl Searcher<'_> {
             Err(score) => return score,
         };
         let pv_node = beta - alpha > 1;
-        // A singular-extension search of this node, leaving out its hash move: the table's
-        // entry is about the whole node, so it neither cuts nor is written.
-        let excluded = self.excluded[ply];
         let hit = self.tt.probe(key, ply);
         if let Some(h) = hit
             && !pv_node
-            && excluded.is_none()
             && h.depth >= depth
             && h.bound.cuts(h.score, alpha, beta)
         {
@@ -554,7 +547,6 @@ impl Searcher<'_> {
 
         if !pv_node
             && !in_check
-            && excluded.is_none()
             && !is_mate(beta)
             && let Some(score) =
                 self.prune_before_moves(node, depth, ply, eval, beta, allow_null, improving)
@@ -584,36 +576,18 @@ impl Searcher<'_> {
         let mut quiets_tried = MoveList::new();
         for i in 0..moves.len() {
             let m = pick(&mut moves, &mut scores, i);
-            if Some(m) == excluded {
-                continue;
-            }
-            let mut tried = Tried {
+            let tried = Tried {
                 index: i,
                 quiet: is_quiet(m),
                 pv_node,
                 in_check,
                 not_improving,
-                extension: 0,
             };
             if best_score > -MATE_BOUND
                 && (self.prunes_late(&tried, depth)
                     || self.prunes_hopeless(pos, m, &tried, depth, eval, alpha))
             {
                 continue;
-            }
-            if i == 0
-                && let Some(h) = hit
-                && hash_move == Some(PackedMove::new(m))
-                && excluded.is_none()
-            {
-                match self.singular(node, m, h, depth, ply, beta, floor) {
-                    Singular::Extend => tried.extension = 1,
-                    Singular::No => {}
-                    Singular::Cut(score) => return score,
-                }
-                if self.stopped {
-                    return 0;
-                }
             }
             let score = self.search_child(node, m, tried, depth, ply, (alpha, beta), floor);
             if self.stopped {
@@ -641,15 +615,6 @@ impl Searcher<'_> {
             }
         }
 
-        if excluded.is_some() {
-            // No other move searched (all pruned, or the hash move is the only one): none
-            // reaches the bound.
-            return if best_score == -INFINITE {
-                original_alpha
-            } else {
-                best_score
-            };
-        }
         let bound = Bound::of(best_score, original_alpha, beta);
         self.tt.store(
             key,
@@ -661,51 +626,6 @@ impl Searcher<'_> {
             bound,
         );
         best_score
-    }
-
-    /// Singular extensions: whether the hash move `m`, stored as at least `hit.score`, is the
-    /// only good move here. The other moves are searched to half the depth against a bound
-    /// a margin below its score; if all fall short the hash move is extended one ply, and if
-    /// even that bound holds at or above `beta` the node is cut (several moves refute it).
-    #[allow(clippy::too_many_arguments)]
-    fn singular(
-        &mut self,
-        node: &Node,
-        m: Move,
-        hit: super::tt::Hit,
-        depth: i32,
-        ply: usize,
-        beta: i32,
-        floor: usize,
-    ) -> Singular {
-        let min_depth = self.constants.get(constants::SINGULAR_MIN_DEPTH);
-        if min_depth == 0
-            || depth < min_depth
-            || hit.depth < depth - 3
-            || hit.bound == Bound::Upper
-            || is_mate(hit.score)
-        {
-            return Singular::No;
-        }
-        let singular_beta = hit.score - self.constants.get(constants::SINGULAR_MARGIN) * depth;
-        self.excluded[ply] = Some(m);
-        let score = self.negamax(
-            node,
-            (depth - 1) / 2,
-            ply,
-            singular_beta - 1,
-            singular_beta,
-            floor,
-            false,
-        );
-        self.excluded[ply] = None;
-        if score < singular_beta {
-            Singular::Extend
-        } else if singular_beta >= beta {
-            Singular::Cut(singular_beta)
-        } else {
-            Singular::No
-        }
     }
 
     /// What every node checks before searching: the node budget and stop, draws, the ply
@@ -877,7 +797,7 @@ impl Searcher<'_> {
         let child = Node::child(&node.pos, node.key, m);
         self.played[ply + 1] = Some(PieceTo::of(node.pos.turn(), m));
         let gives_check = child.in_check;
-        let new_depth = depth - 1 + i32::from(gives_check).max(tried.extension);
+        let new_depth = depth - 1 + i32::from(gives_check);
         self.keys.push(child.key);
         let score = if tried.index == 0 {
             -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true)
@@ -1048,17 +968,6 @@ struct Tried {
     /// The node's static evaluation is no better than at our previous move (and the
     /// `improving` constant is on).
     not_improving: bool,
-    /// Plies the move is searched deeper than the node's depth − 1 (a singular extension).
-    extension: i32,
-}
-
-/// What a singular-extension search found about a hash move.
-enum Singular {
-    /// The other moves fall short: the hash move is searched one ply deeper.
-    Extend,
-    No,
-    /// Even the lowered bound holds: the node fails high with this score.
-    Cut(i32),
 }
 
 /// A position in the search with what its parent already knows about it.
