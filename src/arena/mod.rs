@@ -181,18 +181,17 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
         run_match(&args.options)?.report
     } else {
         let o = &args.options;
-        let judging = (o.judge_games > 0).then(|| -> anyhow::Result<RebuiltJudging> {
-            Ok(RebuiltJudging {
+        let judging = if o.judge_games > 0 {
+            Some(RebuiltJudging {
                 program: o.judge.clone(),
                 depth: o.judge_depth,
                 games_per_level: o.judge_games,
-                coefficients: match &o.coefficients {
-                    Some(path) => Coefficients::load_or_explain(path, "--coefficients")?,
-                    None => Coefficients::builtin(),
-                },
+                coefficients: coefficients_of(o)?,
             })
-        });
-        let text = report_from_results(&o.from_results, judging.transpose()?.as_ref())?;
+        } else {
+            None
+        };
+        let text = report_from_results(&o.from_results, judging.as_ref())?;
         if let Some(path) = &args.options.report {
             std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
         }
@@ -200,6 +199,14 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
     };
     println!("{text}");
     Ok(())
+}
+
+/// The coefficients of the options: `--coefficients`, else the built-in ones.
+fn coefficients_of(args: &ArenaOptions) -> anyhow::Result<Coefficients> {
+    match &args.coefficients {
+        Some(path) => Coefficients::load_or_explain(path, "--coefficients"),
+        None => Ok(Coefficients::builtin()),
+    }
 }
 
 /// The anchors file of the options: `--anchors-file`, else the built-in one.
@@ -389,9 +396,8 @@ pub fn report_from_results(
     match judging {
         None => text.push_str("## Move quality\n\nnot judged: rebuilt from results files (--judge-games N judges the last N games of each level)\n"),
         Some(judging) => {
-            let jobs = judge_jobs(&scored, &played_records, &levels, judging.games_per_level);
-            let unmarked = jobs.iter().filter(|(_, marked)| !marked).count();
-            let jobs = jobs.into_iter().map(|(job, _)| job).collect();
+            let (jobs, unmarked) =
+                judge_jobs(&scored, &played_records, &levels, judging.games_per_level);
             let mut judged = judge_rebuilt(judging, jobs, names.len())?;
             if unmarked > 0 {
                 judged.describe.push_str(&format!(
@@ -417,16 +423,17 @@ pub fn report_from_results(
 }
 
 /// The games to judge: going back from the last, each game that a level in it still needs
-/// (fewer than `per_level` of its games chosen), in the order they were played; each with
-/// whether its record marks the opening's plies.
+/// (fewer than `per_level` of its games chosen), in the order they were played; and how many
+/// of them have records that do not mark the opening's plies (judged from the first).
 fn judge_jobs(
     scored: &[report::Scored],
     records: &[&GameRecord],
     levels: &[Option<f64>],
     per_level: usize,
-) -> Vec<(JudgeJob, bool)> {
+) -> (Vec<JudgeJob>, usize) {
     let mut chosen = vec![0usize; levels.len()];
     let mut jobs = Vec::new();
+    let mut unmarked = 0;
     for (s, record) in scored.iter().zip(records).rev() {
         let sides = [s.white, s.black];
         let needed = sides
@@ -442,19 +449,18 @@ fn judge_jobs(
         for p in sides {
             chosen[p] += 1;
         }
-        let first = record.opening_plies.map(|plies| plies as usize);
-        jobs.push((
-            JudgeJob {
-                game,
-                first: first.unwrap_or(0),
-                white: s.white,
-                black: s.black,
-            },
-            first.is_some(),
-        ));
+        if record.opening_plies.is_none() {
+            unmarked += 1;
+        }
+        jobs.push(JudgeJob {
+            game,
+            first: record.opening_plies.map_or(0, |plies| plies as usize),
+            white: s.white,
+            black: s.black,
+        });
     }
     jobs.reverse();
-    jobs
+    (jobs, unmarked)
 }
 
 /// Judges `jobs` with one judge process, showing the progress.
@@ -559,10 +565,7 @@ impl MatchPlan {
     /// The plan of `args` (checked and logged) with its games: this shard's part of the
     /// schedule, in schedule order.
     fn new(args: &ArenaOptions) -> anyhow::Result<(MatchPlan, Vec<ScheduledGame>)> {
-        let coefficients = match &args.coefficients {
-            Some(path) => Coefficients::load_or_explain(path, "--coefficients")?,
-            None => Coefficients::builtin(),
-        };
+        let coefficients = coefficients_of(args)?;
         let (players, levels_count) = players_of(args)?;
         let fixed = MoveLimits {
             nodes: args.nodes,
