@@ -1084,11 +1084,7 @@ mod tests {
         // Between two levels, strength lies between theirs: the offset is interpolated, so a
         // level like 3.5 does not fall back to offset 0 (3.5 was x = 3.5 while 3 and 4 are
         // x = 3.21 and 4.53; 9.5 was x = 9.5 while 9 and 10 are x = 8.87 and 10.39).
-        let top = c
-            .offsets
-            .keys()
-            .map(|k| k.parse::<f64>().unwrap())
-            .fold(f64::MIN, f64::max);
+        let top = keyed(&c.offsets).last().unwrap().0;
         for whole in 1..top as i32 {
             let (lo, hi) = (
                 LevelParams::new(&c, whole as f64),
