@@ -268,6 +268,97 @@ fn evaluate_all(
 mod tests {
     use super::*;
 
+    /// Positions where one side has the bishop pair and the other a bishop and a knight, from
+    /// the endgame to the full board, labelled through the sigmoid by the engine's own
+    /// evaluation with the bishop pair worth `pair` and every other weight as in `start`.
+    fn labelled_by_the_pair(start: &Weights, pair: [i32; 2], k: f64) -> Split {
+        let mut pairs = start.pairs().to_vec();
+        pairs[crate::engine::weights::BISHOP_PAIR] = pair;
+        let truth = Weights::from_pairs(pairs).unwrap();
+        let fens = [
+            "2b1kn2/8/8/8/8/8/8/2B1KB2 w - - 0 1",
+            "2b1kb2/8/8/8/8/8/8/2B1KN2 b - - 0 1",
+            "2b1kn2/pppp4/8/8/8/8/PPPP4/2B1KB2 w - - 0 1",
+            "r1b1kn2/pp6/8/8/8/8/PP6/R1B1KB2 b - - 0 1",
+            "r1bqkn1r/ppp2ppp/8/8/8/8/PPP2PPP/R1BQKB1R w KQkq - 0 1",
+            "r1bqkb1r/ppp2ppp/8/8/8/8/PPP2PPP/R1BQKN1R b KQkq - 0 1",
+            "rnbqk2r/pppp1ppp/8/8/8/8/PPPP1PPP/R1BQKB1R w KQkq - 0 1",
+            "r1bqkb1r/pppp1ppp/8/8/8/8/PPPP1PPP/RNBQK2R w KQkq - 0 1",
+        ];
+        let mut train = super::super::dataset::Dataset::default();
+        for fen in fens {
+            let game = crate::engine::Game::new(Some(fen), false).unwrap();
+            let pos = game.position().clone();
+            let stm = f64::from(evaluate_with(&pos, &truth));
+            let white = if pos.turn() == Color::White {
+                stm
+            } else {
+                -stm
+            };
+            let sample = super::super::sample::Sample {
+                fen: fen.into(),
+                score_cp: 0,
+                result: 0.0,
+            };
+            let trace = super::super::trace::Trace::of(&pos, start);
+            train.push(trace, &sample, Some(pos));
+            *train.results.last_mut().unwrap() = sigmoid(k, white) as f32;
+        }
+        Split {
+            train,
+            held_out: Default::default(),
+            skipped_lines: 0,
+            games: 0,
+        }
+    }
+
+    #[test]
+    fn the_swarm_finds_the_weight_that_made_the_labels_and_repeats_by_seed() {
+        let start = Weights::handwritten();
+        let from = start.pairs()[crate::engine::weights::BISHOP_PAIR];
+        let truth = [from[0] + 60, from[1] + 60];
+        let k = 0.006;
+        let split = labelled_by_the_pair(&start, truth, k);
+        let settings = SwarmSettings {
+            terms: "bishop_pair".into(),
+            iterations: 40,
+            swarms: 2,
+            particles: 6,
+            range: 100,
+            seed: 7,
+            lambda: 1.0,
+            threads: 2,
+        };
+        let before = engine_loss(&split, &start, k, 1.0);
+        let tuned = tune(&split, &start, k, &settings).unwrap();
+        let after = engine_loss(&split, &tuned, k, 1.0);
+        assert!(after < before / 10.0, "loss {before} -> {after}");
+        let found = tuned.pairs()[crate::engine::weights::BISHOP_PAIR];
+        for half in 0..2 {
+            assert!(
+                (found[half] - truth[half]).abs() <= 15,
+                "half {half}: found {found:?}, labels made with {truth:?}, start {from:?}"
+            );
+        }
+        // Only the named term moves.
+        let moved = (0..LEN)
+            .filter(|&p| tuned.pairs()[p] != start.pairs()[p])
+            .collect::<Vec<_>>();
+        assert_eq!(moved, vec![crate::engine::weights::BISHOP_PAIR]);
+        // Same seed, same weights, whatever the threads.
+        let again = tune(
+            &split,
+            &start,
+            k,
+            &SwarmSettings {
+                threads: 1,
+                ..settings
+            },
+        )
+        .unwrap();
+        assert_eq!(again.pairs(), tuned.pairs());
+    }
+
     #[test]
     fn terms_are_named_or_refused() {
         let scalars = scalars_of_terms("bishop_pair").unwrap();
