@@ -73,7 +73,7 @@ impl ConfigError {
         match self {
             ConfigError::File(FileError::Read { .. }) if !path.exists() => format!(
                 "give the right path with --config, or create {}: copy accounts.toml from the \
-                 repository (the ladder's ten accounts, commented) and put your accounts and \
+                 repository (the ladder's twelve accounts, commented) and put your accounts and \
                  token settings in it (docs/operating.md, \"Configure\"); `ladder run \
                  --sandbox` needs no accounts.toml",
                 path.display()
@@ -942,10 +942,10 @@ level = 1
     }
 
     #[test]
-    fn committed_accounts_toml_is_the_ten_level_blitz_ladder() {
+    fn committed_accounts_toml_is_the_twelve_level_blitz_ladder() {
         let c = parse(include_str!("../accounts.toml")).unwrap();
         let levels: Vec<f64> = c.accounts.iter().map(|a| a.level).collect();
-        assert_eq!(levels, (1..=10).map(f64::from).collect::<Vec<_>>());
+        assert_eq!(levels, (1..=12).map(f64::from).collect::<Vec<_>>());
         for a in &c.accounts {
             assert!(matches!(&a.token, TokenSource::Env(v) if v.starts_with("LADDER_TOKEN_L")));
         }

@@ -501,7 +501,7 @@ async fn first_sandbox_run_from_any_directory_explains_itself() {
     let explained: [(&[&str], u64); 5] = [
         (&["sandbox up at http://127.0.0.1:"], 30),
         (
-            &["10 accounts play: ladder-l1 (level 1, target 450 lichess-blitz)"],
+            &["12 accounts play: ladder-l1 (level 1, target 450 lichess-blitz)"],
             5,
         ),
         (

@@ -4,8 +4,8 @@
 # and 12, targets 2550 and 2760 on the same [targets] line), played offline against the anchors as
 # calibration/arena/run.sh does, with the master-range anchors of run D (calibration/ANCHORS.md).
 # It works on its own copy of the coefficients, so the shipped calibration/coefficients.toml
-# (version 17: search 1, evaluation version 0) stays true until this run has the ladder's shape;
-# then its coefficients replace the shipped ones. The search-1 run that preceded it (versions
+# (then version 17: search 1, evaluation version 0) stayed true until this run had the ladder's
+# shape; its version 41 (4,833 games, calibration/next/report.md) is now the shipped file. The search-1 run that preceded it (versions
 # 18-21, 1,067 games) is kept in calibration/next/search1/.
 # Run from the repository root; stopped (Ctrl-C, crash, end of a session), the same command
 # continues where it stopped. LADDER overrides the binary (default: a release build).
