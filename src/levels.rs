@@ -411,6 +411,12 @@ impl Coefficients {
         interpolate(&keyed(&self.offsets), level).unwrap_or(0.0)
     }
 
+    /// The highest level with a calibrated offset: the top of the ladder this file describes
+    /// (`None` before any calibration).
+    pub fn top_calibrated_level(&self) -> Option<f64> {
+        keyed(&self.offsets).last().map(|&(level, _)| level)
+    }
+
     /// The rating of a level: its recorded one, or interpolated linearly between the two
     /// rated levels around it (`None` outside the rated levels, or with no ratings).
     pub fn rating_of(&self, level: f64) -> Option<f64> {
@@ -700,13 +706,23 @@ pub struct LevelsArgs {
     /// First level of the table.
     #[arg(long, default_value_t = 1.0)]
     pub from: f64,
-    /// Last level of the table (not below --from: the table counts up).
-    #[arg(long, default_value_t = 10.0)]
-    pub to: f64,
+    /// Last level of the table (not below --from: the table counts up) [default: the top
+    /// calibrated level of the coefficients, 10 without one].
+    #[arg(long)]
+    pub to: Option<f64>,
     /// Step between levels (positive); rows are --from + i·step, rounded to the decimals of
     /// --from and --step.
     #[arg(long, default_value_t = 1.0)]
     pub step: f64,
+}
+
+/// Where `ladder levels` stops without `--to`: the ladder's top calibrated level (10 for a file
+/// without offsets), and never below `--from`, so `--from 15` alone prints level 15.
+pub fn default_table_top(coefficients: &Coefficients, from: f64) -> f64 {
+    coefficients
+        .top_calibrated_level()
+        .unwrap_or(10.0)
+        .max(from)
 }
 
 /// Most rows `ladder levels` prints.
@@ -832,11 +848,14 @@ pub fn table(coefficients: &Coefficients, levels: &[f64]) -> String {
 }
 
 pub fn run_table(args: LevelsArgs) -> anyhow::Result<()> {
-    let levels = table_levels(args.from, args.to, args.step).map_err(anyhow::Error::msg)?;
     let coefficients = match &args.coefficients {
         Some(path) => Coefficients::load(path)?,
         None => Coefficients::builtin(),
     };
+    let to = args
+        .to
+        .unwrap_or_else(|| default_table_top(&coefficients, args.from));
+    let levels = table_levels(args.from, to, args.step).map_err(anyhow::Error::msg)?;
     print!("{}", table(&coefficients, &levels));
     Ok(())
 }
@@ -1084,7 +1103,7 @@ mod tests {
         // Between two levels, strength lies between theirs: the offset is interpolated, so a
         // level like 3.5 does not fall back to offset 0 (3.5 was x = 3.5 while 3 and 4 are
         // x = 3.21 and 4.53; 9.5 was x = 9.5 while 9 and 10 are x = 8.87 and 10.39).
-        let top = keyed(&c.offsets).last().unwrap().0;
+        let top = c.top_calibrated_level().unwrap();
         for whole in 1..top as i32 {
             let (lo, hi) = (
                 LevelParams::new(&c, whole as f64),

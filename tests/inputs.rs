@@ -151,3 +151,38 @@ fn levels_refuses_a_zero_step_and_a_backward_range_and_prints_exact_rows() {
     assert!(first.iter().all(|w| w.len() <= 3), "{first:?}");
     assert!(first.contains(&"1.2") && first.contains(&"2"), "{first:?}");
 }
+
+/// `ladder levels` alone prints the whole shipped ladder: a row for every level an account of
+/// the committed `accounts.toml` plays (it stopped at 10 when the ladder grew to 12), and
+/// `--from` past the top prints that level rather than refusing a backward range.
+#[test]
+fn levels_prints_every_level_of_the_ladder_by_default() {
+    let accounts =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/accounts.toml")).unwrap();
+    let played: Vec<String> = accounts
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix("level = "))
+        .map(|v| v.trim().to_string())
+        .collect();
+    assert!(played.len() >= 12, "{played:?}");
+    let rows = |args: &[&str]| {
+        let (ok, out, err) = texts(&ladder_output(
+            ["levels"].into_iter().chain(args.iter().copied()),
+            &[],
+        ));
+        assert!(ok, "{args:?}: {err}");
+        out.lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|w| w.parse::<f64>().is_ok())
+            .map(str::to_string)
+            .collect::<Vec<String>>()
+    };
+    let printed = rows(&[]);
+    for level in &played {
+        assert!(
+            printed.contains(level),
+            "level {level} missing: {printed:?}"
+        );
+    }
+    assert_eq!(rows(&["--from", "15"]), vec!["15".to_string()]);
+}
