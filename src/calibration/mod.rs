@@ -130,7 +130,8 @@ pub struct CalibrateArgs {
     /// (the loop's own, appended) and targets; the same command resumes a stopped run.
     #[arg(long, conflicts_with_all = ["simulate", "fetch", "dry_run", "apply"])]
     pub arena: bool,
-    /// --arena: the levels to calibrate (`1..10`, `1,3,5`; repeatable; default 1..10).
+    /// --arena: the levels to calibrate (`1..12`, `1,3,5`; repeatable; default 1 to the top
+    /// calibrated level of the coefficients, 1..10 without one).
     #[arg(long = "level", value_name = "LEVELS", requires = "arena")]
     pub levels: Vec<String>,
     /// --arena: games every level gets at its final parameters (--min-games is the count a
@@ -735,6 +736,18 @@ pub(super) fn older_versions(
     out
 }
 
+/// The levels `--arena` calibrates without `--level`: the whole ladder the coefficients
+/// describe, 1 to its top calibrated level (a file calibrated to 12 would otherwise lose its
+/// master levels from the loop), 1..10 for a file without offsets.
+fn default_arena_levels(coefficients: &Coefficients) -> String {
+    let top = coefficients
+        .top_calibrated_level()
+        .unwrap_or(10.0)
+        .floor()
+        .max(1.0);
+    format!("1..{top}")
+}
+
 /// `--arena`: the offline loop against the anchors (arena_loop.rs), with this command's
 /// targets and update settings; only arena games count, every one of them (bots included).
 fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
@@ -745,10 +758,11 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
     let Some(coefficients) = args.coefficients_path(config.as_ref(), Some("--arena"))? else {
         bail!("--arena needs a coefficients file");
     };
-    let targets = args.targets(&Coefficients::load(&coefficients)?)?;
+    let current = Coefficients::load(&coefficients)?;
+    let targets = args.targets(&current)?;
     let mut levels = Vec::new();
     let lists = if args.levels.is_empty() {
-        vec!["1..10".to_string()]
+        vec![default_arena_levels(&current)]
     } else {
         args.levels.clone()
     };
@@ -876,4 +890,27 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
         )
     })?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arena::roster::parse_levels;
+
+    #[test]
+    fn the_arena_loop_calibrates_the_whole_ladder_of_its_file_by_default() {
+        let shipped = Coefficients::builtin();
+        let top = shipped.top_calibrated_level().unwrap();
+        assert!(
+            top > 10.0,
+            "the shipped ladder has master levels (top {top})"
+        );
+        let levels = parse_levels(&default_arena_levels(&shipped)).unwrap();
+        let whole: Vec<f64> = (1..=top as u32).map(f64::from).collect();
+        assert_eq!(levels, whole);
+        let mut uncalibrated = shipped.clone();
+        uncalibrated.offsets.clear();
+        let levels = parse_levels(&default_arena_levels(&uncalibrated)).unwrap();
+        assert_eq!(levels.len(), 10);
+    }
 }
