@@ -132,23 +132,32 @@ fn default_max_nodes() -> u64 {
     50_000_000
 }
 
-/// The chance that a weak level judges a candidate move without looking at the opponent's
-/// replies: p(x) = max / (1 + e^((x − mid)/width)), a smooth, decreasing function of the level
-/// exponent x, so calibration can move a level anywhere and the weakness follows.
+/// The chance that a level judges a candidate move without looking at the opponent's replies:
+/// p(x) = min + (max − min) / (1 + e^((x − mid)/width)), a smooth, decreasing function of the
+/// level exponent x, so calibration can move a level anywhere and the weakness follows.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct BlindnessCurve {
     /// The chance far below `mid` (at most 1).
     pub max: f64,
-    /// The exponent x where the chance is half of `max`.
+    /// The exponent x where the chance is halfway from `max` to `min`.
     pub mid: f64,
-    /// How many levels the fall from `max` to 0 takes, roughly a quarter of it per `width`.
+    /// How many levels the fall from `max` to `min` takes, roughly a quarter of it per `width`.
     pub width: f64,
+    /// The chance far above `mid`, at every level however strong (0 when absent): people of
+    /// every rating overlook a reply now and then (5 big losses in 100 moves above 2200), where
+    /// a level without it errs only by searching less.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub min: f64,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl BlindnessCurve {
     pub fn probability(&self, x: f64) -> f64 {
-        self.max / (1.0 + ((x - self.mid) / self.width).exp())
+        self.min + (self.max - self.min) / (1.0 + ((x - self.mid) / self.width).exp())
     }
 }
 
@@ -326,6 +335,9 @@ impl Coefficients {
             }
             if !(curve.width.is_finite() && curve.width > 0.0) {
                 return bad("blindness.width", "must be a positive number");
+            }
+            if !(curve.min.is_finite() && (0.0..=curve.max).contains(&curve.min)) {
+                return bad("blindness.min", "must be in [0, blindness.max]");
             }
         }
         Ok(())
@@ -1009,6 +1021,7 @@ mod tests {
             max: 0.6,
             mid: 0.5,
             width: 0.7,
+            min: 0.0,
         });
         c
     }
@@ -1037,6 +1050,31 @@ mod tests {
         }
         assert!(LevelParams::new(&c, -4.0).blind_probability > 0.55);
         assert!(LevelParams::new(&c, 6.0).blind_probability < 0.001);
+    }
+
+    #[test]
+    fn a_blindness_floor_keeps_a_lapse_at_every_level_and_is_absent_by_default() {
+        let mut c = with_bottom(Coefficients::builtin());
+        c.blindness.as_mut().unwrap().min = 0.03;
+        for level in [1.0, 6.0, 10.0, 12.0, 30.0] {
+            let p = LevelParams::new(&c, level).blind_probability;
+            assert!((0.03..=0.6).contains(&p), "level {level}: {p}");
+        }
+        assert!((LevelParams::new(&c, 30.0).blind_probability - 0.03).abs() < 1e-9);
+        assert!(LevelParams::new(&c, -4.0).blind_probability > 0.55);
+        // A file without the key (every version so far) has none, and says none when written.
+        let shipped = Coefficients::builtin();
+        assert_eq!(shipped.blindness.map(|b| b.min), Some(0.0));
+        let written = shipped.to_toml();
+        assert!(
+            !written.lines().any(|l| l.trim_start().starts_with("min =")),
+            "{written}"
+        );
+        // A floor above the curve's top is refused, naming the key.
+        let text =
+            Coefficients::DEFAULT_TOML.replacen("[blindness]\n", "[blindness]\nmin = 0.9\n", 1);
+        let err = refusal(&text);
+        assert!(err.contains("blindness.min"), "{err}");
     }
 
     #[test]

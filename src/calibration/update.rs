@@ -404,9 +404,9 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> (f6
     // The blindness curve is a function of x too: p(x_old) = p(p + q·x_new), so its
     // midpoint and width move to the new scale and every level keeps its chance.
     next.blindness = current.blindness.map(|curve| BlindnessCurve {
-        max: curve.max,
         mid: (curve.mid - p) / q,
         width: curve.width / q,
+        ..curve
     });
     let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
     // Offsets of levels this run does not see keep their old exponent.
@@ -768,6 +768,7 @@ mod tests {
             max: 0.6,
             mid: 0.5,
             width: 0.7,
+            min: 0.02,
         });
         // Ratings flatter than the targets: the refit rescales x (q != 1) and shifts it.
         let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
@@ -800,6 +801,7 @@ mod tests {
             max: 0.6,
             mid: 0.5,
             width: 0.7,
+            min: 0.0,
         });
         let floor = weakest_exponent(&c).unwrap();
         // At the floor: one node, the noise at its cap, blindness at its maximum.
