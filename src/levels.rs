@@ -429,6 +429,12 @@ impl Coefficients {
         keyed(&self.offsets).last().map(|&(level, _)| level)
     }
 
+    /// The top of the ladder for commands that cover it all by default (`ladder levels`,
+    /// `calibrate --arena`): the top calibrated level, 10 (the first ladder's) before any.
+    pub fn top_level(&self) -> f64 {
+        self.top_calibrated_level().unwrap_or(10.0)
+    }
+
     /// The rating of a level: its recorded one, or interpolated linearly between the two
     /// rated levels around it (`None` outside the rated levels, or with no ratings).
     pub fn rating_of(&self, level: f64) -> Option<f64> {
@@ -728,13 +734,10 @@ pub struct LevelsArgs {
     pub step: f64,
 }
 
-/// Where `ladder levels` stops without `--to`: the ladder's top calibrated level (10 for a file
-/// without offsets), and never below `--from`, so `--from 15` alone prints level 15.
+/// Where `ladder levels` stops without `--to`: the ladder's top level, and never below
+/// `--from`, so `--from 15` alone prints level 15.
 pub fn default_table_top(coefficients: &Coefficients, from: f64) -> f64 {
-    coefficients
-        .top_calibrated_level()
-        .unwrap_or(10.0)
-        .max(from)
+    coefficients.top_level().max(from)
 }
 
 /// Most rows `ladder levels` prints.

@@ -737,14 +737,10 @@ pub(super) fn older_versions(
 }
 
 /// The levels `--arena` calibrates without `--level`: the whole ladder the coefficients
-/// describe, 1 to its top calibrated level (a file calibrated to 12 would otherwise lose its
-/// master levels from the loop), 1..10 for a file without offsets.
+/// describe, 1 to its top level (a file calibrated to 12 would otherwise lose its master
+/// levels from the loop).
 fn default_arena_levels(coefficients: &Coefficients) -> String {
-    let top = coefficients
-        .top_calibrated_level()
-        .unwrap_or(10.0)
-        .floor()
-        .max(1.0);
+    let top = coefficients.top_level().floor().max(1.0);
     format!("1..{top}")
 }
 
