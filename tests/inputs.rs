@@ -157,12 +157,13 @@ fn levels_refuses_a_zero_step_and_a_backward_range_and_prints_exact_rows() {
 /// `--from` past the top prints that level rather than refusing a backward range.
 #[test]
 fn levels_prints_every_level_of_the_ladder_by_default() {
-    let accounts =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/accounts.toml")).unwrap();
-    let played: Vec<String> = accounts
-        .lines()
-        .filter_map(|l| l.trim().strip_prefix("level = "))
-        .map(|v| v.trim().to_string())
+    let config =
+        ladder::config::Config::parse(include_str!("../accounts.toml"), Path::new("accounts.toml"))
+            .unwrap();
+    let played: Vec<String> = config
+        .accounts
+        .iter()
+        .map(|a| a.level.to_string())
         .collect();
     assert!(played.len() >= 12, "{played:?}");
     let rows = |args: &[&str]| {

@@ -285,7 +285,7 @@ mod tests {
             "rnbqk2r/pppp1ppp/8/8/8/8/PPPP1PPP/R1BQKB1R w KQkq - 0 1",
             "r1bqkb1r/pppp1ppp/8/8/8/8/PPPP1PPP/RNBQK2R w KQkq - 0 1",
         ];
-        let mut train = super::super::dataset::Dataset::default();
+        let mut train = crate::tune::dataset::Dataset::default();
         for fen in fens {
             let game = crate::engine::Game::new(Some(fen), false).unwrap();
             let pos = game.position().clone();
@@ -295,12 +295,12 @@ mod tests {
             } else {
                 -stm
             };
-            let sample = super::super::sample::Sample {
+            let sample = crate::tune::sample::Sample {
                 fen: fen.into(),
                 score_cp: 0,
                 result: 0.0,
             };
-            let trace = super::super::trace::Trace::of(&pos, start);
+            let trace = crate::tune::trace::Trace::of(&pos, start);
             train.push(trace, &sample, Some(pos));
             *train.results.last_mut().unwrap() = sigmoid(k, white) as f32;
         }
