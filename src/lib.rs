@@ -25,6 +25,7 @@ pub mod rating;
 pub mod results;
 pub mod sandbox;
 pub mod seed;
+pub mod shard;
 #[cfg(test)]
 mod test_files;
 pub mod toml_file;

@@ -5,15 +5,18 @@
 use std::path::Path;
 
 use ladder::engine::Weights;
-use ladder::tune::datagen::{DatagenSettings, Shard, generate};
+use ladder::shard::Shard;
+use ladder::tune::datagen::{DatagenSettings, generate};
 use ladder::tune::dataset::{self, LoadOptions};
+use ladder::tune::merge::merge;
+use ladder::tune::sample::NodeBudget;
 use ladder::tune::texel::{self, GradientSettings};
 use ladder::tune::trace::theta_of;
 
 fn settings() -> DatagenSettings {
     DatagenSettings {
         seed: 7,
-        nodes: 400,
+        nodes: NodeBudget::Fixed(400),
         random_plies: 4,
         hash_mb: 1,
         weights: Weights::shipped(),
@@ -28,43 +31,54 @@ fn read(path: &Path) -> String {
 fn datagen_is_deterministic_resumable_and_shardable() {
     let dir = tempfile::tempdir().unwrap();
     let whole = dir.path().join("whole.txt");
-    let summary = generate(&whole, &settings(), Shard::WHOLE.range(6), 2).unwrap();
+    let summary = generate(&whole, &settings(), 6, Shard::WHOLE, 2).unwrap();
     assert_eq!(summary.games_played, 6);
     let text = read(&whole);
     assert_eq!(text.matches("#game ").count(), 6);
+    assert!(text.starts_with("#run datagen "), "{}", &text[..80]);
     assert!(summary.positions_written > 50, "{summary:?}");
 
     // One thread instead of two: the same bytes.
     let single = dir.path().join("single.txt");
-    generate(&single, &settings(), 0..6, 1).unwrap();
+    generate(&single, &settings(), 6, Shard::WHOLE, 1).unwrap();
     assert_eq!(read(&single), text);
 
-    // A run killed in the middle of a game: the partial game is dropped and the run goes on.
+    // A run killed in the middle of its fourth game: the partial game is dropped and the run
+    // goes on to the same bytes.
     let resumed = dir.path().join("resumed.txt");
-    generate(&resumed, &settings(), 0..3, 1).unwrap();
-    let mut cut = read(&resumed);
+    let third_marker = text.match_indices("#game 2 ").next().unwrap().0;
+    let end_of_third = third_marker + text[third_marker..].find('\n').unwrap() + 1;
+    let mut cut = text[..end_of_third].to_string();
     cut.push_str("rnbqkbnr/pppppppp/8/8/4P3/8/PPPP1PPP/RNBQKBNR b KQkq - 0 1;2");
     std::fs::write(&resumed, cut).unwrap();
-    let summary = generate(&resumed, &settings(), 0..6, 1).unwrap();
+    let summary = generate(&resumed, &settings(), 6, Shard::WHOLE, 1).unwrap();
     assert_eq!(summary.games_played, 3);
     assert_eq!(read(&resumed), text);
 
-    // Shards 1/2 and 2/2 concatenate into the whole run.
+    // Shards 1/2 and 2/2, each from its own process's view, merge into the whole run.
     let (a, b) = (dir.path().join("a.txt"), dir.path().join("b.txt"));
-    let halves = ["1/2", "2/2"].map(|s| s.parse::<Shard>().unwrap().range(6));
-    generate(&a, &settings(), halves[0].clone(), 1).unwrap();
-    generate(&b, &settings(), halves[1].clone(), 1).unwrap();
-    assert_eq!(read(&a) + &read(&b), text);
+    let halves = ["1/2", "2/2"].map(|s| s.parse::<Shard>().unwrap());
+    generate(&b, &settings(), 6, halves[1], 1).unwrap();
+    generate(&a, &settings(), 6, halves[0], 1).unwrap();
+    let merged = dir.path().join("merged.txt");
+    let summary = merge(&[b.clone(), a.clone()], &merged).unwrap();
+    assert_eq!(summary.games, 6);
+    assert_eq!(read(&merged), text);
 
-    // A file of another shard is refused, not extended.
-    assert!(generate(&b, &settings(), 0..3, 1).is_err());
+    // A file of another shard or of another run is refused, not extended.
+    assert!(generate(&b, &settings(), 6, halves[0], 1).is_err());
+    let other_seed = DatagenSettings {
+        seed: 8,
+        ..settings()
+    };
+    assert!(generate(&b, &other_seed, 6, halves[1], 1).is_err());
 }
 
 #[test]
 fn texel_lowers_the_loss_on_self_play_data() {
     let dir = tempfile::tempdir().unwrap();
     let data = dir.path().join("data.txt");
-    generate(&data, &settings(), 0..8, 2).unwrap();
+    generate(&data, &settings(), 8, Shard::WHOLE, 2).unwrap();
     let start = Weights::handwritten();
     let split = dataset::load(
         &[data],

@@ -28,10 +28,11 @@ use crate::results::{
     ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, ResultsLog,
     SCHEMA_VERSION, Source,
 };
+use crate::shard::ShardArg;
 use game::{PlayedGame, Termination};
 use openings::Opening;
 use roster::{PlayerSpec, Roster};
-use schedule::{Format, ScheduledGame, Shard};
+use schedule::{Format, ScheduledGame};
 
 /// `ladder arena` options (boxed: they are many, and the CLI's command enum stays small).
 #[derive(Debug, Clone, clap::Args)]
@@ -109,9 +110,10 @@ pub struct ArenaOptions {
     /// Games played at once (default: number of cores).
     #[arg(long)]
     pub concurrency: Option<usize>,
-    /// Play only part i of n of the schedule (for several machines): `2/4`.
+    /// Play only part K of N of the schedule (for several machines): `2/4`, or `env/N` to take K
+    /// from a Kubernetes Indexed Job or a Slurm job array (`docs/cluster.md`).
     #[arg(long, default_value = "1/1")]
-    pub shard: Shard,
+    pub shard: ShardArg,
     /// Match seed; every game's seed derives from it and the game index (default: random).
     #[arg(long)]
     pub seed: Option<u64>,
@@ -586,9 +588,13 @@ impl MatchPlan {
         }
         let seed = args.seed.unwrap_or_else(rand::random);
         let pairings = pairings_of(args, &players, levels_count)?;
+        let shard = args
+            .shard
+            .resolve_from_process()
+            .map_err(|e| anyhow::anyhow!("--shard: {e}"))?;
         let games = schedule::shard(
             schedule::schedule(&pairings, openings.len(), args.games_per_pairing, seed),
-            args.shard,
+            shard,
         );
         let concurrency = args
             .concurrency
@@ -599,12 +605,10 @@ impl MatchPlan {
             .clone()
             .unwrap_or_else(|| format!("arena-{seed:016x}"));
         tracing::info!(
-            "arena {match_id}: {} players, {} pairings, {} games in shard {}/{}, seed {seed}, concurrency {concurrency}",
+            "arena {match_id}: {} players, {} pairings, {} games in shard {shard}, seed {seed}, concurrency {concurrency}",
             players.len(),
             pairings.len(),
             games.len(),
-            args.shard.index,
-            args.shard.count
         );
         let timeouts = Timeouts {
             startup: Duration::from_millis(args.startup_timeout),

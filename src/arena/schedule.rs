@@ -1,8 +1,8 @@
 //! Who plays whom, with which opening and colour, in which order: round robin or gauntlet,
 //! every opening with both colours, each game's seed derived from the match seed and the game
-//! index, and a deterministic split of the schedule over machines (`--shard i/n`).
+//! index, and a deterministic split of the schedule over machines (`--shard i/n`, dealt in turn).
 
-use std::str::FromStr;
+pub use crate::shard::Shard;
 
 use crate::seed::splitmix64;
 
@@ -24,35 +24,6 @@ pub struct ScheduledGame {
     pub black: usize,
     pub opening: usize,
     pub seed: u64,
-}
-
-/// The part `index` (1-based) of `count` equal parts of the schedule.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    pub index: usize,
-    pub count: usize,
-}
-
-impl Shard {
-    pub const ALL: Shard = Shard { index: 1, count: 1 };
-
-    pub fn contains(&self, game_index: usize) -> bool {
-        game_index % self.count == self.index - 1
-    }
-}
-
-impl FromStr for Shard {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Shard, String> {
-        let bad = || format!("shard {s:?}: expected i/n with 1 <= i <= n, e.g. 2/4");
-        let (i, n) = s.split_once('/').ok_or_else(bad)?;
-        let index: usize = i.trim().parse().map_err(|_| bad())?;
-        let count: usize = n.trim().parse().map_err(|_| bad())?;
-        if index == 0 || count == 0 || index > count {
-            return Err(bad());
-        }
-        Ok(Shard { index, count })
-    }
 }
 
 /// The pairings (a, b) between player indices. `first_group` players are 0..first_group; the
@@ -114,7 +85,7 @@ pub fn schedule(
 pub fn shard(games: Vec<ScheduledGame>, shard: Shard) -> Vec<ScheduledGame> {
     games
         .into_iter()
-        .filter(|g| shard.contains(g.index))
+        .filter(|g| shard.deals(g.index as u64))
         .collect()
 }
 

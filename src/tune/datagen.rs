@@ -3,15 +3,20 @@
 //! Game `i` of a run depends only on the seed, `i` and the settings: it opens with a line of
 //! the levels' book, then a few random plies that lose no material (checked by a short search:
 //! an opening that leaves one side far ahead is drawn again), then the engine plays both sides
-//! at a fixed node budget with a fresh hash. Wins are adjudicated when both sides' searches
+//! with a fresh hash, at a fixed node budget or, as the field makes network data (Stormphrax,
+//! OpenBench, Lozza), with a soft node limit (no new iteration once it is passed) under a hard
+//! cap. Wins are adjudicated when both sides' searches
 //! agree on a decisive score for a few plies, draws when the score stays near zero late in the
 //! game; the rules' own ends (mate, repetition, 50 moves, insufficient material) end it too.
 //! Every quiet position searched (not in check, best move neither a capture nor a promotion,
 //! no mate score) is kept with the search's score and the game's result.
 //!
-//! A run is cut into shards (`--shard K/N`), contiguous ranges of game indices: shard files in
-//! order concatenate into the data of one run. The output is appended game by game in index
-//! order, so a killed run resumes where its last whole game ends.
+//! A run is cut into shards (`--shard K/N`, or `env/N` under a batch system: [`crate::shard`]),
+//! contiguous ranges of game indices. Every file starts with its run's header ([`RunHeader`]:
+//! the settings, the shard, the weights and the binary), so a file is never resumed or merged
+//! with another run's; `ladder tune merge` ([`super::merge`]) joins a complete set of shards into
+//! the file one process would have written. The output is appended game by game in index order,
+//! so a killed run resumes where its last whole game ends.
 
 use std::collections::BTreeMap;
 use std::fs::OpenOptions;
@@ -27,17 +32,20 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use shakmaty::{Color, Move, Position};
 
-use super::sample::{complete_prefix, game_block};
+use super::sample::{NodeBudget, RunHeader, complete_prefix, fingerprint, game_block};
 use crate::engine::see::see_non_negative;
-use crate::engine::{Engine, Game, Limits, NoStop, Score, SearchParams, Weights};
+use crate::engine::{
+    Engine, Game, Limits, NoStop, Score, SearchInfo, SearchObserver, SearchParams, Weights,
+};
 use crate::player::book::book_move;
+use crate::shard::{Shard, ShardArg};
 
 /// How one run plays its games.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DatagenSettings {
     pub seed: u64,
-    /// Nodes per move.
-    pub nodes: u64,
+    /// How many nodes each move searches.
+    pub nodes: NodeBudget,
     /// Random plies after the book line.
     pub random_plies: u32,
     pub hash_mb: usize,
@@ -49,7 +57,7 @@ impl Default for DatagenSettings {
     fn default() -> Self {
         DatagenSettings {
             seed: 1,
-            nodes: 5_000,
+            nodes: NodeBudget::Fixed(5_000),
             random_plies: 6,
             hash_mb: 8,
             weights: Weights::shipped(),
@@ -124,14 +132,24 @@ pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
     let mut engine = Engine::with_weights(settings.hash_mb, settings.weights.clone());
     let mut game = opening(settings, index, &mut engine);
     engine.new_game();
-    let params = SearchParams::full_strength(Limits::nodes(settings.nodes));
+    let params = SearchParams::full_strength(Limits::nodes(settings.nodes.cap()));
     let mut positions = Vec::new();
     let mut adjudicator = Adjudicator::default();
     let result = loop {
         if let Some(result) = result_by_rules(&game) {
             break result;
         }
-        let found = engine.search(&game, &params, &mut NoStop);
+        let found = match settings.nodes {
+            NodeBudget::Fixed(_) => engine.search(&game, &params, &mut NoStop),
+            NodeBudget::Soft { soft, .. } => engine.search(
+                &game,
+                &params,
+                &mut SoftNodes {
+                    soft,
+                    passed: false,
+                },
+            ),
+        };
         let Some(best) = found.best_move else {
             break 0.5; // unreachable: outcome() saw legal moves
         };
@@ -148,6 +166,24 @@ pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
         positions,
         result,
         plies: game.moves().len(),
+    }
+}
+
+/// Starts no new iteration once an iteration has ended past `soft` nodes; the hard cap is the
+/// search's own node limit.
+struct SoftNodes {
+    soft: u64,
+    passed: bool,
+}
+
+impl SearchObserver for SoftNodes {
+    // Polled before every iteration (and every 1024 nodes inside one, where `passed` is still
+    // false: it only turns true at the end of an iteration).
+    fn should_stop(&mut self, _nodes: u64) -> bool {
+        self.passed
+    }
+    fn on_iteration(&mut self, info: &SearchInfo) {
+        self.passed |= info.nodes >= self.soft;
     }
 }
 
@@ -222,40 +258,6 @@ pub fn opening(settings: &DatagenSettings, index: u64, engine: &mut Engine) -> G
     game
 }
 
-/// Which contiguous part of a run's games one process plays: shard `index` of `count`, from 1.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Shard {
-    pub index: u64,
-    pub count: u64,
-}
-
-impl Shard {
-    pub const WHOLE: Shard = Shard { index: 1, count: 1 };
-
-    /// The game indices of this shard in a run of `games`.
-    pub fn range(self, games: u64) -> std::ops::Range<u64> {
-        let at = |k: u64| ((u128::from(games) * u128::from(k)) / u128::from(self.count)) as u64;
-        at(self.index - 1)..at(self.index)
-    }
-}
-
-impl std::str::FromStr for Shard {
-    type Err = String;
-    fn from_str(text: &str) -> Result<Shard, String> {
-        let parsed = text
-            .split_once('/')
-            .and_then(|(k, n)| Some((k.trim().parse().ok()?, n.trim().parse().ok()?)));
-        match parsed {
-            Some((index, count)) if count >= 1 && (1..=count).contains(&index) => {
-                Ok(Shard { index, count })
-            }
-            _ => Err(format!(
-                "{text:?} is not K/N with 1 <= K <= N (e.g. 2/4: the second of four shards)"
-            )),
-        }
-    }
-}
-
 /// `ladder tune datagen` options.
 #[derive(Debug, clap::Args)]
 pub struct DatagenArgs {
@@ -268,15 +270,22 @@ pub struct DatagenArgs {
     /// Seed of the openings: the same seed and settings give the same games.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
-    /// Nodes the engine searches per move.
-    #[arg(long, default_value_t = 5_000)]
+    /// Exact nodes the engine searches per move (the Texel data of weights versions 1 and 2).
+    #[arg(long, default_value_t = 5_000, conflicts_with = "soft_nodes")]
     pub nodes: u64,
+    /// A soft node limit instead: no new iteration once one ends past it (network data).
+    #[arg(long)]
+    pub soft_nodes: Option<u64>,
+    /// The hard cap on a move's nodes with --soft-nodes.
+    #[arg(long, default_value_t = 100_000, requires = "soft_nodes")]
+    pub hard_nodes: u64,
     /// Random plies (that lose no material) after the book line.
     #[arg(long, default_value_t = 6)]
     pub random_plies: u32,
-    /// This process's part of the run, K/N: the K-th of N contiguous ranges of games.
+    /// This process's part of the run, K/N: the K-th of N contiguous ranges of games; `env/N`
+    /// takes K from JOB_COMPLETION_INDEX (Kubernetes) or SLURM_ARRAY_TASK_ID (Slurm).
     #[arg(long, default_value = "1/1")]
-    pub shard: Shard,
+    pub shard: ShardArg,
     /// Games played at once (one engine each).
     #[arg(long, default_value_t = 1)]
     pub threads: usize,
@@ -293,15 +302,29 @@ pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
     if args.nodes == 0 || args.threads == 0 || args.hash_mb == 0 {
         bail!("--nodes, --threads and --hash-mb must be at least 1");
     }
+    let nodes = match args.soft_nodes {
+        None => NodeBudget::Fixed(args.nodes),
+        Some(soft) if soft >= 1 && soft <= args.hard_nodes => NodeBudget::Soft {
+            soft,
+            hard: args.hard_nodes,
+        },
+        Some(soft) => bail!(
+            "--soft-nodes {soft} must be at least 1 and at most --hard-nodes {}",
+            args.hard_nodes
+        ),
+    };
     let settings = DatagenSettings {
         seed: args.seed,
-        nodes: args.nodes,
+        nodes,
         random_plies: args.random_plies,
         hash_mb: args.hash_mb,
         weights: Arc::new(super::sets::start_weights(&args.weights)?),
     };
-    let range = args.shard.range(args.games);
-    let summary = generate(&args.out, &settings, range, args.threads)?;
+    let shard = args
+        .shard
+        .resolve_from_process()
+        .map_err(|e| anyhow::anyhow!("--shard: {e}"))?;
+    let summary = generate(&args.out, &settings, args.games, shard, args.threads)?;
     tracing::info!(
         "{}: games {}..{} done ({} new, {} positions new, {:.0} positions/s)",
         args.out.display(),
@@ -314,6 +337,34 @@ pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The header of shard `shard` of a run of `games` with `settings`, made by this binary.
+pub fn run_header(settings: &DatagenSettings, games: u64, shard: Shard) -> RunHeader {
+    RunHeader {
+        seed: settings.seed,
+        games,
+        shard,
+        nodes: settings.nodes.to_string(),
+        random_plies: settings.random_plies,
+        hash_mb: settings.hash_mb,
+        weights: fingerprint(settings.weights.to_text("").as_bytes()),
+        binary: binary_fingerprint().to_string(),
+    }
+}
+
+/// The fingerprint of the running executable's bytes: data made by two builds is never merged,
+/// since a change to the search or the evaluation changes the games.
+pub fn binary_fingerprint() -> &'static str {
+    static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FINGERPRINT.get_or_init(|| {
+        std::env::current_exe()
+            .and_then(std::fs::read)
+            .map(|bytes| fingerprint(&bytes))
+            // An executable that cannot read itself still makes data; it just never merges
+            // with another process's.
+            .unwrap_or_else(|_| format!("unknown-{}", std::process::id()))
+    })
+}
+
 /// What a [`generate`] call did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GenerateSummary {
@@ -324,19 +375,32 @@ pub struct GenerateSummary {
     pub positions_per_second: f64,
 }
 
-/// Plays the games of `range` not yet in `out` and appends them in order.
+/// Plays the games of `shard` of a run of `games` not yet in `out` and appends them in order.
 pub fn generate(
     out: &Path,
     settings: &DatagenSettings,
-    range: std::ops::Range<u64>,
+    games: u64,
+    shard: Shard,
     threads: usize,
 ) -> anyhow::Result<GenerateSummary> {
-    let start = resume_point(out, range.start)?;
+    let header = run_header(settings, games, shard);
+    let range = shard.range(games);
+    let start = resume_point(out, &header)?;
     let mut file = OpenOptions::new()
         .create(true)
         .append(true)
         .open(out)
         .with_context(|| format!("cannot open {} for appending", out.display()))?;
+    if file
+        .metadata()
+        .with_context(|| format!("cannot read {}", out.display()))?
+        .len()
+        == 0
+    {
+        file.write_all(header.line().as_bytes())
+            .and_then(|()| file.flush())
+            .with_context(|| format!("cannot write {}", out.display()))?;
+    }
     let todo = range.end.saturating_sub(start);
     if start > range.start {
         tracing::info!(
@@ -409,14 +473,29 @@ pub fn generate(
     })
 }
 
-/// The first game still to play for a run of `out` starting at `first`; a partial game left
-/// by a kill is cut off the file.
-fn resume_point(out: &Path, first: u64) -> anyhow::Result<u64> {
+/// The first game still to play in `out` for the run and shard of `header`; a partial game left
+/// by a kill is cut off the file, and a file of another run or shard is refused.
+fn resume_point(out: &Path, header: &RunHeader) -> anyhow::Result<u64> {
+    let first = header.shard.range(header.games).start;
     let text = match std::fs::read(out) {
         Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(first),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", out.display())),
     };
+    if !text.is_empty() {
+        let found = RunHeader::parse(text.lines().next().unwrap_or(""))
+            .map_err(|e| anyhow::anyhow!("cannot resume {}: {e}", out.display()))?;
+        found
+            .same_run(header)
+            .and_then(|()| match found.shard == header.shard {
+                true => Ok(()),
+                false => Err(format!(
+                    "it holds shard {}, not {}",
+                    found.shard, header.shard
+                )),
+            })
+            .map_err(|e| anyhow::anyhow!("cannot resume {}: {e}", out.display()))?;
+    }
     let (whole, next) = complete_prefix(&text, first)
         .map_err(|e| anyhow::anyhow!("cannot resume {}: {e}", out.display()))?;
     if whole < text.len() {
@@ -433,21 +512,4 @@ fn resume_point(out: &Path, first: u64) -> anyhow::Result<u64> {
             .with_context(|| format!("cannot truncate {}", out.display()))?;
     }
     Ok(next)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn shards_cover_the_run_in_order() {
-        let parts: Vec<_> = (1..=3)
-            .map(|k| Shard { index: k, count: 3 }.range(10))
-            .collect();
-        assert_eq!(parts, vec![0..3, 3..6, 6..10]);
-        assert_eq!(Shard::WHOLE.range(10), 0..10);
-        assert!("0/3".parse::<Shard>().is_err());
-        assert!("4/3".parse::<Shard>().is_err());
-        assert_eq!("2/3".parse::<Shard>(), Ok(Shard { index: 2, count: 3 }));
-    }
 }

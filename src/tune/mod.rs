@@ -1,7 +1,7 @@
 //! `ladder tune`: making the engine's evaluation good from its own games.
 //!
 //! `datagen` plays the engine against itself and writes labelled quiet positions
-//! ([`sample`] is the format); `texel` fits the evaluation's weights to them by Texel's method;
+//! ([`sample`] is the format), `merge` joins the shards of one run; `texel` fits the evaluation's weights to them by Texel's method;
 //! `search` tunes the search's constants by a genetic search judged by games ([`genetic`]);
 //! `match` is the judge of both.
 
@@ -9,6 +9,7 @@ pub mod datagen;
 pub mod dataset;
 pub mod genetic;
 pub mod matches;
+pub mod merge;
 pub mod pso;
 pub mod sample;
 pub mod sets;
@@ -20,6 +21,9 @@ pub mod trace;
 pub enum TuneCommand {
     /// Play the engine against itself and write labelled quiet positions (resumable, shardable).
     Datagen(datagen::DatagenArgs),
+    /// Join the shard files of one datagen run, refusing a set that is incomplete, overlapping
+    /// or made by different settings, weights or binaries.
+    Merge(merge::MergeArgs),
     /// Fit the evaluation's weights to the data by Texel's method (gradient or particle swarm).
     Texel(Box<texel::TexelArgs>),
     /// Two players (weights and search constants) against each other at fixed nodes.
@@ -60,6 +64,7 @@ fn print_weights(args: WeightsArgs) -> anyhow::Result<()> {
 pub fn run(command: TuneCommand) -> anyhow::Result<()> {
     match command {
         TuneCommand::Datagen(args) => datagen::run(args),
+        TuneCommand::Merge(args) => merge::run(args),
         TuneCommand::Weights(args) => print_weights(args),
         TuneCommand::Texel(args) => texel::run(*args),
         TuneCommand::Match(args) => matches::run(args),

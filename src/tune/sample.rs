@@ -1,16 +1,173 @@
 //! The training data's text format: one labelled position a line, games as blocks.
 //!
 //! ```text
+//! #run datagen 2 seed=1 games=20000 shard=1/2 nodes=soft:5000:100000 random_plies=8 ...
 //! <FEN>;<search score, centipawns, White's view>;<result: 1, 0.5 or 0, White's view>
 //! ...
 //! #game <index> <result> <plies>
 //! ```
 //!
-//! A block of positions ends with its game's `#game` line, written in one piece after the game
-//! is over, so a file cut by a kill ends in a whole block or in a partial one that resuming
-//! drops ([`complete_prefix`]). Files of consecutive shards concatenate into the data of one run.
+//! The first line names the run ([`RunHeader`]); files made before it existed start with a
+//! position. A block of positions ends with its game's `#game` line, written in one piece after
+//! the game is over, so a file cut by a kill ends in a whole block or in a partial one that
+//! resuming drops ([`complete_prefix`]).
 
 use std::fmt::Write as _;
+
+use crate::shard::Shard;
+
+/// How many nodes a data generation searches per move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NodeBudget {
+    /// Exactly this many (the search's own limit).
+    Fixed(u64),
+    /// No new iteration once one has ended past `soft`; never more than `hard`.
+    Soft { soft: u64, hard: u64 },
+}
+
+impl NodeBudget {
+    /// The search's node limit.
+    pub fn cap(self) -> u64 {
+        match self {
+            NodeBudget::Fixed(n) => n,
+            NodeBudget::Soft { hard, .. } => hard,
+        }
+    }
+}
+
+impl std::fmt::Display for NodeBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NodeBudget::Fixed(n) => write!(f, "fixed:{n}"),
+            NodeBudget::Soft { soft, hard } => write!(f, "soft:{soft}:{hard}"),
+        }
+    }
+}
+
+/// The version of the data's format written in every header.
+pub const FORMAT: u32 = 2;
+
+/// What made a data file: the settings that decide its games, the shard it holds, and the
+/// fingerprints of the weights and of the binary that played them. Two files belong to one run
+/// when everything but the shard's index agrees.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunHeader {
+    pub seed: u64,
+    pub games: u64,
+    pub shard: Shard,
+    pub nodes: String,
+    pub random_plies: u32,
+    pub hash_mb: usize,
+    /// Fingerprint of the evaluation weights' text, 16 hex digits.
+    pub weights: String,
+    /// Fingerprint of the executable that played the games, 16 hex digits.
+    pub binary: String,
+}
+
+impl RunHeader {
+    /// The header's line, newline included.
+    pub fn line(&self) -> String {
+        format!(
+            "#run datagen {FORMAT} seed={} games={} shard={} nodes={} random_plies={} hash_mb={} \
+             weights={} binary={}\n",
+            self.seed,
+            self.games,
+            self.shard,
+            self.nodes,
+            self.random_plies,
+            self.hash_mb,
+            self.weights,
+            self.binary
+        )
+    }
+
+    /// Reads a header line; the error says what is missing or wrong.
+    pub fn parse(line: &str) -> Result<RunHeader, String> {
+        let Some(rest) = line.trim().strip_prefix("#run datagen ") else {
+            return Err(
+                "it does not start with a `#run datagen` header (made by an older \
+                        `ladder tune datagen`, or not data at all)"
+                    .into(),
+            );
+        };
+        let mut words = rest.split_whitespace();
+        let format = words.next().unwrap_or("");
+        if format != FORMAT.to_string() {
+            return Err(format!(
+                "its format is {format:?}, this binary reads {FORMAT}"
+            ));
+        }
+        let fields: std::collections::HashMap<&str, &str> =
+            words.filter_map(|w| w.split_once('=')).collect();
+        let text = |key: &str| -> Result<String, String> {
+            fields
+                .get(key)
+                .map(|v| v.to_string())
+                .ok_or_else(|| format!("its header has no {key}="))
+        };
+        fn number<T: std::str::FromStr>(key: &str, v: String) -> Result<T, String> {
+            v.parse()
+                .map_err(|_| format!("its header's {key}={v:?} is not a number"))
+        }
+        Ok(RunHeader {
+            seed: number("seed", text("seed")?)?,
+            games: number("games", text("games")?)?,
+            shard: text("shard")?
+                .parse()
+                .map_err(|e| format!("its header's shard: {e}"))?,
+            nodes: text("nodes")?,
+            random_plies: number("random_plies", text("random_plies")?)?,
+            hash_mb: number("hash_mb", text("hash_mb")?)?,
+            weights: text("weights")?,
+            binary: text("binary")?,
+        })
+    }
+
+    /// `Ok` when `other` is a shard of the same run (any index); else the first difference.
+    pub fn same_run(&self, other: &RunHeader) -> Result<(), String> {
+        let pairs = [
+            ("seed", self.seed.to_string(), other.seed.to_string()),
+            ("games", self.games.to_string(), other.games.to_string()),
+            (
+                "shard count",
+                self.shard.count.to_string(),
+                other.shard.count.to_string(),
+            ),
+            ("nodes", self.nodes.clone(), other.nodes.clone()),
+            (
+                "random_plies",
+                self.random_plies.to_string(),
+                other.random_plies.to_string(),
+            ),
+            (
+                "hash_mb",
+                self.hash_mb.to_string(),
+                other.hash_mb.to_string(),
+            ),
+            ("weights", self.weights.clone(), other.weights.clone()),
+            ("binary", self.binary.clone(), other.binary.clone()),
+        ];
+        match pairs.into_iter().find(|(_, a, b)| a != b) {
+            None => Ok(()),
+            Some((key, a, b)) => Err(format!(
+                "another run: {key} {b} where {a} was expected{}",
+                if key == "binary" {
+                    " (made by another build of ladder)"
+                } else {
+                    ""
+                }
+            )),
+        }
+    }
+}
+
+/// A stable 64-bit fingerprint of `bytes` (FNV-1a), as 16 hex digits.
+pub fn fingerprint(bytes: &[u8]) -> String {
+    let hash = bytes.iter().fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    format!("{hash:016x}")
+}
 
 /// One labelled position.
 #[derive(Clone, Debug, PartialEq)]
@@ -75,9 +232,10 @@ pub fn game_block(index: u64, positions: &[(String, i32)], result: f64, plies: u
     block
 }
 
-/// The part of a data file made of whole game blocks: its length in bytes and the index of
-/// the game after its last block (`first` when there is none). An error when the blocks'
-/// indices do not run on from `first` one by one (the file belongs to another shard or run).
+/// The part of a data file made of its header and whole game blocks: its length in bytes and
+/// the index of the game after its last block (`first` when there is none). An error when the
+/// blocks' indices do not run on from `first` one by one (the file belongs to another shard or
+/// run).
 pub fn complete_prefix(text: &str, first: u64) -> Result<(usize, u64), String> {
     let mut end = 0;
     let mut next = first;
@@ -86,6 +244,10 @@ pub fn complete_prefix(text: &str, first: u64) -> Result<(usize, u64), String> {
         offset += line.len();
         if !line.ends_with('\n') {
             break;
+        }
+        if offset == line.len() && line.starts_with("#run ") {
+            end = offset;
+            continue;
         }
         if let Some(rest) = line.strip_prefix("#game ") {
             let index = rest
@@ -131,6 +293,41 @@ mod tests {
         assert_eq!(complete_prefix(&text, 7), Ok((whole, 9)));
         // A file from another shard does not continue this one.
         assert!(complete_prefix(&text, 0).is_err());
+    }
+
+    #[test]
+    fn a_header_reads_back_and_names_what_differs() {
+        let header = RunHeader {
+            seed: 3,
+            games: 100,
+            shard: Shard::new(2, 4).unwrap(),
+            nodes: NodeBudget::Soft {
+                soft: 5000,
+                hard: 100_000,
+            }
+            .to_string(),
+            random_plies: 8,
+            hash_mb: 8,
+            weights: fingerprint(b"weights"),
+            binary: fingerprint(b"binary"),
+        };
+        let line = header.line();
+        assert_eq!(RunHeader::parse(&line), Ok(header.clone()));
+        let other_shard = RunHeader {
+            shard: Shard::new(3, 4).unwrap(),
+            ..header.clone()
+        };
+        assert_eq!(header.same_run(&other_shard), Ok(()));
+        let other_binary = RunHeader {
+            binary: fingerprint(b"another build"),
+            ..header.clone()
+        };
+        let e = header.same_run(&other_binary).unwrap_err();
+        assert!(e.contains("another build of ladder"), "{e}");
+        assert!(RunHeader::parse("8/8/8/8/8/8/8/8 w - - 0 1;0;0.5").is_err());
+        assert!(RunHeader::parse(&line.replace("games=100", "games=x")).is_err());
+        // The header is part of the whole prefix: a run killed before its first game keeps it.
+        assert_eq!(complete_prefix(&line, 25), Ok((line.len(), 25)));
     }
 
     #[test]

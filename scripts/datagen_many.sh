@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Network training data on one many-core machine for a fixed time: one process a core, each
+# playing its own shards of the run `net-gen1` in turn until the time is up, then every shard file
+# packed for the trip home.
+#
+#   scripts/datagen_many.sh OUTDIR SECONDS PROCESSES FIRST_SHARD [LADDER]
+#
+# The run: seed 11, soft 5,000 / hard 100,000 nodes a move, 8 random plies after the book line,
+# 4,096,000 games in 8,192 shards of 500 (shard k of 8192 is games 500(k-1) .. 500k). Process p
+# plays shards FIRST_SHARD + p, + PROCESSES, ... A shard cut by the time limit keeps its whole
+# games (`ladder tune datagen` resumes it later; `ladder tune merge` refuses it until then).
+# Any machine can continue the same run with other shard numbers; files of one binary merge.
+set -euo pipefail
+out=${1:?OUTDIR}; seconds=${2:?SECONDS}; procs=${3:?PROCESSES}; first=${4:?FIRST_SHARD}
+ladder=${5:-target/release/ladder}
+mkdir -p "$out"
+deadline=$(( $(date +%s) + seconds ))
+for p in $(seq 0 $((procs - 1))); do
+  (
+    k=$((first + p))
+    while [ "$(date +%s)" -lt "$deadline" ] && [ "$k" -le 8192 ]; do
+      left=$(( deadline - $(date +%s) ))
+      timeout --signal=KILL "$left" "$ladder" tune datagen --games 4096000 --seed 11 \
+        --soft-nodes 5000 --hard-nodes 100000 --random-plies 8 --hash-mb 8 \
+        --shard "$k/8192" --out "$out/shard-$k.txt" 2>>"$out/log-$p.txt" || true
+      k=$((k + procs))
+    done
+  ) &
+done
+wait
+echo "positions: $(cat "$out"/shard-*.txt | grep -vc '^#')  games: $(cat "$out"/shard-*.txt | grep -c '^#game ')"
