@@ -434,6 +434,16 @@ fn the_floors_are_read_from_the_first_block_that_has_them() {
     assert!(parse_floors("no block here").is_err());
 }
 
+/// What the checker finds in the clean tree with `path` replaced by `text` (or added).
+fn planted(path: &'static str, text: &'static str) -> Vec<String> {
+    let mut files = clean_tree();
+    match files.iter_mut().find(|(p, _)| *p == path) {
+        Some(file) => file.1 = text,
+        None => files.push((path, text)),
+    }
+    violations(&tree(&files), &parse_floors(DOC).unwrap())
+}
+
 #[test]
 fn a_clean_tree_passes() {
     let floors = parse_floors(DOC).unwrap();
@@ -445,58 +455,37 @@ fn a_clean_tree_passes() {
 
 #[test]
 fn a_planted_upward_import_is_caught_with_its_file_and_floors() {
-    let floors = parse_floors(DOC).unwrap();
-    let mut files = clean_tree();
-    files[4] = (
+    let found = planted(
         "src/ground.rs",
         "use crate::top::Planted;\npub struct Base;\n",
     );
-    let found = violations(&tree(&files), &floors);
-    assert_eq!(
-        found,
-        [
-            "src/ground.rs: module `ground` (floor 1) uses `crate::top` (floor 3), which is not below it"
-        ]
-    );
+    let expected = "src/ground.rs: module `ground` (floor 1) uses `crate::top` (floor 3), \
+                    which is not below it";
+    assert_eq!(found, [expected]);
 }
 
 #[test]
 fn an_import_on_the_same_floor_or_in_a_group_is_caught() {
-    let floors = parse_floors(DOC).unwrap();
-    let mut files = clean_tree();
-    files[4] = ("src/ground.rs", "use crate::{other::X, seed};\n");
-    let found = violations(&tree(&files), &floors);
-    assert_eq!(found.len(), 2, "{found:?}");
-    assert!(
-        found[0].contains("uses `crate::other` (floor 1)"),
-        "{found:?}"
-    );
-    assert!(
-        found[1].contains("`crate::seed`, which has no floor"),
-        "{found:?}"
-    );
+    let found = planted("src/ground.rs", "use crate::{other::X, seed};\n");
+    let expected = [
+        "src/ground.rs: module `ground` (floor 1) uses `crate::other` (floor 1), which is not \
+         below it",
+        "src/ground.rs: uses `crate::seed`, which has no floor in docs/architecture.md",
+    ];
+    assert_eq!(found, expected);
 }
 
 #[test]
 fn a_circle_inside_a_folder_is_caught() {
-    let floors = parse_floors(DOC).unwrap();
     // a.rs takes `Thing` through mod.rs, which re-exports it from b.rs, which uses a.rs.
-    let mut files = clean_tree();
-    files[2] = ("src/middle/a.rs", "use super::Thing;\n");
-    let found = violations(&tree(&files), &floors);
-    assert_eq!(found.len(), 1, "{found:?}");
-    assert_eq!(
-        found,
-        ["src/middle/: its files use each other in a circle: mod.rs -> b -> a -> mod.rs"]
-    );
+    let found = planted("src/middle/a.rs", "use super::Thing;\n");
+    let expected = "src/middle/: its files use each other in a circle: mod.rs -> b -> a -> mod.rs";
+    assert_eq!(found, [expected]);
 }
 
 #[test]
 fn a_module_without_a_floor_is_named() {
-    let floors = parse_floors(DOC).unwrap();
-    let mut files = clean_tree();
-    files.push(("src/newcomer.rs", "pub fn hello() {}\n"));
-    let found = violations(&tree(&files), &floors);
+    let found = planted("src/newcomer.rs", "pub fn hello() {}\n");
     assert_eq!(
         found,
         ["src/newcomer.rs: module `newcomer` has no floor in docs/architecture.md"]

@@ -164,7 +164,7 @@ pub fn report_from_results(
 /// The games to judge: going back from the last, each game that a level in it still needs
 /// (fewer than `per_level` of its games chosen), in the order they were played; and how many
 /// of them have records that do not mark the opening's plies (judged from the first).
-pub(super) fn judge_jobs(
+fn judge_jobs(
     scored: &[report::Scored],
     records: &[&GameRecord],
     levels: &[Option<f64>],
@@ -203,7 +203,7 @@ pub(super) fn judge_jobs(
 }
 
 /// Judges `jobs` with one judge process, showing the progress.
-pub(super) fn judge_rebuilt(
+fn judge_rebuilt(
     judging: &RebuiltJudging,
     jobs: Vec<JudgeJob>,
     players: usize,

@@ -54,11 +54,7 @@ pub(super) fn skip_recorded_games(
 /// The scores of `games` as recorded in `results`: from a level's record (White's, or Black's
 /// turned round), or from the line of a game between anchors. A game without a result is left
 /// out, as the report leaves it out when it is played.
-pub(super) fn recorded_scores(
-    games: &[ScheduledGame],
-    match_id: &str,
-    results: &Path,
-) -> Vec<report::Scored> {
+fn recorded_scores(games: &[ScheduledGame], match_id: &str, results: &Path) -> Vec<report::Scored> {
     let paths = [results.to_path_buf()];
     let mut by_id: HashMap<String, (f64, bool)> = HashMap::new();
     match crate::results::read_results(&paths) {
@@ -171,11 +167,7 @@ pub(super) struct RecordContext<'a> {
 }
 
 /// The results records of a game: one for each side that is one of our levels, from its side.
-pub(super) fn records_of(
-    played: &PlayedGame,
-    roster: &Roster,
-    ctx: &RecordContext<'_>,
-) -> Vec<GameRecord> {
+fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> Vec<GameRecord> {
     let s = played.scheduled;
     let opening = &ctx.openings[s.opening];
     let moves: Vec<String> = played
@@ -260,12 +252,12 @@ pub(super) fn records_of(
 }
 
 /// The id of game `index` of a match; a level's record appends its colour.
-pub(super) fn game_id(match_id: &str, index: usize) -> String {
+fn game_id(match_id: &str, index: usize) -> String {
     format!("{match_id}-{index:05}")
 }
 
 /// The record of a game in which neither side is one of our levels (anchor against anchor).
-pub(super) fn anchor_record_of(
+fn anchor_record_of(
     played: &PlayedGame,
     roster: &Roster,
     ctx: &RecordContext<'_>,
@@ -308,6 +300,6 @@ pub(super) fn anchor_record_of(
     })
 }
 
-pub(super) fn color_name(c: Color) -> &'static str {
+fn color_name(c: Color) -> &'static str {
     if c.is_white() { "white" } else { "black" }
 }

@@ -373,6 +373,40 @@ pub(crate) mod tests {
         assert!(open.games().all(|g| g.played));
     }
 
+    /// An entry as the build before the game header wrote it (`source` after `seed`) reads
+    /// whole; an entry now writes the header's keys in the order a results line has them.
+    #[test]
+    fn an_entry_from_before_the_header_reads_and_the_header_keeps_the_record_order() {
+        let before = r#"{"open_games":[{"game_id":"g1","account":"Ladder-L2","level":2.0,"offset":0.5,"coefficients_version":41,"engine":{"nodes":300,"noise_cp":88.5,"hash_mb":1},"seed":7,"source":"sandbox","started_at_ms":1700000000000,"played":false}]}"#;
+        let state: StateFile = serde_json::from_str(before).unwrap();
+        let game = &state.open_games[0];
+        let header = GameHeader {
+            source: crate::results::Source::Sandbox,
+            account: "Ladder-L2".into(),
+            level: 2.0,
+            offset: 0.5,
+            coefficients_version: 41,
+            engine: crate::results::EngineRecord {
+                nodes: 300,
+                noise_cp: 88.5,
+                hash_mb: 1,
+            },
+            seed: 7,
+        };
+        assert_eq!(game.header, header);
+        assert_eq!(
+            (game.started_at_ms, game.played),
+            (1_700_000_000_000, false)
+        );
+        let written = serde_json::to_string(game).unwrap();
+        assert!(
+            written.starts_with(
+                r#"{"game_id":"g1","source":"sandbox","account":"Ladder-L2","level":2.0,"offset":0.5,"coefficients_version":41,"engine":{"nodes":300,"noise_cp":88.5,"hash_mb":1},"seed":7,"started_at_ms""#
+            ),
+            "{written}"
+        );
+    }
+
     #[test]
     fn an_unreadable_file_is_kept_aside_and_the_daemon_starts_empty() {
         let (dir, path) = temp_file("results.open-games.json");
