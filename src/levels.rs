@@ -14,8 +14,11 @@ use serde::{Deserialize, Serialize};
 use shakmaty::Position;
 
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
+use crate::results::{EngineRecord, GameHeader, Source};
 
 pub use crate::engine::tt::MAX_HASH_MB;
+
+pub mod table;
 /// Offsets beyond this many levels are a broken calibration, not a correction.
 pub const MAX_OFFSET: f64 = 100.0;
 
@@ -688,6 +691,24 @@ impl LevelParams {
             },
         }
     }
+
+    /// The header of a game `account` plays at this level with `seed`: what its open-games
+    /// entry and its record keep of it.
+    pub fn game_header(&self, source: Source, account: &str, seed: u64) -> GameHeader {
+        GameHeader {
+            source,
+            account: account.to_string(),
+            level: self.level,
+            offset: self.offset,
+            coefficients_version: self.coefficients_version,
+            engine: EngineRecord {
+                nodes: self.nodes,
+                noise_cp: self.noise_cp,
+                hash_mb: self.hash_mb,
+            },
+            seed,
+        }
+    }
 }
 
 /// The least noise (cp) of a game's first moves: enough that the top levels, whose own noise is
@@ -713,166 +734,6 @@ fn opponent_has_bare_king(game: &Game) -> bool {
     let them = board.by_color(!position.turn());
     let us = board.by_color(position.turn());
     them.count() == 1 && us.count() > 1
-}
-
-/// `ladder levels` options.
-#[derive(Debug, clap::Args)]
-pub struct LevelsArgs {
-    /// Coefficients file (default: the built-in calibration/coefficients.toml).
-    #[arg(long)]
-    pub coefficients: Option<std::path::PathBuf>,
-    /// First level of the table.
-    #[arg(long, default_value_t = 1.0)]
-    pub from: f64,
-    /// Last level of the table (not below --from: the table counts up) [default: the top
-    /// calibrated level of the coefficients, 10 without one].
-    #[arg(long)]
-    pub to: Option<f64>,
-    /// Step between levels (positive); rows are --from + i·step, rounded to the decimals of
-    /// --from and --step.
-    #[arg(long, default_value_t = 1.0)]
-    pub step: f64,
-}
-
-/// Where `ladder levels` stops without `--to`: the ladder's top level, and never below
-/// `--from`, so `--from 15` alone prints level 15.
-pub fn default_table_top(coefficients: &Coefficients, from: f64) -> f64 {
-    coefficients.top_level().max(from)
-}
-
-/// Most rows `ladder levels` prints.
-pub const MAX_TABLE_ROWS: usize = 100_000;
-
-/// The levels of `ladder levels --from --to --step`: from + i·step for i = 0, 1, … up to `to`,
-/// each rounded to the decimals of `from` and `step` (so 0.1 steps give 1.2, not
-/// 1.2000000000000002, and land on the whole levels exactly). An error names the option.
-pub fn table_levels(from: f64, to: f64, step: f64) -> Result<Vec<f64>, String> {
-    for (name, value) in [("--from", from), ("--to", to), ("--step", step)] {
-        if !value.is_finite() {
-            return Err(format!("{name} must be a number, not {value}"));
-        }
-    }
-    if step <= 0.0 {
-        return Err(format!(
-            "--step must be positive (got {step}); e.g. --step 0.1 for tenths of a level"
-        ));
-    }
-    if to < from {
-        return Err(format!(
-            "--to {to} is below --from {from}: the table counts up; swap them (--from {to} --to {from})"
-        ));
-    }
-    let decimals = decimals_of(from).max(decimals_of(step));
-    let scale = 10f64.powi(decimals as i32);
-    let round = |x: f64| (x * scale).round() / scale;
-    let count = ((to - from) / step + 1e-9).floor() as usize + 1;
-    if count > MAX_TABLE_ROWS {
-        return Err(format!(
-            "--from {from} --to {to} --step {step} makes {count} rows (at most {MAX_TABLE_ROWS}): take a larger --step"
-        ));
-    }
-    Ok((0..count).map(|i| round(from + i as f64 * step)).collect())
-}
-
-/// How many decimals the shortest form of `x` has ("0.25" → 2, "3" → 0), at most 9.
-fn decimals_of(x: f64) -> usize {
-    let text = format!("{x}");
-    text.split_once('.')
-        .map_or(0, |(_, frac)| frac.len().min(9))
-}
-
-/// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
-/// interpolated between rated levels), nodes, noise, the chance of a blind move and hash, and
-/// the endgame multipliers at r = 1, 0.5 and 0.25.
-pub fn table(coefficients: &Coefficients, levels: &[f64]) -> String {
-    use std::fmt::Write;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "coefficients version {} (evaluation weights version {}, search version {}): n0={} b={} s0={} d={} r_min={} endgame nodes={} noise={} levels/halving={}",
-        coefficients.version,
-        coefficients.eval_weights,
-        coefficients.search,
-        coefficients.n0,
-        coefficients.b,
-        coefficients.s0,
-        coefficients.d,
-        coefficients.r_min,
-        coefficients.endgame_nodes,
-        coefficients.endgame_noise,
-        coefficients.endgame_levels_per_halving
-    );
-    let targets = coefficients.targets();
-    let _ = writeln!(
-        out,
-        "targets: {} ({} ratings); ratings: {}",
-        targets.describe(),
-        targets.perf,
-        if coefficients.ratings_source.is_empty() {
-            "-"
-        } else {
-            &coefficients.ratings_source
-        }
-    );
-    let _ = writeln!(
-        out,
-        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>7} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
-        "level",
-        "offset",
-        "nodes",
-        "noise_cp",
-        "blind",
-        "hash",
-        "target",
-        "rating",
-        "nodes@1",
-        "nodes@0.5",
-        "nodes@0.25",
-        "noise@1",
-        "@0.5",
-        "@0.25"
-    );
-    for &level in levels {
-        let p = LevelParams::new(coefficients, level);
-        let rating = match coefficients.ratings.get(&level_key(level)) {
-            Some(r) => format!("{r:.0}"),
-            None => coefficients
-                .rating_of(level)
-                .map_or("-".to_string(), |r| format!("~{r:.0}")),
-        };
-        let _ = writeln!(
-            out,
-            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>7.0} {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
-            level_key(level),
-            p.offset,
-            p.nodes,
-            p.noise_cp,
-            p.blind_probability,
-            p.hash_mb,
-            targets.target(level),
-            rating,
-            p.nodes_at(1.0),
-            p.nodes_at(0.5),
-            p.nodes_at(0.25),
-            p.noise_at(1.0),
-            p.noise_at(0.5),
-            p.noise_at(0.25),
-        );
-    }
-    out
-}
-
-pub fn run_table(args: LevelsArgs) -> anyhow::Result<()> {
-    let coefficients = match &args.coefficients {
-        Some(path) => Coefficients::load(path)?,
-        None => Coefficients::builtin(),
-    };
-    let to = args
-        .to
-        .unwrap_or_else(|| default_table_top(&coefficients, args.from));
-    let levels = table_levels(args.from, to, args.step).map_err(anyhow::Error::msg)?;
-    print!("{}", table(&coefficients, &levels));
-    Ok(())
 }
 
 #[cfg(test)]
@@ -1179,49 +1040,6 @@ mod tests {
         // Without offsets, every level has offset 0.
         let v1 = Coefficients::parse(V1_TOML, "v1").unwrap();
         assert_eq!(LevelParams::new(&v1, 3.5).offset, 0.0);
-    }
-
-    #[test]
-    fn the_levels_table_rows_are_exact_decimals_and_bad_ranges_are_refused() {
-        let levels = table_levels(1.0, 3.0, 0.1).unwrap();
-        assert_eq!(levels.len(), 21);
-        for (i, level) in levels.iter().enumerate() {
-            let key = level_key(*level);
-            assert!(
-                key.split_once('.').is_none_or(|(_, f)| f.len() == 1),
-                "row {i}: {key}"
-            );
-        }
-        assert_eq!(levels[2], 1.2);
-        assert_eq!(levels[10], 2.0);
-        assert_eq!(levels[20], 3.0);
-        // The row of level 2 is level 2's.
-        let c = Coefficients::builtin();
-        let text = table(&c, &levels);
-        let row = |key: &str| {
-            text.lines()
-                .find(|l| l.split_whitespace().next() == Some(key))
-                .map(str::to_string)
-        };
-        assert_eq!(
-            row("2"),
-            table(&c, &[2.0]).lines().nth(3).map(str::to_string)
-        );
-        let measured = format!(" {:.0} ", c.ratings["2"]);
-        assert!(row("2").unwrap().contains(&measured), "{:?}", row("2"));
-        // Decimals of --from count too, and the end is reached despite rounding.
-        assert_eq!(
-            table_levels(1.25, 2.0, 0.25).unwrap(),
-            vec![1.25, 1.5, 1.75, 2.0]
-        );
-        assert_eq!(table_levels(4.0, 4.0, 1.0).unwrap(), vec![4.0]);
-        let err = table_levels(1.0, 3.0, 0.0).unwrap_err();
-        assert!(err.starts_with("--step must be positive"), "{err}");
-        assert!(table_levels(1.0, 3.0, -1.0).is_err());
-        let err = table_levels(5.0, 1.0, 1.0).unwrap_err();
-        assert!(err.contains("--to 1 is below --from 5"), "{err}");
-        assert!(table_levels(f64::NAN, 3.0, 1.0).is_err());
-        assert!(table_levels(1.0, 1e9, 0.001).unwrap_err().contains("rows"));
     }
 
     #[test]

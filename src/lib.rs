@@ -5,6 +5,7 @@
 //! arena and the calibration loop are all built on those two.
 #![deny(unsafe_code)]
 
+pub mod anchors;
 pub mod arena;
 pub mod atomic_file;
 pub mod bench;

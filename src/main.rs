@@ -19,7 +19,7 @@ enum Command {
     /// Turn a fresh Lichess account into a BOT account (irreversible).
     Upgrade(ladder::check::UpgradeArgs),
     /// Print the engine parameters of each level.
-    Levels(ladder::levels::LevelsArgs),
+    Levels(ladder::levels::table::LevelsArgs),
     /// Speak UCI on stdin/stdout.
     Uci(ladder::uci::UciArgs),
     /// Search a fixed set of positions; print the node signature and speed.
@@ -27,9 +27,9 @@ enum Command {
     /// Count legal move paths to a depth.
     Perft(ladder::perft::PerftArgs),
     /// Play offline matches between levels and external UCI engines.
-    Arena(ladder::arena::ArenaArgs),
+    Arena(ladder::arena::cli::ArenaArgs),
     /// Estimate each level's rating from the results and propose new coefficients.
-    Calibrate(Box<ladder::calibration::CalibrateArgs>),
+    Calibrate(Box<ladder::calibration::cli::CalibrateArgs>),
     /// Tune the evaluation: make training data from self-play, fit the weights.
     #[command(subcommand)]
     Tune(ladder::tune::TuneCommand),
@@ -48,12 +48,12 @@ fn main() -> std::process::ExitCode {
         Command::Run(args) => ladder::daemon::run(args),
         Command::Check(args) => ladder::check::run_check(args),
         Command::Upgrade(args) => ladder::check::run_upgrade(args),
-        Command::Levels(args) => ladder::levels::run_table(args),
+        Command::Levels(args) => ladder::levels::table::run(args),
         Command::Uci(args) => ladder::uci::run(args),
         Command::Bench(args) => ladder::bench::run(args),
         Command::Perft(args) => ladder::perft::run(args),
-        Command::Arena(args) => ladder::arena::run(args),
-        Command::Calibrate(args) => ladder::calibration::run(*args),
+        Command::Arena(args) => ladder::arena::cli::run(args),
+        Command::Calibrate(args) => ladder::calibration::cli::run(*args),
         Command::Tune(command) => ladder::tune::run(command),
     };
     match result {

@@ -446,7 +446,7 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
             let now = unix_ms_now();
             for i in 0..99 {
                 let mut r = sample_record(&format!("old{i:03}"), Outcome::Draw);
-                r.account = "botday1".into();
+                r.header.account = "botday1".into();
                 r.opponent.bot = true;
                 r.started_at_ms = now - i;
                 r.finished_at_ms = now;
@@ -454,11 +454,11 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
             }
             // A human game and a bot game of an earlier window do not count.
             let mut human = sample_record("human0", Outcome::Win);
-            human.account = "botday1".into();
+            human.header.account = "botday1".into();
             human.started_at_ms = now;
             log.append(&human).unwrap();
             let mut old = sample_record("yday0", Outcome::Win);
-            old.account = "botday1".into();
+            old.header.account = "botday1".into();
             old.opponent.bot = true;
             old.started_at_ms = now - 30 * 3_600_000;
             log.append(&old).unwrap();

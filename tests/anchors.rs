@@ -5,9 +5,13 @@
 //! a report rebuilt from its results.
 
 use clap::Parser;
-use ladder::arena::anchors::{AnchorsFile, read_anchor_games};
+use ladder::anchors::AnchorsFile;
+use ladder::arena::anchor_fit::read_anchor_games;
 use ladder::arena::judge::Judge;
-use ladder::arena::{ArenaOptions, RebuiltJudging, report_from_results, run_match};
+use ladder::arena::options::ArenaOptions;
+use ladder::arena::rebuild::{RebuiltJudging, report_from_results};
+use ladder::arena::roster::PlayerSpec;
+use ladder::arena::run_match;
 use ladder::engine::Game;
 use ladder::levels::Coefficients;
 use ladder::player::seat::{MoverStyle, PlayerKind};
@@ -46,7 +50,7 @@ fn the_shipped_anchors_file_loads_and_every_anchor_is_buildable() {
         assert!(pin.sd > 0.0 && !pin.source.is_empty());
     }
     for a in &file.anchors {
-        let player = a.player();
+        let player = PlayerSpec::from(a);
         assert_eq!(player.name, a.name);
         assert_eq!(player.rating, a.rating);
         if let PlayerKind::Uci { limits, .. } = &a.kind {
@@ -189,7 +193,7 @@ fn an_anchor_match_records_its_games_resumes_and_feeds_the_fit() {
     assert_eq!(lines, 12);
 
     // The fit: greedy pinned at 500, random below it; the file is rewritten with the ratings.
-    let fit = ladder::arena::ArenaArgs {
+    let fit = ladder::arena::cli::ArenaArgs {
         options: Box::new(args(&[
             "--fit-anchors",
             "--update-anchors",
@@ -199,7 +203,7 @@ fn an_anchor_match_records_its_games_resumes_and_feeds_the_fit() {
             results.to_str().unwrap(),
         ])),
     };
-    ladder::arena::run(fit).unwrap();
+    ladder::arena::cli::run(fit).unwrap();
     let fitted = AnchorsFile::load(&anchors).unwrap();
     let greedy = fitted.get("greedy").unwrap();
     let random = fitted.get("random").unwrap();

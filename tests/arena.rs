@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use common::quick_match::QUICK_MATCH;
+use ladder::arena::options::ArenaOptions;
+use ladder::arena::rebuild::report_from_results;
 use ladder::arena::schedule::{self, Format, Shard};
-use ladder::arena::{ArenaOptions, MatchSummary, report_from_results, run_match};
+use ladder::arena::{MatchSummary, run_match};
 use ladder::calibration::select::{Filter, Versions, select};
 use ladder::engine::Game;
 use ladder::results::{Outcome, Source, read_results};
@@ -71,9 +73,9 @@ fn level_match_runs_to_the_end_and_its_results_read_back() {
     // Both sides are levels: one record per side, eight in all, each game seen from both.
     assert_eq!(read.records.len(), 8);
     for r in &read.records {
-        assert_eq!(r.source, Source::Arena);
-        assert!(r.account == "level-1" || r.account == "level-2");
-        assert_ne!(r.account, r.opponent.name);
+        assert_eq!(r.header.source, Source::Arena);
+        assert!(r.header.account == "level-1" || r.header.account == "level-2");
+        assert_ne!(r.header.account, r.opponent.name);
         assert!(r.fault.is_none());
         // The moves replay legally from the initial position and end the game by the rules.
         let moves: Vec<&str> = r.moves.split_whitespace().collect();

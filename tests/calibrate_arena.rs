@@ -111,7 +111,10 @@ fn setup() -> tempfile::TempDir {
 fn game_ids(dir: &Path) -> Vec<String> {
     let read = read_results(&[dir.join("games.jsonl")]).unwrap();
     assert!(read.warnings.is_empty(), "{:?}", read.warnings);
-    read.records.into_iter().map(|r| r.game_id).collect()
+    read.records
+        .into_iter()
+        .map(|r| r.game_id.to_string())
+        .collect()
 }
 
 #[test]
@@ -201,7 +204,11 @@ fn a_stopped_run_continues_without_playing_a_game_twice() {
     let read = read_results(&[dir.path().join("games.jsonl")]).unwrap();
     for level in [1.0, 2.0] {
         assert!(
-            read.records.iter().filter(|r| r.level == level).count() >= 8,
+            read.records
+                .iter()
+                .filter(|r| r.header.level == level)
+                .count()
+                >= 8,
             "level {level}"
         );
     }

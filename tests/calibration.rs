@@ -16,12 +16,12 @@ use std::path::{Path, PathBuf};
 use common::cli::{ladder_output, texts};
 use common::fetch::fetch_args;
 
-use ladder::calibration::estimate::{Observation, Prior, Q, estimate, expected};
 use ladder::calibration::pipeline::Settings;
 use ladder::calibration::select::{Filter, Opponents, Versions};
 use ladder::calibration::simulate::{SimConfig, Truth};
 use ladder::levels::Coefficients;
 use ladder::lichess::GameJson;
+use ladder::rating::{Observation, Prior, Q, estimate, expected};
 use ladder::results::from_lichess::{AccountRef, VersionTimeline, to_record};
 use ladder::results::{Keyed, Outcome, sample_record};
 
@@ -154,7 +154,7 @@ fn provisional_opponents_count_less() {
     base.push(strong_win(1.0));
     let established = estimate(&base, Prior::None).unwrap();
     base.pop();
-    base.push(strong_win(ladder::calibration::estimate::glicko_g(300.0)));
+    base.push(strong_win(ladder::rating::glicko_g(300.0)));
     let provisional = estimate(&base, Prior::None).unwrap();
     assert!(provisional.rating < established.rating);
     assert!(provisional.rating > 1500.0);
@@ -215,7 +215,7 @@ fn exported_games_become_records_marked_as_fetched() {
         .collect();
     let mut logged = sample_record("logged", Outcome::Win);
     logged.started_at_ms = 1_700_000_000_000;
-    logged.coefficients_version = 4;
+    logged.header.coefficients_version = 4;
     let timeline = VersionTimeline::new(&[logged], 4);
     let account = AccountRef {
         username: "Ladder-L3".into(),
@@ -231,9 +231,9 @@ fn exported_games_become_records_marked_as_fetched() {
     assert_eq!(lost.opponent.rating, Some(1234.0));
     assert_eq!(lost.our_rating, Some(1100.0));
     assert_eq!(lost.moves, "e2e4 e7e5 d1h5 b8c6 f1c4 g8f6 h5f7");
-    assert_eq!(lost.engine.nodes, 0, "fetched games are marked");
+    assert_eq!(lost.header.engine.nodes, 0, "fetched games are marked");
     assert_eq!(
-        lost.coefficients_version, 4,
+        lost.header.coefficients_version, 4,
         "after the last logged v4 game"
     );
     assert_eq!(lost.clock.unwrap().initial_ms, 180_000);
@@ -248,7 +248,7 @@ fn exported_games_become_records_marked_as_fetched() {
     assert!(to_record(&games[0], &stranger, &timeline).is_none());
     // Merging with the log counts each game id once.
     let mut log = vec![records[0].clone()];
-    let (added, dup) = ladder::calibration::merge(&mut log, records.clone());
+    let (added, dup) = ladder::calibration::fetch::merge(&mut log, records.clone());
     assert_eq!((added, dup, log.len()), (2, 1, 3));
 }
 
@@ -815,8 +815,8 @@ fn likeness_table_and_plot_match_a_hand_count() {
             })
             .collect();
         let mut r = sample_record(&format!("p{i}"), Outcome::Draw);
-        r.level = 6.0;
-        r.account = "ladder-l6".into();
+        r.header.level = 6.0;
+        r.header.account = "ladder-l6".into();
         r.color = Keyed::parse(if white { "black" } else { "white" });
         r.opponent.rating = Some(rating);
         r.moves = moves.join(" ");

@@ -202,10 +202,14 @@ fn check_records(records: &[GameRecord], games: &[GameSummary]) {
             ours.len()
         );
         let r = ours[0];
-        assert_eq!(r.result, expected(game, &r.account), "{r:?} vs {game:?}");
+        assert_eq!(
+            r.result,
+            expected(game, &r.header.account),
+            "{r:?} vs {game:?}"
+        );
         assert_eq!(r.status, game.status.as_str());
         assert_eq!(r.moves.split_whitespace().count(), game.moves.len());
-        assert_eq!(r.color, game.color_of(&r.account).unwrap().as_str());
+        assert_eq!(r.color, game.color_of(&r.header.account).unwrap().as_str());
     }
 }
 
@@ -700,15 +704,18 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         let find = |id: &GameId| records.iter().find(|r| r.game_id == *id).unwrap().clone();
         let (old, new) = (find(&old), find(&new));
         assert_eq!(
-            (old.coefficients_version, old.level),
+            (old.header.coefficients_version, old.header.level),
             (ladder::levels::Coefficients::builtin().version, 1.0)
         );
-        assert_eq!((new.coefficients_version, new.level), (2, 2.0));
+        assert_eq!(
+            (new.header.coefficients_version, new.header.level),
+            (2, 2.0)
+        );
         // The new file's level 2 (n0 doubled), not the shipped one's.
         let shipped = ladder::levels::LevelParams::new(&Coefficients::builtin(), 2.0);
         let reloaded = ladder::levels::LevelParams::new(&next, 2.0);
         assert_ne!(reloaded.nodes, shipped.nodes);
-        assert_eq!(new.engine.nodes, reloaded.nodes);
+        assert_eq!(new.header.engine.nodes, reloaded.nodes);
         assert!(
             logs().contains("reload: "),
             "the broken file was not reported"

@@ -869,8 +869,8 @@ fn calibration_unit_runs_as_the_timer_starts_it() {
                 _ => ladder::results::Outcome::Win,
             };
             let mut r = ladder::results::sample_record(&format!("l{level}-{i}"), result);
-            r.account = format!("ladder-l{level}");
-            r.level = f64::from(level);
+            r.header.account = format!("ladder-l{level}");
+            r.header.level = f64::from(level);
             r.opponent.rating = Some(400.0 + 200.0 * f64::from(level));
             log.append(&r).unwrap();
         }

@@ -228,6 +228,7 @@ async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_rest
             open.iter()
                 .find(|g| g.game_id == *id)
                 .unwrap_or_else(|| panic!("{id} not remembered as open: {open:?}"))
+                .header
                 .seed
         };
         let (flagged_seed, resigned_seed) = (seed_of(&flagged), seed_of(&resigned));
@@ -266,16 +267,16 @@ async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_rest
         assert_eq!(r.result, Outcome::Loss);
         assert_eq!(r.status, "outoftime");
         assert_eq!(r.after_restart, Some(AfterRestart::Settled));
-        assert_eq!(r.seed, flagged_seed);
+        assert_eq!(r.header.seed, flagged_seed);
         assert_eq!(r.moves.split_whitespace().count(), flagged_game.moves.len());
         assert_eq!(
             r.moves.split_whitespace().collect::<Vec<_>>(),
             flagged_game.moves
         );
-        assert_eq!(r.source, Source::Sandbox);
+        assert_eq!(r.header.source, Source::Sandbox);
         assert_eq!(r.fault_kind(), Some(fault::DAEMON_DOWN), "{r:?}");
         assert_eq!(
-            r.engine.nodes,
+            r.header.engine.nodes,
             LevelParams::new(&Coefficients::builtin(), 1.0).nodes
         );
 
@@ -283,7 +284,7 @@ async fn games_that_end_while_the_daemon_is_down_are_settled_once_after_the_rest
         assert_eq!(r.result, Outcome::Win);
         assert_eq!(r.status, "resign");
         assert_eq!(r.after_restart, Some(AfterRestart::Settled));
-        assert_eq!(r.seed, resigned_seed);
+        assert_eq!(r.header.seed, resigned_seed);
         assert_eq!(r.fault, None, "a resignation is a result like any other");
         assert_eq!(
             r.moves.split_whitespace().count(),
@@ -333,7 +334,10 @@ async fn a_game_whose_game_start_is_lost_is_taken_up_and_played() {
         let records = drain(run).await;
         let r = record_of(&records, &id);
         assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
-        assert_eq!(r.seed, remembered.seed, "the seed drawn at the accept");
+        assert_eq!(
+            r.header.seed, remembered.header.seed,
+            "the seed drawn at the accept"
+        );
         assert_eq!(r.after_restart, None);
     })
     .await;
@@ -355,7 +359,7 @@ async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_re
             .find(|g| g.game_id == id)
             .unwrap_or_else(|| panic!("{id} not remembered: {open:?}"));
         assert!(!remembered.played, "{remembered:?}");
-        let seed = remembered.seed;
+        let seed = remembered.header.seed;
 
         sb.act("alice", &id, Action::Abort).unwrap();
         wait_over(&sb, &id).await;
@@ -364,7 +368,7 @@ async fn a_game_accepted_but_never_started_before_a_kill_is_settled_after_the_re
         let records = drain(second).await;
         let r = record_of(&records, &id);
         assert_eq!(r.status, "aborted");
-        assert_eq!(r.seed, seed);
+        assert_eq!(r.header.seed, seed);
         assert_eq!(r.after_restart, Some(AfterRestart::Settled));
         assert_eq!(r.fault_kind(), Some(fault::NOT_PLAYED), "{r:?}");
         assert!(open_games(&first_results(dir.path())).is_empty());
@@ -388,7 +392,7 @@ async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
         play(&sb, "alice", &id, "d2d4");
         let before = wait_plies(&sb, &id, 2).await;
         hard_stop(first).await;
-        let seed = open_games(&first_results(dir.path()))[0].seed;
+        let seed = open_games(&first_results(dir.path()))[0].header.seed;
 
         play(&sb, "alice", &id, "c2c4");
         let second = start_daemon(&sb, dir.path(), bot, &Options::default()).await;
@@ -416,7 +420,7 @@ async fn a_game_still_running_at_the_restart_resumes_with_its_original_seed() {
         wait_recorded(&second.results, &id).await;
         let records = drain(second).await;
         let r = record_of(&records, &id);
-        assert_eq!(r.seed, seed, "the record carries the original seed");
+        assert_eq!(r.header.seed, seed, "the record carries the original seed");
         assert_eq!(r.after_restart, Some(AfterRestart::Resumed));
         assert_eq!((r.result, r.fault.as_deref()), (Outcome::Win, None));
         assert_eq!(r.moves.split_whitespace().count(), 4);
@@ -581,7 +585,7 @@ async fn a_loss_on_time_during_a_429_pause_is_recorded_as_rate_limited_and_not_c
         let filter = Filter::new(
             r.perf.as_str(),
             ladder::calibration::select::Opponents::All,
-            Versions::Range(r.coefficients_version, r.coefficients_version),
+            Versions::Range(r.header.coefficients_version, r.header.coefficients_version),
         );
         let selection = select(std::slice::from_ref(r), &filter);
         assert_eq!((selection.used, selection.excluded.fault), (0, 1));

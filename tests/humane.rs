@@ -124,10 +124,10 @@ async fn every_game_is_in_the_pgn_log_and_replays_to_its_final_position() {
             assert_eq!(tags["Level"], "3");
             assert_eq!(
                 tags["CoefficientsVersion"],
-                record.coefficients_version.to_string()
+                record.header.coefficients_version.to_string()
             );
-            assert_eq!(tags["Seed"], record.seed.to_string());
-            assert_eq!(tags["Nodes"], record.engine.nodes.to_string());
+            assert_eq!(tags["Seed"], record.header.seed.to_string());
+            assert_eq!(tags["Nodes"], record.header.engine.nodes.to_string());
             assert_eq!(tags["TimeControl"], "60+1");
             let (white, black) = (&tags["White"], &tags["Black"]);
             assert!(

@@ -137,7 +137,7 @@ async fn fetch_says_how_far_it_is_account_by_account() {
     let mut log = ResultsLog::open(&results).unwrap();
     for bot in bots {
         let mut r = sample_record(&format!("{bot}-1"), Outcome::Win);
-        r.account = bot.to_string();
+        r.header.account = bot.to_string();
         log.append(&r).unwrap();
     }
     drop(log);

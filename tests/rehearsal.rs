@@ -42,7 +42,7 @@ use common::collected::Daemon;
 use common::config::{account_table, ladder_toml};
 use common::env::env_or;
 use common::process::ladder_run;
-use ladder::arena::anchors::{Anchor, AnchorsFile};
+use ladder::anchors::{Anchor, AnchorsFile};
 use ladder::calibration::select::{Filter, Opponents, Versions, select};
 use ladder::levels::{Coefficients, level_key};
 use ladder::player::seat::PlayerKind;

@@ -205,12 +205,12 @@ async fn sighup_gives_new_games_new_coefficients_and_running_games_keep_theirs()
     let v2 = LevelParams::new(&next, 1.0);
     let (old, new) = (find(&old), find(&new));
     assert_eq!(
-        (old.coefficients_version, old.engine.nodes),
+        (old.header.coefficients_version, old.header.engine.nodes),
         (Coefficients::builtin().version, v1.nodes),
         "the running game kept its parameters"
     );
     assert_eq!(
-        (new.coefficients_version, new.engine.nodes),
+        (new.header.coefficients_version, new.header.engine.nodes),
         (2, v2.nodes),
         "the new game took the reloaded coefficients"
     );

@@ -1058,7 +1058,7 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
     if results_path.exists() {
         scan_results(&results_path, |line| match line {
             Line::Record(r) => {
-                *lines_per_game.entry(r.game_id.clone()).or_default() += 1;
+                *lines_per_game.entry(r.game_id.to_string()).or_default() += 1;
                 records.entry(r.game_id.clone()).or_insert(*r);
             }
             Line::Other { game_id } => {

@@ -519,7 +519,7 @@ fn an_arena_game_replays_move_for_move_through_uci() {
         let ours_first = if record.color == "white" { 0 } else { 1 };
         let mut uci = Uci::spawn();
         uci.set("Level", "3");
-        uci.set("GameSeed", &record.seed.to_string());
+        uci.set("GameSeed", &record.header.seed.to_string());
         uci.send("ucinewgame");
         let mut compared = 0;
         for ply in (ours_first..moves.len()).step_by(2) {

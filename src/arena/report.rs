@@ -6,7 +6,7 @@
 //! The joint fit is the arena's own: a logistic (Elo) model over all games (levels against
 //! each other too) fitted by Newton's method, anchors held fixed, plus one virtual draw per
 //! pairing so a 100% score stays finite. Beside it, each level's performance against the
-//! anchors alone comes from the calibration's estimator (`calibration::estimate`), the number
+//! anchors alone comes from the calibration's estimator (`crate::rating`), the number
 //! `ladder calibrate` would compute from the same games.
 
 use std::fmt::Write;

@@ -8,7 +8,12 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, bail};
 
 use crate::atomic_file::write_atomically;
+use std::collections::BTreeMap;
+
 use crate::levels::Coefficients;
+use crate::results::GameRecord;
+
+use super::select::Versions;
 
 /// The header written above the generated TOML.
 const HEADER: &str = "\
@@ -65,6 +70,41 @@ pub fn apply(
     Coefficients::parse(&text, "the new coefficients").context("nothing written")?;
     write_atomically(path, &text)?;
     Ok(kept)
+}
+
+/// The older coefficients versions that games outside the window were played with, read from
+/// the history directory, so that select.rs can count the games of a level that plays the same
+/// now. A version whose file is missing or unreadable is left out (its games with it).
+pub fn older_versions(
+    records: &[GameRecord],
+    window: &Versions,
+    current: &Coefficients,
+    history_dir: &Path,
+) -> BTreeMap<u32, Coefficients> {
+    let wanted: std::collections::BTreeSet<u32> = records
+        .iter()
+        .map(|r| r.header.coefficients_version)
+        .filter(|&v| v != current.version && v != 0 && !window.contains(v))
+        .collect();
+    let mut out = BTreeMap::new();
+    for version in wanted {
+        let path = history_path(history_dir, version);
+        if !path.exists() {
+            continue;
+        }
+        match Coefficients::load(&path) {
+            Ok(c) if c.version == version => {
+                out.insert(version, c);
+            }
+            Ok(c) => tracing::warn!(
+                "{} holds version {}, not {version}: its games are not compared",
+                path.display(),
+                c.version
+            ),
+            Err(e) => tracing::warn!("{e}: the games of version {version} are not compared"),
+        }
+    }
+    out
 }
 
 #[cfg(test)]

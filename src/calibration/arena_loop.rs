@@ -23,12 +23,13 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::Parser;
 
-use super::estimate::{Estimate, expected, glicko_g};
 use super::pipeline::{self, Calibration, Settings, Targets};
 use super::{apply, report, svg};
-use crate::arena::anchors::AnchorsFile;
-use crate::arena::{ArenaOptions, run_match};
+use crate::anchors::AnchorsFile;
+use crate::arena::options::ArenaOptions;
+use crate::arena::run_match;
 use crate::levels::{Coefficients, level_key};
+use crate::rating::{Estimate, expected, glicko_g};
 use crate::results::{GameRecord, Source, read_results};
 
 /// What the loop is asked to do besides the live pass's own settings.
@@ -412,8 +413,12 @@ impl LoopRun<'_> {
     fn turn(&self, records: Vec<GameRecord>) -> anyhow::Result<Turn> {
         let current = Coefficients::load(&self.cfg.coefficients)?;
         let mut settings = (self.settings_of)(&current)?;
-        settings.history =
-            super::older_versions(&records, &settings, &current, &self.cfg.history_dir);
+        settings.history = apply::older_versions(
+            &records,
+            &settings.filter.versions,
+            &current,
+            &self.cfg.history_dir,
+        );
         let cal = pipeline::calibrate(&records, &current, self.targets, &settings, "calibrated")?;
         Ok(Turn {
             games: level_games(&cal),
@@ -595,7 +600,7 @@ fn loop_records(path: &Path) -> anyhow::Result<Vec<GameRecord>> {
     Ok(read
         .records
         .into_iter()
-        .filter(|r| r.source == Source::Arena)
+        .filter(|r| r.header.source == Source::Arena)
         .collect())
 }
 
@@ -700,10 +705,10 @@ fn write_report(
     );
     // The games that count now: this version's, and older ones where the level plays the same.
     let counts = |r: &GameRecord| {
-        r.coefficients_version == current.version
+        r.header.coefficients_version == current.version
             || history
-                .get(&r.coefficients_version)
-                .is_some_and(|old| super::select::plays_alike(old, current, r.level))
+                .get(&r.header.coefficients_version)
+                .is_some_and(|old| super::select::plays_alike(old, current, r.header.level))
     };
     text.push_str(&per_anchor_table(records, &cfg.levels, counts));
     text.push_str(&history_table(cfg, targets, records));
@@ -824,14 +829,14 @@ fn per_anchor_table(
 ) -> String {
     let mut table: BTreeMap<String, BTreeMap<String, (usize, f64)>> = BTreeMap::new();
     for r in records.iter().filter(|r| counts(r)) {
-        if !levels.contains(&r.level) || r.fault.is_some() {
+        if !levels.contains(&r.header.level) || r.fault.is_some() {
             continue;
         }
         let Some(score) = r.result.score() else {
             continue;
         };
         let e = table
-            .entry(level_key(r.level))
+            .entry(level_key(r.header.level))
             .or_default()
             .entry(r.opponent.name.clone())
             .or_default();
@@ -856,21 +861,21 @@ fn per_anchor_table(
 
 /// Per version: each level's distance from its target, from that version's own games.
 fn history_table(cfg: &LoopSettings, targets: &Targets, records: &[GameRecord]) -> String {
-    let mut by_version: BTreeMap<u32, BTreeMap<String, Vec<super::estimate::Observation>>> =
+    let mut by_version: BTreeMap<u32, BTreeMap<String, Vec<crate::rating::Observation>>> =
         BTreeMap::new();
     for r in records {
         let (Some(score), Some(opponent)) = (r.result.score(), r.opponent.rating) else {
             continue;
         };
-        if r.fault.is_some() || !cfg.levels.contains(&r.level) {
+        if r.fault.is_some() || !cfg.levels.contains(&r.header.level) {
             continue;
         }
         by_version
-            .entry(r.coefficients_version)
+            .entry(r.header.coefficients_version)
             .or_default()
-            .entry(level_key(r.level))
+            .entry(level_key(r.header.level))
             .or_default()
-            .push(super::estimate::Observation::new(opponent, score));
+            .push(crate::rating::Observation::new(opponent, score));
     }
     let mut text = String::from(
         "\n## The loop so far: each version's games, each level's rating − target (games)\n\n| version | games |",
@@ -891,9 +896,9 @@ fn history_table(cfg: &LoopSettings, targets: &Targets, records: &[GameRecord]) 
                 .get(&level_key(l))
                 .and_then(|obs| {
                     let target = targets.target(l)?;
-                    let e = super::estimate::estimate(
+                    let e = crate::rating::estimate(
                         obs,
-                        super::estimate::Prior::VirtualDraws {
+                        crate::rating::Prior::VirtualDraws {
                             count: 2,
                             center: target,
                         },

@@ -5,9 +5,9 @@
 //! [`FetchProgress`] shows the download account by account: a bar with the ETA on a terminal,
 //! a plain line per account under systemd or in a pipe.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
-use crate::lichess::{Client, ExportQuery, LichessError, Perf};
+use crate::lichess::{Client, ExportQuery, GameId, LichessError, Perf};
 use crate::logging::Progress;
 use crate::results::GameRecord;
 use crate::results::from_lichess::{AccountRef, VersionTimeline, to_record};
@@ -125,4 +125,20 @@ pub async fn lichess_rating(
             games: p.games,
         })
     }))
+}
+
+/// Appends the `fetched` records whose game id is not already in `records`; returns how many
+/// were added and how many were duplicates.
+pub fn merge(records: &mut Vec<GameRecord>, fetched: Vec<GameRecord>) -> (usize, usize) {
+    let mut seen: HashSet<GameId> = records.iter().map(|r| r.game_id.clone()).collect();
+    let (mut added, mut duplicates) = (0, 0);
+    for r in fetched {
+        if seen.insert(r.game_id.clone()) {
+            records.push(r);
+            added += 1;
+        } else {
+            duplicates += 1;
+        }
+    }
+    (added, duplicates)
 }

@@ -189,7 +189,7 @@ fn recent_games<'a>(
         .filter(|r| {
             !r.opponent.bot
                 && r.perf == settings.perf.as_str()
-                && (settings.sources.is_empty() || settings.sources.contains(&r.source))
+                && (settings.sources.is_empty() || settings.sources.contains(&r.header.source))
                 && r.opponent.rating.is_some_and(f64::is_finite)
         })
         .collect();
@@ -344,6 +344,7 @@ fn judge_games(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::lichess::GameId;
     use crate::results::{Keyed, Outcome, sample_record};
 
     const LEVELS: [(f64, f64); 5] = [
@@ -469,9 +470,9 @@ mod tests {
         assert_eq!(l.bands.len(), 1);
         // A person whose band no target fits, and moves that do not replay, are counted.
         let mut far = record("far", &a, Color::Black, 2500.0, 7);
-        far.game_id = "far".into();
+        far.game_id = GameId::new("far");
         let mut broken = record("broken", "e2e4 e2e4", Color::Black, 1000.0, 8);
-        broken.game_id = "broken".into();
+        broken.game_id = GameId::new("broken");
         let l = measure(&[far, broken], &Coefficients::builtin(), &LEVELS, &settings);
         assert_eq!((l.no_level, l.unreadable), (1, 1));
         assert!(l.bands.is_empty());

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::estimate::{Estimate, FarOff, Prior, estimate_far_off};
 use super::select::{Filter, LevelGames, Lineage, Opponents, Selection, select_with};
 use super::update::{LevelInput, Proposal, UpdateConfig, UpdateError, propose};
 use crate::levels::{Coefficients, level_key};
+use crate::rating::{Estimate, FarOff, Prior, estimate_far_off};
 use crate::results::GameRecord;
 
 /// The target rating of each level.
@@ -262,8 +262,8 @@ fn prior(draws: u32, center: f64) -> Prior {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::calibration::estimate::{Observation, estimate_far_off};
     use crate::calibration::select::Versions;
+    use crate::rating::{Observation, estimate_far_off};
     use crate::results::{Outcome, sample_record};
 
     fn settings(opponents: Opponents) -> Settings {

@@ -14,8 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use super::estimate::{Observation, PROVISIONAL_RD, glicko_g};
 use crate::levels::{BARE_KING_NODES, Coefficients, LevelParams, level_key};
+use crate::rating::{Observation, PROVISIONAL_RD, glicko_g};
 use crate::results::{GameRecord, Source};
 
 /// Which coefficients versions count.
@@ -205,7 +205,7 @@ pub struct LevelGames {
     /// Observations whose opponent was down-weighted as provisional.
     pub provisional: usize,
     /// Observations whose opponent was far off the level (set by the estimate:
-    /// [`super::estimate::FarOff`]), counting less.
+    /// [`crate::rating::FarOff`]), counting less.
     pub far_off: usize,
 }
 
@@ -272,7 +272,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
 /// `engine.nodes == 0`. Such a record carries an inferred coefficients version, or 0 when none
 /// could be inferred.
 pub fn is_fetched(record: &GameRecord) -> bool {
-    record.engine.nodes == 0
+    record.header.engine.nodes == 0
 }
 
 pub fn source_name(source: Source) -> &'static str {
@@ -317,7 +317,7 @@ pub fn select_with(
         let asked = filter.opponents.admits(record.opponent.bot);
         out.add(record, asked, carried_over, opponent, score, filter);
         *exponent_sums
-            .entry((asked, level_key(record.level)))
+            .entry((asked, level_key(record.header.level)))
             .or_default() += exponent;
     }
     for (asked, sample) in [(true, &mut out.levels), (false, &mut out.apart)] {
@@ -332,7 +332,7 @@ pub fn select_with(
 /// asked for, a result, a move by each side, no fault of ours, the perf, and a known version
 /// for a fetched game. Otherwise None, the reason counted in `ex`.
 fn usable_score(record: &GameRecord, filter: &Filter, ex: &mut Exclusions) -> Option<f64> {
-    if !filter.sources.is_empty() && !filter.sources.contains(&record.source) {
+    if !filter.sources.is_empty() && !filter.sources.contains(&record.header.source) {
         ex.other_source += 1;
         return None;
     }
@@ -356,7 +356,7 @@ fn usable_score(record: &GameRecord, filter: &Filter, ex: &mut Exclusions) -> Op
         ex.other_perf += 1;
         return None;
     }
-    if is_fetched(record) && record.coefficients_version == 0 {
+    if is_fetched(record) && record.header.coefficients_version == 0 {
         ex.unknown_version += 1;
         return None;
     }
@@ -375,23 +375,33 @@ impl VersionCheck<'_> {
     /// The exponent the game was played at, in the scale of the version it counts for, and
     /// whether it was carried over from an older version; None when its version does not count.
     fn exponent(&mut self, record: &GameRecord) -> Option<(f64, bool)> {
-        if self.filter.versions.contains(record.coefficients_version) {
-            return Some((record.level + record.offset, false));
+        if self
+            .filter
+            .versions
+            .contains(record.header.coefficients_version)
+        {
+            return Some((record.header.level + record.header.offset, false));
         }
         let alike = &mut self.alike;
         let carried = self.lineage.is_some_and(|l| {
-            let key = (record.coefficients_version, level_key(record.level));
+            let key = (
+                record.header.coefficients_version,
+                level_key(record.header.level),
+            );
             *alike.entry(key).or_insert_with(|| {
                 l.older
-                    .get(&record.coefficients_version)
-                    .is_some_and(|old| plays_alike(old, l.current, record.level))
+                    .get(&record.header.coefficients_version)
+                    .is_some_and(|old| plays_alike(old, l.current, record.header.level))
             })
         });
         if !carried {
             return None;
         }
         let current = self.lineage.expect("carried games have a lineage").current;
-        Some((record.level + current.offset(record.level), true))
+        Some((
+            record.header.level + current.offset(record.header.level),
+            true,
+        ))
     }
 }
 
@@ -424,13 +434,13 @@ impl Selection {
             self.carried_over += 1;
         }
         let level = sample
-            .entry(level_key(record.level))
+            .entry(level_key(record.header.level))
             .or_insert_with(|| LevelGames {
-                level: record.level,
+                level: record.header.level,
                 ..LevelGames::default()
             });
-        level.accounts.insert(record.account.clone());
-        level.sources.insert(source_name(record.source));
+        level.accounts.insert(record.header.account.clone());
+        level.sources.insert(source_name(record.header.source));
         level.observations.push(Observation {
             opponent,
             weight: uncertain.map_or(1.0, glicko_g),
@@ -467,12 +477,12 @@ mod tests {
         rapid.perf = Perf::Rapid.into();
         records.push(rapid);
         let mut old = sample_record("old", Outcome::Win);
-        old.coefficients_version = 0;
-        old.engine.nodes = 5;
+        old.header.coefficients_version = 0;
+        old.header.engine.nodes = 5;
         records.push(old);
         let mut fetched = sample_record("fetched", Outcome::Win);
-        fetched.engine.nodes = 0;
-        fetched.coefficients_version = 0;
+        fetched.header.engine.nodes = 0;
+        fetched.header.coefficients_version = 0;
         records.push(fetched);
         let mut anon = sample_record("anon", Outcome::Draw);
         anon.opponent.rating = None;
@@ -564,8 +574,8 @@ mod tests {
         let mut records = Vec::new();
         for (id, level, version) in [("same", 3.0, 1), ("moved", 4.0, 1), ("now", 4.0, 2)] {
             let mut r = sample_record(id, Outcome::Win);
-            r.level = level;
-            r.coefficients_version = version;
+            r.header.level = level;
+            r.header.coefficients_version = version;
             records.push(r);
         }
         let mut f = filter();

@@ -7,11 +7,11 @@ use std::collections::BTreeMap;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use super::estimate::expected;
 use super::pipeline::{Settings, Targets, calibrate};
 use super::update::UpdateError;
 use crate::levels::{Coefficients, LevelParams, level_key};
-use crate::lichess::{Color, GameStatus};
+use crate::lichess::{Color, GameId, GameStatus};
+use crate::rating::expected;
 use crate::results::{
     GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source, sample_record,
 };
@@ -211,16 +211,16 @@ impl SimConfig {
                 };
                 let mut r = template.clone();
                 r.schema = SCHEMA_VERSION;
-                r.game_id = format!("sim{}c{cycle}l{l}g{i}", self.seed);
-                r.source = Source::Lichess;
-                r.account = format!("sim-l{l}");
-                r.level = level;
-                r.offset = params.offset;
-                r.coefficients_version = coefficients.version;
-                r.engine.nodes = params.nodes;
-                r.engine.noise_cp = params.noise_cp;
-                r.engine.hash_mb = params.hash_mb;
-                r.seed = rng.r#gen();
+                r.game_id = GameId::new(format!("sim{}c{cycle}l{l}g{i}", self.seed));
+                r.header.source = Source::Lichess;
+                r.header.account = format!("sim-l{l}");
+                r.header.level = level;
+                r.header.offset = params.offset;
+                r.header.coefficients_version = coefficients.version;
+                r.header.engine.nodes = params.nodes;
+                r.header.engine.noise_cp = params.noise_cp;
+                r.header.engine.hash_mb = params.hash_mb;
+                r.header.seed = rng.r#gen();
                 r.perf = Keyed::parse(&self.settings.filter.perf);
                 r.speed = Keyed::parse(&self.settings.filter.perf);
                 r.color = if i % 2 == 0 {

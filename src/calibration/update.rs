@@ -14,10 +14,10 @@
 
 use std::collections::BTreeMap;
 
-use super::estimate::Estimate;
 use super::fit::{LineFit, weighted_line};
 use super::select::plays_alike;
 use crate::levels::{BlindnessCurve, Coefficients, LevelParams, level_key};
+use crate::rating::Estimate;
 
 /// The knobs of the update rule.
 #[derive(Clone, Debug, PartialEq)]

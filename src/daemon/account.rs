@@ -755,15 +755,14 @@ impl Actor {
         let connected = self.connected.as_ref()?;
         let settings = self.ctx.settings.borrow();
         let coefficients = self.ctx.coefficients.borrow();
-        Some(GameSetup {
+        Some(GameSetup::new(
             game_id,
-            username: settings.account.username.clone(),
-            user_id: connected.user_id.clone(),
-            params: LevelParams::new(&coefficients, settings.account.level),
+            (&settings.account.username, &connected.user_id),
+            LevelParams::new(&coefficients, settings.account.level),
             seed,
-            source: self.ctx.source,
-            move_overhead_ms: settings.move_overhead_ms,
-        })
+            self.ctx.source,
+            settings.move_overhead_ms,
+        ))
     }
 
     /// Starts the game actor of `id` (from its `gameStart`, or from the settling task), unless

@@ -119,7 +119,7 @@ impl TodayFromResults {
         // merging files might).
         let mut seen = HashSet::new();
         // Bot games by account, to count in the order they started.
-        let mut bot_starts: HashMap<String, Vec<(i64, String)>> = HashMap::new();
+        let mut bot_starts: HashMap<String, Vec<(i64, GameId)>> = HashMap::new();
         let scanned = scan_results(path, |line| {
             if let Line::Record(record) = line
                 && seen.insert(record.game_id.clone())
@@ -128,7 +128,7 @@ impl TodayFromResults {
                 // Lichess charges a bot game when it starts.
                 if record.opponent.bot && record.started_at_ms >= since {
                     bot_starts
-                        .entry(record.account.to_lowercase())
+                        .entry(record.header.account.to_lowercase())
                         .or_default()
                         .push((record.started_at_ms, record.game_id.clone()));
                 }
@@ -153,7 +153,10 @@ impl TodayFromResults {
 
     fn add(&mut self, record: &GameRecord, day: u64) {
         if utc_day_of_ms(record.finished_at_ms) == day {
-            *self.games.entry(record.account.to_lowercase()).or_default() += 1;
+            *self
+                .games
+                .entry(record.header.account.to_lowercase())
+                .or_default() += 1;
         }
     }
 }
@@ -212,7 +215,7 @@ mod tests {
         let mut log = ResultsLog::open(&path).unwrap();
         let mut record = |id: &str, account: &str, bot: bool, started_at_ms: i64| {
             let mut r = sample_record(id, Outcome::Win);
-            r.account = account.into();
+            r.header.account = account.into();
             r.opponent.bot = bot;
             r.started_at_ms = started_at_ms;
             r.finished_at_ms = started_at_ms;

@@ -114,7 +114,7 @@ pub async fn run(mut ctx: GameContext) -> GameExit {
     let resumed = remember(&mut ctx).await;
     let params = &ctx.setup.params;
     tracing::info!(
-        seed = ctx.setup.seed,
+        seed = ctx.setup.header.seed,
         level = params.level,
         nodes = params.nodes,
         noise_cp = format!("{:.1}", params.noise_cp),
@@ -173,7 +173,10 @@ struct GameActor {
 
 impl GameActor {
     fn new(ctx: GameContext, resumed: bool) -> GameActor {
-        let player = Box::new(LevelPlayer::new(ctx.setup.params.clone(), ctx.setup.seed));
+        let player = Box::new(LevelPlayer::new(
+            ctx.setup.params.clone(),
+            ctx.setup.header.seed,
+        ));
         GameActor {
             id: ctx.setup.game_id.clone(),
             resumed,
@@ -344,7 +347,7 @@ impl GameActor {
                 tracing::warn!(
                     "stopped: the game is left running (ply {}); {}",
                     self.tracker.ply(),
-                    after_leaving(self.ctx.setup.source)
+                    after_leaving(self.ctx.setup.header.source)
                 );
                 Err(GameExit::Stopped)
             }
@@ -483,10 +486,9 @@ impl GameActor {
             game,
             // Lent to the pool while a search runs; a search abandoned by a reconnect never
             // hands it back, so a fresh one takes over with the same level and seed.
-            player: self
-                .player
-                .take()
-                .unwrap_or_else(|| Box::new(LevelPlayer::new(setup.params.clone(), setup.seed))),
+            player: self.player.take().unwrap_or_else(|| {
+                Box::new(LevelPlayer::new(setup.params.clone(), setup.header.seed))
+            }),
             time_limit: limit,
             urgency_ms: urgency_ms(clock),
             cancel: Arc::clone(&cancel),
@@ -561,7 +563,7 @@ impl GameActor {
         {
             let text = chat_line(
                 goodbye,
-                &self.ctx.setup.username,
+                &self.ctx.setup.header.account,
                 &self.tracker.opponent_name(),
             );
             if let Err(e) = self
@@ -585,16 +587,16 @@ async fn remember(ctx: &mut GameContext) -> bool {
     match ctx.results.open_game(OpenGame::of(setup, unix_ms())).await {
         Ok(opened) => {
             let first = opened.game;
-            setup.seed = first.seed;
-            if first.coefficients_version != setup.params.coefficients_version
-                || first.level != setup.params.level
+            setup.header.seed = first.header.seed;
+            if first.header.coefficients_version != setup.params.coefficients_version
+                || first.header.level != setup.params.level
             {
                 tracing::warn!(
                     "resumed with level {} under coefficients v{} (it began with level {} under v{})",
                     setup.params.level,
                     setup.params.coefficients_version,
-                    first.level,
-                    first.coefficients_version
+                    first.header.level,
+                    first.header.coefficients_version
                 );
             }
             opened.from_previous_run
@@ -633,7 +635,7 @@ async fn abort_or_leave(ctx: &GameContext, tracker: &Tracker) -> Option<String> 
     say(ctx, tracker, LEAVE_CHAT).await;
     tracing::warn!(
         "grace period over: game left running at ply {ply} (not resigned); {}",
-        after_leaving(ctx.setup.source)
+        after_leaving(ctx.setup.header.source)
     );
     None
 }
@@ -729,7 +731,7 @@ fn think_wait(
 ) -> Duration {
     let thinker = Thinker {
         level: ctx.setup.params.level,
-        seed: ctx.setup.seed,
+        seed: ctx.setup.header.seed,
         max_think: ctx.think.max_think,
     };
     let clock = ThinkClock {
@@ -797,7 +799,11 @@ async fn play_result(
 
 /// Says `template` in the player chat (`{me}`/`{opponent}` filled); failures only logged.
 async fn say(ctx: &GameContext, tracker: &Tracker, template: &str) {
-    let text = chat_line(template, &ctx.setup.username, &tracker.opponent_name());
+    let text = chat_line(
+        template,
+        &ctx.setup.header.account,
+        &tracker.opponent_name(),
+    );
     if let Err(e) = ctx
         .client
         .chat(&ctx.setup.game_id, ChatRoom::Player, &text)

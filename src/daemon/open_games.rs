@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::atomic_file::write_atomically;
 use crate::lichess::GameId;
-use crate::results::{EngineRecord, Source};
+use crate::results::GameHeader;
 use crate::unix_time::unix_ms;
 
 use super::tracker::GameSetup;
@@ -29,13 +29,11 @@ use super::tracker::GameSetup;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct OpenGame {
     pub game_id: GameId,
-    pub account: String,
-    pub level: f64,
-    pub offset: f64,
-    pub coefficients_version: u32,
-    pub engine: EngineRecord,
-    pub seed: u64,
-    pub source: Source,
+    /// The game's header as its record will carry it (flattened: the entry's keys are the
+    /// record's). Files written before it had `source` after `seed`; the order of keys is
+    /// never read.
+    #[serde(flatten)]
+    pub header: GameHeader,
     /// When our game actor first started it, or the challenge was accepted (Unix ms).
     pub started_at_ms: i64,
     /// A game actor took it up (in this run or an earlier one); `false` for an accepted
@@ -50,20 +48,9 @@ fn played_by_default() -> bool {
 
 impl OpenGame {
     pub fn of(setup: &GameSetup, now_ms: i64) -> OpenGame {
-        let p = &setup.params;
         OpenGame {
             game_id: setup.game_id.clone(),
-            account: setup.username.clone(),
-            level: p.level,
-            offset: p.offset,
-            coefficients_version: p.coefficients_version,
-            engine: EngineRecord {
-                nodes: p.nodes,
-                noise_cp: p.noise_cp,
-                hash_mb: p.hash_mb,
-            },
-            seed: setup.seed,
-            source: setup.source,
+            header: setup.header.clone(),
             started_at_ms: now_ms,
             played: true,
         }
@@ -252,13 +239,12 @@ impl OpenGames {
     }
 
     /// The game actor of `game_id` gave up without a record: [`settle`] looks after it again.
-    pub fn release(&mut self, game_id: &str) {
+    pub fn release(&mut self, game_id: &GameId) {
         self.claimed.remove(game_id);
     }
 
     /// The game is recorded (or gone): forget it.
-    /// (A `&str`: the results log keeps game ids as plain strings.)
-    pub fn close(&mut self, game_id: &str) -> io::Result<()> {
+    pub fn close(&mut self, game_id: &GameId) -> io::Result<()> {
         self.claimed.remove(game_id);
         if self.games.remove(game_id).is_some() {
             self.persist()?;
@@ -270,7 +256,7 @@ impl OpenGames {
     pub fn unclaimed(&self, account: &str) -> Vec<Unclaimed> {
         self.games
             .values()
-            .filter(|g| g.account.eq_ignore_ascii_case(account))
+            .filter(|g| g.header.account.eq_ignore_ascii_case(account))
             .filter(|g| !self.claimed.contains(&g.game_id))
             .map(|g| Unclaimed {
                 game: g.clone(),
@@ -300,15 +286,14 @@ pub(crate) mod tests {
     use crate::test_files::temp_file;
 
     pub(crate) fn open_game(id: &str, seed: u64) -> OpenGame {
-        let setup = GameSetup {
-            game_id: GameId::new(id),
-            username: "Ladder-L2".into(),
-            user_id: "ladder-l2".into(),
-            params: LevelParams::new(&Coefficients::builtin(), 2.0),
+        let setup = GameSetup::new(
+            GameId::new(id),
+            ("Ladder-L2", "ladder-l2"),
+            LevelParams::new(&Coefficients::builtin(), 2.0),
             seed,
-            source: Source::Sandbox,
-            move_overhead_ms: 100,
-        };
+            crate::results::Source::Sandbox,
+            100,
+        );
         OpenGame::of(&setup, 1_700_000_000_000)
     }
 
@@ -328,9 +313,9 @@ pub(crate) mod tests {
         // The game comes back with another seed drawn: the remembered one wins.
         let again = open.open(open_game("g1", 99)).unwrap();
         assert!(again.from_previous_run);
-        assert_eq!(again.game.seed, 7);
+        assert_eq!(again.game.header.seed, 7);
         assert!(open.unclaimed("ladder-l2").is_empty(), "claimed");
-        open.close("g1").unwrap();
+        open.close(&GameId::new("g1")).unwrap();
         drop(open);
         let open = OpenGames::load(&path, |_| false).unwrap();
         assert_eq!(open.games().count(), 0);
@@ -357,12 +342,12 @@ pub(crate) mod tests {
         // Its gameStart comes after the restart: a fresh start with the seed of the accept,
         // not a resume.
         let started = open.open(open_game("g1", 99)).unwrap();
-        assert_eq!(started.game.seed, 7);
+        assert_eq!(started.game.header.seed, 7);
         assert!(started.game.played);
         assert!(!started.from_previous_run, "it never began");
         assert!(open.unclaimed("ladder-l2").is_empty());
         // Its actor gives up: settled again, and the file says it was played.
-        open.release("g1");
+        open.release(&GameId::new("g1"));
         let released = open.unclaimed("ladder-l2");
         assert_eq!(released.len(), 1);
         assert!(released[0].game.played);
@@ -386,6 +371,40 @@ pub(crate) mod tests {
         fs::write(&path, old.to_string()).unwrap();
         let open = OpenGames::load(&path, |_| false).unwrap();
         assert!(open.games().all(|g| g.played));
+    }
+
+    /// An entry as the build before the game header wrote it (`source` after `seed`) reads
+    /// whole; an entry now writes the header's keys in the order a results line has them.
+    #[test]
+    fn an_entry_from_before_the_header_reads_and_the_header_keeps_the_record_order() {
+        let before = r#"{"open_games":[{"game_id":"g1","account":"Ladder-L2","level":2.0,"offset":0.5,"coefficients_version":41,"engine":{"nodes":300,"noise_cp":88.5,"hash_mb":1},"seed":7,"source":"sandbox","started_at_ms":1700000000000,"played":false}]}"#;
+        let state: StateFile = serde_json::from_str(before).unwrap();
+        let game = &state.open_games[0];
+        let header = GameHeader {
+            source: crate::results::Source::Sandbox,
+            account: "Ladder-L2".into(),
+            level: 2.0,
+            offset: 0.5,
+            coefficients_version: 41,
+            engine: crate::results::EngineRecord {
+                nodes: 300,
+                noise_cp: 88.5,
+                hash_mb: 1,
+            },
+            seed: 7,
+        };
+        assert_eq!(game.header, header);
+        assert_eq!(
+            (game.started_at_ms, game.played),
+            (1_700_000_000_000, false)
+        );
+        let written = serde_json::to_string(game).unwrap();
+        assert!(
+            written.starts_with(
+                r#"{"game_id":"g1","source":"sandbox","account":"Ladder-L2","level":2.0,"offset":0.5,"coefficients_version":41,"engine":{"nodes":300,"noise_cp":88.5,"hash_mb":1},"seed":7,"started_at_ms""#
+            ),
+            "{written}"
+        );
     }
 
     #[test]

@@ -153,9 +153,15 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
     pgn.tag("Date", &date);
     pgn.tag("Round", "-");
     let (white, black) = if we_are_white {
-        (record.account.as_str(), record.opponent.name.as_str())
+        (
+            record.header.account.as_str(),
+            record.opponent.name.as_str(),
+        )
     } else {
-        (record.opponent.name.as_str(), record.account.as_str())
+        (
+            record.opponent.name.as_str(),
+            record.header.account.as_str(),
+        )
     };
     pgn.tag("White", white);
     pgn.tag("Black", black);
@@ -202,16 +208,16 @@ pub fn format_game(record: &GameRecord, site: &str) -> String {
         );
     }
     pgn.tag("Termination", termination(record.status.as_str()));
-    pgn.tag("Level", &format!("{}", record.level));
-    pgn.tag("LevelOffset", &format!("{}", record.offset));
+    pgn.tag("Level", &format!("{}", record.header.level));
+    pgn.tag("LevelOffset", &format!("{}", record.header.offset));
     pgn.tag(
         "CoefficientsVersion",
-        &record.coefficients_version.to_string(),
+        &record.header.coefficients_version.to_string(),
     );
-    pgn.tag("Seed", &record.seed.to_string());
-    pgn.tag("Nodes", &record.engine.nodes.to_string());
-    pgn.tag("NoiseCp", &format!("{:.1}", record.engine.noise_cp));
-    pgn.tag("HashMb", &record.engine.hash_mb.to_string());
+    pgn.tag("Seed", &record.header.seed.to_string());
+    pgn.tag("Nodes", &record.header.engine.nodes.to_string());
+    pgn.tag("NoiseCp", &format!("{:.1}", record.header.engine.noise_cp));
+    pgn.tag("HashMb", &record.header.engine.hash_mb.to_string());
     match game.as_mut() {
         Some(game) => {
             for uci in record.moves.split_whitespace() {

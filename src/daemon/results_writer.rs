@@ -95,9 +95,9 @@ pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)
                         }
                         reply.send(accepted).ok();
                     }
-                    Request::Release(id) => open.release(id.as_str()),
+                    Request::Release(id) => open.release(&id),
                     Request::Forget(id, reply) => {
-                        reply.send(open.close(id.as_str())).ok();
+                        reply.send(open.close(&id)).ok();
                     }
                     Request::Unclaimed(account, reply) => {
                         reply.send(open.unclaimed(&account)).ok();
@@ -207,15 +207,14 @@ mod tests {
         use crate::results::Source;
         let (_dir, path) = temp_file("r.jsonl");
         let game = |id: &str| {
-            let setup = super::super::tracker::GameSetup {
-                game_id: GameId::new(id),
-                username: "ladder-l3".into(),
-                user_id: "ladder-l3".into(),
-                params: LevelParams::new(&Coefficients::builtin(), 3.0),
-                seed: 5,
-                source: Source::Sandbox,
-                move_overhead_ms: 100,
-            };
+            let setup = super::super::tracker::GameSetup::new(
+                GameId::new(id),
+                ("ladder-l3", "ladder-l3"),
+                LevelParams::new(&Coefficients::builtin(), 3.0),
+                5,
+                Source::Sandbox,
+                100,
+            );
             OpenGame::of(&setup, 0)
         };
         let (stub, writer) = start(&path, "http://127.0.0.1").unwrap();

@@ -251,7 +251,7 @@ fn games(n: usize) -> String {
 /// `abcd1234 ladder-l3, efgh5678 ladder-l5`.
 fn ids(open: &[open_games::OpenGame]) -> String {
     open.iter()
-        .map(|g| format!("{} {}", g.game_id, g.account))
+        .map(|g| format!("{} {}", g.game_id, g.header.account))
         .collect::<Vec<_>>()
         .join(", ")
 }

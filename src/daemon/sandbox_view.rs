@@ -279,7 +279,7 @@ min_initial_s = 180
             // calibration without target flags
             assert_eq!(calibration.target(level), Some(target));
             // ladder levels: the target column (after level, offset, nodes, noise, blind, hash)
-            let table = crate::levels::table(&shipped, &[level]);
+            let table = crate::levels::table::render(&shipped, &[level]);
             let row: Vec<&str> = table.lines().nth(3).unwrap().split_whitespace().collect();
             assert_eq!(row[6], whole, "{table}");
             // the README's table of the levels today: | level | target | measured | ...
@@ -303,7 +303,7 @@ min_initial_s = 180
         for challenger in &demo.challengers {
             let measured = match &challenger.player {
                 PlayerKind::Level(level) => shipped.rating_of(*level).unwrap(),
-                PlayerKind::Mover(style) => crate::arena::anchors::AnchorsFile::builtin()
+                PlayerKind::Mover(style) => crate::anchors::AnchorsFile::builtin()
                     .get(style.name())
                     .unwrap()
                     .rating

@@ -71,13 +71,13 @@ impl Tally {
             let index = match tally
                 .accounts
                 .iter()
-                .position(|a| a.account == record.account)
+                .position(|a| a.account == record.header.account)
             {
                 Some(i) => i,
                 None => {
                     tally.accounts.push(AccountScore {
-                        account: record.account.clone(),
-                        level: record.level,
+                        account: record.header.account.clone(),
+                        level: record.header.level,
                         games: 0,
                         points: 0.0,
                         scored: 0,
@@ -87,7 +87,7 @@ impl Tally {
             };
             let account = &mut tally.accounts[index];
             // A reload may change the level: the latest game's is the account's level now.
-            account.level = record.level;
+            account.level = record.header.level;
             account.games += 1;
             if let Some(score) = record.result.score().filter(|_| record.fault.is_none()) {
                 account.points += score;
@@ -144,15 +144,15 @@ mod tests {
 
     fn record(account: &str, level: f64, result: Outcome) -> GameRecord {
         let mut r = sample_record(&format!("{account}{result:?}{level}"), result);
-        r.account = account.to_string();
-        r.level = level;
+        r.header.account = account.to_string();
+        r.header.level = level;
         r
     }
 
     #[test]
     fn tally_counts_every_game_and_scores_the_ones_calibration_counts() {
         let mut cut_short = record("ladder-l7", 7.0, Outcome::Loss);
-        cut_short.game_id = "cutshort".into();
+        cut_short.game_id = crate::lichess::GameId::new("cutshort");
         cut_short.fault = Some("shutdown: resigned when the shutdown grace period ran out".into());
         let records = [
             record("ladder-l4", 4.0, Outcome::Loss),

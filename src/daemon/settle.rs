@@ -15,7 +15,7 @@ use tracing::Instrument;
 
 use crate::lichess::{Client, GameId, GameJson, GameStatus, LichessError};
 use crate::logging::game_span;
-use crate::results::from_lichess::{AccountRef, VersionTimeline, to_record};
+use crate::results::from_lichess::exported;
 use crate::results::{AfterRestart, GameRecord, Outcome, fault};
 use crate::unix_time::unix_ms;
 
@@ -39,17 +39,7 @@ const ACCEPT_PENDING: Duration = Duration::from_secs(120);
 /// it.
 pub fn settled_record(open: &Unclaimed, game: &GameJson) -> Option<GameRecord> {
     let remembered = &open.game;
-    let account = AccountRef {
-        username: remembered.account.clone(),
-        level: remembered.level,
-    };
-    let mut record = to_record(game, &account, &VersionTimeline::default())?;
-    record.source = remembered.source;
-    record.level = remembered.level;
-    record.offset = remembered.offset;
-    record.coefficients_version = remembered.coefficients_version;
-    record.engine = remembered.engine.clone();
-    record.seed = remembered.seed;
+    let mut record = exported(game, remembered.header.clone())?;
     record.after_restart = open.from_previous_run.then_some(AfterRestart::Settled);
     let result = match record.result {
         Outcome::Win => "won",
@@ -255,9 +245,15 @@ mod tests {
         let open = left_by_previous_run(open_game("g1", 7));
         let r = settled_record(&open, &export("outoftime", Some("white"))).unwrap();
         assert_eq!((r.result, r.status.as_str()), (Outcome::Loss, "outoftime"));
-        assert_eq!((r.seed, r.source, r.level), (7, Source::Sandbox, 2.0));
-        assert_eq!(r.engine, open.game.engine);
-        assert_eq!(r.coefficients_version, open.game.coefficients_version);
+        assert_eq!(
+            (r.header.seed, r.header.source, r.header.level),
+            (7, Source::Sandbox, 2.0)
+        );
+        assert_eq!(r.header.engine, open.game.header.engine);
+        assert_eq!(
+            r.header.coefficients_version,
+            open.game.header.coefficients_version
+        );
         assert_eq!(r.moves, "e2e4 e7e5 g1f3");
         assert_eq!(r.after_restart, Some(AfterRestart::Settled));
         assert_eq!(r.fault_kind(), Some(fault::DAEMON_DOWN));
@@ -274,7 +270,7 @@ mod tests {
         assert_eq!((r.result, r.fault.as_deref()), (Outcome::Loss, None));
         // Not our game: nothing to record.
         let mut other = open.clone();
-        other.game.account = "ladder-l9".into();
+        other.game.header.account = "ladder-l9".into();
         assert!(settled_record(&other, &export("mate", Some("white"))).is_none());
     }
 
@@ -293,7 +289,7 @@ mod tests {
             let r = settled_record(&never, &export(status, winner)).unwrap();
             assert_eq!(r.fault_kind(), Some(fault::NOT_PLAYED), "{status}");
             assert_eq!(r.after_restart, None, "no restart in between");
-            assert_eq!(r.seed, 7);
+            assert_eq!(r.header.seed, 7);
         }
         // Played in this run until its actor gave up, then lost on time.
         let abandoned = Unclaimed {

@@ -281,7 +281,7 @@ fn named(open: &[OpenGame]) -> String {
     }
     let names: Vec<String> = open
         .iter()
-        .map(|g| format!("{} ({})", g.game_id, g.account))
+        .map(|g| format!("{} ({})", g.game_id, g.header.account))
         .collect();
     format!(": {}", names.join(", "))
 }

@@ -18,7 +18,7 @@ use crate::engine::{Game, GameError, Score, SearchResult};
 use crate::levels::LevelParams;
 use crate::lichess::{Color, GameFull, GameId, GameState, GameStatus, Perf};
 use crate::results::{
-    ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
+    ClockRecord, GameHeader, GameRecord, Keyed, OpponentRecord, Outcome, SCHEMA_VERSION, Source,
     fault,
 };
 
@@ -30,13 +30,33 @@ use crate::player::conduct::{Conduct, ResignWatch, accept_draw};
 #[derive(Clone, Debug)]
 pub struct GameSetup {
     pub game_id: GameId,
-    /// Our account's username and id.
-    pub username: String,
+    /// Our account's user id (its username is the header's `account`).
     pub user_id: String,
+    /// Account, level, engine parameters and seed: what the open-games entry and the record
+    /// keep of the game, made once here.
+    pub header: GameHeader,
     pub params: LevelParams,
-    pub seed: u64,
-    pub source: Source,
     pub move_overhead_ms: u64,
+}
+
+impl GameSetup {
+    /// The game `game_id` of account `username` (id `user_id`), played at `params` with `seed`.
+    pub fn new(
+        game_id: GameId,
+        (username, user_id): (&str, &str),
+        params: LevelParams,
+        seed: u64,
+        source: Source,
+        move_overhead_ms: u64,
+    ) -> GameSetup {
+        GameSetup {
+            game_id,
+            user_id: user_id.to_string(),
+            header: params.game_header(source, username, seed),
+            params,
+            move_overhead_ms,
+        }
+    }
 }
 
 /// Something the actor should do.
@@ -196,7 +216,7 @@ impl Tracker {
             full.color_of(&self.setup.user_id)
                 .ok_or_else(|| TrackerError::NotOurGame {
                     game_id: self.setup.game_id.clone(),
-                    user: self.setup.username.clone(),
+                    user: self.setup.header.account.clone(),
                 })?;
         let state = full.state.clone();
         self.full = Some(full);
@@ -420,18 +440,8 @@ impl Tracker {
         });
         GameRecord {
             schema: SCHEMA_VERSION,
-            game_id: self.setup.game_id.to_string(),
-            source: self.setup.source,
-            account: self.setup.username.clone(),
-            level: self.setup.params.level,
-            offset: self.setup.params.offset,
-            coefficients_version: self.setup.params.coefficients_version,
-            engine: EngineRecord {
-                nodes: self.setup.params.nodes,
-                noise_cp: self.setup.params.noise_cp,
-                hash_mb: self.setup.params.hash_mb,
-            },
-            seed: self.setup.seed,
+            game_id: self.setup.game_id.clone(),
+            header: self.setup.header.clone(),
             started_at_ms: full.created_at,
             finished_at_ms: now_ms,
             rated: full.rated,
@@ -492,15 +502,14 @@ mod tests {
     use crate::levels::Coefficients;
 
     fn setup() -> GameSetup {
-        GameSetup {
-            game_id: GameId::new("g1"),
-            username: "Ladder-L1".into(),
-            user_id: "ladder-l1".into(),
-            params: LevelParams::new(&Coefficients::builtin(), 1.0),
-            seed: 7,
-            source: Source::Sandbox,
-            move_overhead_ms: 100,
-        }
+        GameSetup::new(
+            GameId::new("g1"),
+            ("Ladder-L1", "ladder-l1"),
+            LevelParams::new(&Coefficients::builtin(), 1.0),
+            7,
+            Source::Sandbox,
+            100,
+        )
     }
 
     fn full(moves: &str, we_are_white: bool) -> Box<GameFull> {
@@ -637,7 +646,7 @@ mod tests {
         assert!(!r.opponent.bot);
         assert_eq!(r.our_rating, Some(1600.0));
         assert_eq!(r.perf, "blitz");
-        assert_eq!(r.seed, 7);
+        assert_eq!(r.header.seed, 7);
         assert_eq!(r.clock.unwrap().increment_ms, 2000);
         assert_eq!(r.fault, None);
         assert_eq!(

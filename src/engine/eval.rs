@@ -4,7 +4,8 @@
 //! mobility, pawn structure (doubled, isolated, passed with king distance), rooks on open
 //! files, king safety (attacks on the king zone, pawn shield), the bishop pair, a tempo bonus,
 //! a mop-up term that drives a lone king to the edge, and scaling of pawnless endgames where
-//! the extra material cannot win. The one place noise is added is [`static_eval`]. Every
+//! the extra material cannot win. The one place noise is added is [`add_noise`], which the
+//! search applies to its evaluation of a position (`Engine::noisy` in `search.rs`). Every
 //! weight comes from a [`Weights`] set (`weights.rs`); the walk over the board
 //! ([`accumulate`]) is shared with the tuner through [`Accumulator`].
 
@@ -171,11 +172,6 @@ pub fn evaluate_with(pos: &Chess, weights: &Weights) -> i32 {
 #[inline]
 pub fn taper([mg, eg]: [i32; 2], phase: i32) -> i32 {
     (mg * phase + eg * (MAX_PHASE - phase)) / MAX_PHASE
-}
-
-/// The static evaluation the search uses: [`evaluate`] plus this position's noise draw.
-pub fn static_eval(pos: &Chess, key: u64, noise: &Noise) -> i32 {
-    add_noise(evaluate(pos), key, noise)
 }
 
 /// Adds the noise draw of the position with `key` to an evaluation. With noise off this is

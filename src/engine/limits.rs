@@ -1,4 +1,9 @@
-//! Search limits given as data, and the observer through which the caller stops a search.
+//! Search limits given as data, and the observer through which the caller stops a search and
+//! hears of its progress.
+
+use shakmaty::Move;
+
+use super::score::Score;
 
 /// Limits the search checks itself. Time is not here: the caller's [`SearchObserver`] owns the
 /// clock, so the engine never reads one.
@@ -34,9 +39,19 @@ pub trait SearchObserver {
         false
     }
     /// Called after every completed iteration (and when the search ends early with a result).
-    fn on_iteration(&mut self, _info: &crate::engine::SearchInfo) {}
+    fn on_iteration(&mut self, _info: &SearchInfo) {}
 }
 
 /// An observer that never stops a search and ignores progress.
 pub struct NoStop;
 impl SearchObserver for NoStop {}
+
+/// Progress after one completed iteration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SearchInfo {
+    pub depth: u32,
+    pub seldepth: u32,
+    pub score: Score,
+    pub nodes: u64,
+    pub pv: Vec<Move>,
+}

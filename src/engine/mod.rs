@@ -13,6 +13,7 @@ pub mod movegen;
 pub mod movepack;
 pub mod noise;
 mod ordering;
+pub mod params;
 pub mod position;
 pub mod score;
 pub mod search;
@@ -22,29 +23,10 @@ pub mod weights;
 
 pub use blindness::Blindness;
 pub use constants::SearchConstants;
-pub use limits::{Limits, NoStop, SearchObserver};
+pub use limits::{Limits, NoStop, SearchInfo, SearchObserver};
 pub use noise::Noise;
+pub use params::SearchParams;
 pub use position::{Game, GameError};
 pub use score::Score;
-pub use search::{Engine, SearchInfo, SearchResult};
+pub use search::{Engine, SearchResult};
 pub use weights::Weights;
-
-/// Everything that decides how one search plays, apart from the position.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchParams {
-    pub limits: Limits,
-    pub noise: Noise,
-    /// Missed threats at the root (the weakest levels); [`Blindness::NONE`] at full strength.
-    pub blindness: Blindness,
-}
-
-impl SearchParams {
-    /// Full strength, bounded only by the given limits.
-    pub fn full_strength(limits: Limits) -> Self {
-        SearchParams {
-            limits,
-            noise: Noise::NONE,
-            blindness: Blindness::NONE,
-        }
-    }
-}

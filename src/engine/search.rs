@@ -25,27 +25,19 @@ use super::constants::{self, SearchConstants};
 use std::sync::Arc;
 
 use super::eval::{add_noise, evaluate_with};
+use super::limits::{SearchInfo, SearchObserver};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
 use super::noise::Noise;
 use super::ordering::{Context, Heuristics, PieceTo, is_quiet, pick, score_captures, score_moves};
+use super::params::SearchParams;
+use super::position::Game;
 use super::score::{
     DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in, to_public,
 };
 use super::see::{see_at_least, see_non_negative, see_value};
 use super::tt::{Bound, Tt};
 use super::weights::Weights;
-use super::{Game, SearchObserver, SearchParams};
-
-/// Progress after one completed iteration.
-#[derive(Clone, Debug, PartialEq)]
-pub struct SearchInfo {
-    pub depth: u32,
-    pub seldepth: u32,
-    pub score: Score,
-    pub nodes: u64,
-    pub pv: Vec<Move>,
-}
 
 /// What a search returns. `best_move` is `None` only when the side to move has no legal move.
 #[derive(Clone, Debug, PartialEq)]

@@ -18,10 +18,9 @@ use shakmaty::san::San;
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Chess, Position};
 
-use super::{
-    ClockRecord, EngineRecord, GameRecord, Keyed, OpponentRecord, Outcome, RecordStatus,
-    SCHEMA_VERSION, Source,
-};
+use super::fields::{Keyed, RecordStatus};
+use super::header::GameHeader;
+use super::{ClockRecord, GameRecord, OpponentRecord, Outcome, SCHEMA_VERSION};
 use crate::lichess::{GameJson, GameStatus};
 
 /// Per account, the (start time, coefficients version) of the logged games, sorted by time.
@@ -35,11 +34,11 @@ impl VersionTimeline {
     /// Builds the timeline from logged (not fetched) records; `current` is the version in force.
     pub fn new(records: &[GameRecord], current: u32) -> VersionTimeline {
         let mut games: BTreeMap<String, Vec<(i64, u32)>> = BTreeMap::new();
-        for r in records.iter().filter(|r| r.engine.nodes != 0) {
+        for r in records.iter().filter(|r| r.header.engine.nodes != 0) {
             games
-                .entry(r.account.to_lowercase())
+                .entry(r.header.account.to_lowercase())
                 .or_default()
-                .push((r.started_at_ms, r.coefficients_version));
+                .push((r.started_at_ms, r.header.coefficients_version));
         }
         for list in games.values_mut() {
             list.sort_unstable();
@@ -75,13 +74,27 @@ pub struct AccountRef {
     pub level: f64,
 }
 
-/// Converts an exported game of `account` to a record; `None` when the account did not play it.
+/// Converts an exported game of `account` to a record, its coefficients version inferred from
+/// `timeline`; `None` when the account did not play it.
 pub fn to_record(
     game: &GameJson,
     account: &AccountRef,
     timeline: &VersionTimeline,
 ) -> Option<GameRecord> {
-    let color = game.color_of(&account.username.to_lowercase())?;
+    let version = timeline
+        .infer(&account.username, game.created_at)
+        .unwrap_or(0);
+    exported(
+        game,
+        GameHeader::fetched(&account.username, account.level, version),
+    )
+}
+
+/// The record of an exported game from the side of `header.account`, with `header` as it is
+/// (a fetched game's, or the one the daemon remembered of a game it played); `None` when that
+/// account did not play it.
+pub fn exported(game: &GameJson, header: GameHeader) -> Option<GameRecord> {
+    let color = game.color_of(&header.account.to_lowercase())?;
     let us = game.players.get(color);
     let them = game.players.get(color.other());
     let result = match (game.status, game.winner) {
@@ -103,21 +116,8 @@ pub fn to_record(
     let opponent_user = them.user.as_ref();
     Some(GameRecord {
         schema: SCHEMA_VERSION,
-        game_id: game.id.to_string(),
-        source: Source::Lichess,
-        account: account.username.clone(),
-        level: account.level,
-        offset: 0.0,
-        coefficients_version: timeline
-            .infer(&account.username, game.created_at)
-            .unwrap_or(0),
-        // nodes == 0 marks a fetched game: its engine parameters are unknown.
-        engine: EngineRecord {
-            nodes: 0,
-            noise_cp: 0.0,
-            hash_mb: 0,
-        },
-        seed: 0,
+        game_id: game.id.clone(),
+        header,
         started_at_ms: game.created_at,
         finished_at_ms: game.last_move_at,
         rated: game.rated,
@@ -185,7 +185,7 @@ mod tests {
         for (id, t, v) in [("a", 100, 1), ("b", 200, 1), ("c", 300, 2), ("d", 400, 2)] {
             let mut r = sample_record(id, Outcome::Win);
             r.started_at_ms = t;
-            r.coefficients_version = v;
+            r.header.coefficients_version = v;
             records.push(r);
         }
         let tl = VersionTimeline::new(&records, 2);

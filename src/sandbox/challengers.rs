@@ -308,7 +308,7 @@ fn is_legal(game: &Game, uci: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::anchors::{Anchor, AnchorsFile};
+    use crate::anchors::{Anchor, AnchorsFile};
     use crate::sandbox::{Sandbox, SandboxConfig};
 
     /// A seat for one game of a challenger playing as `anchor`.

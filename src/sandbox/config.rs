@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use crate::arena::anchors::{Anchor, AnchorsFile};
+use crate::anchors::{Anchor, AnchorsFile};
 use crate::lichess::Token;
 use crate::player::seat::{MoverStyle, PlayerKind};
 

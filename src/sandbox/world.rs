@@ -14,7 +14,6 @@ use tokio::time::Instant;
 
 use super::config::{AccountConfig, SandboxConfig};
 // Re-exported where it lived first, for code that imported it from here.
-pub use super::export::GameSummary;
 use super::game::{ActionError, Offer, SandboxGame, Seat};
 use crate::lichess::types::{
     ChallengeColor, ChallengeJson, ChallengePerf, ChallengeStatus, ChallengeUser, ChatLine,
