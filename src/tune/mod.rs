@@ -9,6 +9,7 @@ pub mod datagen;
 pub mod dataset;
 pub mod genetic;
 pub mod matches;
+pub mod net;
 pub mod pso;
 pub mod sample;
 pub mod sets;
@@ -26,6 +27,8 @@ pub enum TuneCommand {
     Match(matches::MatchArgs),
     /// Tune the search's constants by a genetic search judged by games (resumable).
     Search(Box<genetic::SearchArgs>),
+    /// Train the network evaluation on datagen's data (CPU, deterministic by seed, resumable).
+    Net(Box<net::NetArgs>),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -64,5 +67,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Texel(args) => texel::run(*args),
         TuneCommand::Match(args) => matches::run(args),
         TuneCommand::Search(args) => genetic::run(*args),
+        TuneCommand::Net(args) => net::run(*args),
     }
 }
