@@ -29,6 +29,8 @@ pub enum TuneCommand {
     Search(Box<genetic::SearchArgs>),
     /// Train the network evaluation on datagen's data (CPU, deterministic by seed, resumable).
     Net(Box<net::NetArgs>),
+    /// Measure the network evaluation's speed: refreshed from the board or updated by moves.
+    NetSpeed(net::speed::SpeedArgs),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -68,5 +70,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Match(args) => matches::run(args),
         TuneCommand::Search(args) => genetic::run(*args),
         TuneCommand::Net(args) => net::run(*args),
+        TuneCommand::NetSpeed(args) => net::speed::run(args),
     }
 }

@@ -3,12 +3,14 @@
 //!
 //! [`data`] reads the files into packed inputs and labels, [`model`] is the float network and
 //! its gradient, [`optimizer`] AdamW and the learning-rate schedule, [`train`] the epochs and
-//! threads, [`checkpoint`] the state a killed run resumes from.
+//! threads, [`checkpoint`] the state a killed run resumes from; [`speed`] measures the
+//! engine's inference (`ladder tune net-speed`).
 
 pub mod checkpoint;
 pub mod data;
 pub mod model;
 pub mod optimizer;
+pub mod speed;
 #[cfg(test)]
 mod test_data;
 pub mod train;
