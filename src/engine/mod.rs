@@ -11,6 +11,7 @@ pub mod eval;
 pub mod limits;
 pub mod movegen;
 pub mod movepack;
+pub mod nnue;
 pub mod noise;
 mod ordering;
 pub mod params;

@@ -10,6 +10,7 @@ pub mod dataset;
 pub mod genetic;
 pub mod matches;
 pub mod merge;
+pub mod net;
 pub mod pso;
 pub mod sample;
 pub mod sets;
@@ -30,6 +31,10 @@ pub enum TuneCommand {
     Match(matches::MatchArgs),
     /// Tune the search's constants by a genetic search judged by games (resumable).
     Search(Box<genetic::SearchArgs>),
+    /// Train the network evaluation on datagen's data (CPU, deterministic by seed, resumable).
+    Net(Box<net::NetArgs>),
+    /// Measure the network evaluation's speed: refreshed from the board or updated by moves.
+    NetSpeed(net::speed::SpeedArgs),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
 }
@@ -69,5 +74,7 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Texel(args) => texel::run(*args),
         TuneCommand::Match(args) => matches::run(args),
         TuneCommand::Search(args) => genetic::run(*args),
+        TuneCommand::Net(args) => net::run(*args),
+        TuneCommand::NetSpeed(args) => net::speed::run(args),
     }
 }
