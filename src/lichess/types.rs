@@ -671,6 +671,16 @@ impl GameEventPlayer {
     pub fn is_bot(&self) -> bool {
         self.title.as_deref() == Some("BOT")
     }
+
+    /// The name to call the player by: the username, "Stockfish level N" for Lichess's AI,
+    /// "Anonymous" for someone not logged in (both come without a name).
+    pub fn display_name(&self) -> String {
+        match (self.name.trim(), self.ai_level) {
+            ("", Some(level)) => format!("Stockfish level {level}"),
+            ("", None) => "Anonymous".to_string(),
+            (name, _) => name.to_string(),
+        }
+    }
 }
 
 /// `gameFull.clock`, in milliseconds.

@@ -1,0 +1,339 @@
+//! What a second reading of the daemon against lila still found (issue 34), end to end against
+//! the sandbox over real HTTP on 127.0.0.1: an event stream that closes right after it opens
+//! (lila's limit of 30 opens per 10 minutes), a second daemon on the same results log and
+//! tokens, the 400 lila answers an accept with when the challenging bot is at its bot-game
+//! limit, and a claim of victory Lichess refuses at first.
+
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod logs;
+    pub mod sandbox;
+    pub mod tokens;
+}
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::config::{account_table, ladder_toml};
+use common::daemon::{Running, bounded_by, launch, spec};
+use common::logs::capture_logs;
+use common::sandbox::{challenger, quick, sandbox_config};
+use common::tokens::token_clients;
+use ladder::config::Config;
+use ladder::lichess::{
+    ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, OpenBudgetPolicy,
+    ReconnectPolicy,
+};
+use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, Sandbox};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    bounded_by(TEST_TIMEOUT, f).await;
+}
+
+/// A sandbox with `bots`, scriptable challengers (a name starting with `Robo` is a BOT) and
+/// the person Alice.
+async fn sandbox(bots: &[&str], challengers: &[&str]) -> Sandbox {
+    let mut config = sandbox_config(bots);
+    config.accounts.push(AccountConfig::human("Alice"));
+    config.challengers.extend(challengers.iter().map(|name| {
+        let mut c = challenger(name);
+        if name.starts_with("Robo") {
+            c.title = Some("BOT".into());
+        }
+        c
+    }));
+    Sandbox::start(config).await.unwrap()
+}
+
+fn tuned(c: ClientConfig) -> ClientConfig {
+    let mut c = quick(c);
+    c.rate_limit.pause = Duration::from_secs(1);
+    c
+}
+
+/// The daemon playing `bots` at level 1 from `dir`, its clients configured by `tune`.
+async fn start_daemon(
+    sb: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+) -> anyhow::Result<Running> {
+    let mut text = ladder_toml(
+        sb.base_url(),
+        "search_threads = 2\nmax_games = 20\nabort_after_s = 20\nshutdown_grace_s = 30\n",
+        "accept_bots = true\nmin_initial_s = 30\nmax_games = 4\nmax_games_per_opponent = 2\n",
+    );
+    for bot in bots {
+        text.push_str(&account_table(bot, "LADDER_TEST_UNUSED", 1, ""));
+    }
+    let config = Config::parse(&text, &dir.join("accounts.toml"))?;
+    launch(spec(config, token_clients(sb, bots, tune), dir)).await
+}
+
+async fn stop_now(run: Running) {
+    run.daemon.shutdown().await;
+    run.daemon.shutdown().await;
+    run.daemon.join().await.unwrap();
+}
+
+/// The most opens of `opens` (sorted) within any `window`.
+fn most_in_window(opens: &[tokio::time::Instant], window: Duration) -> usize {
+    (0..opens.len())
+        .map(|i| {
+            opens[i..]
+                .iter()
+                .take_while(|&&at| at.duration_since(opens[i]) < window)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------- the flapping stream
+
+/// A budget of 4 opens per 5 s and reconnects that would come every 0.1-0.2 s: the budget
+/// holds, whatever the pacing does.
+fn small_budget(c: ClientConfig) -> ClientConfig {
+    let mut c = tuned(c);
+    c.event_stream_opens = OpenBudgetPolicy {
+        max: 4,
+        window: Duration::from_secs(5),
+    };
+    c.stream_reconnect = ReconnectPolicy {
+        base: Duration::from_millis(100),
+        cap: Duration::from_millis(200),
+        stable_after: Duration::from_secs(60),
+    };
+    c
+}
+
+/// An event stream that closes as soon as it opens (a second process on the token, a proxy)
+/// never makes the daemon open it more often than its budget allows (lila: 30 per 10 min,
+/// then a 429 that pauses the whole account); once the stream holds again, the account plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
+    capture_logs();
+    bounded(async {
+        let bots = ["flap1"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, small_budget)
+            .await
+            .unwrap();
+        sb.wait_event_stream("flap1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        sb.flap_event_stream("flap1", Duration::from_secs(8));
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let opens = sb.event_stream_opens("flap1");
+        assert!(opens.len() >= 4, "the daemon gave up reconnecting: {opens:?}");
+        let most = most_in_window(&opens, Duration::from_secs(5));
+        assert!(most <= 4, "{most} opens within 5 s (budget 4)");
+        // The stream holds again: the account plays.
+        sb.wait_event_stream("flap1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let game = sb
+            .challenge("Rita", "flap1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// The reopened stream replays the running game at once, then closes: those events must not
+/// start the reconnect waits over. Doubling from 0.5 s, 12 s of flapping see at most 6 opens
+/// (0, 0.5, 1, 2, 4, 8 s at the quickest); waits reset by every replay (0.5-1.5 s each) would
+/// have made at least 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_on_a_stream_that_closes_at_once_does_not_reset_the_waits() {
+    capture_logs();
+    bounded(async {
+        let bots = ["flap2"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        sb.wait_event_stream("flap2", Duration::from_secs(10))
+            .await
+            .unwrap();
+        // A running game: every reopened stream replays its gameStart.
+        let game = sb
+            .challenge("Rita", "flap2", &ChallengeSpec::clock(600, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        let before = sb.event_stream_opens("flap2").len();
+        sb.flap_event_stream("flap2", Duration::from_secs(12));
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let during = sb.event_stream_opens("flap2").len() - before;
+        assert!(
+            (2..=6).contains(&during),
+            "{during} opens in 12 s of a stream that closes at once"
+        );
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- one daemon per results log
+
+/// A second daemon on the same results log (and so the same tokens' files) is refused at
+/// start with an error naming the process that holds them; the first plays on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_on_the_same_results_log_is_refused_naming_the_first() {
+    capture_logs();
+    bounded(async {
+        let bots = ["twice1"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        let err = match start_daemon(&sb, dir.path(), &bots, tuned).await {
+            Ok(_) => panic!("a second daemon started on the same results log"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        assert!(err.contains("results.jsonl"), "{err}");
+        let game = sb
+            .challenge("Rita", "twice1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the first daemon's game", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(first).await;
+        // Once the first has stopped, the log is free.
+        let again = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        stop_now(again).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- the challenger's bot limit
+
+async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
+    sb.wait_until(
+        &format!("challenge {id} declined"),
+        Duration::from_secs(10),
+        |w| {
+            w.declined
+                .iter()
+                .find(|c| c.id == *id)
+                .and_then(|c| c.decline_reason_key.clone())
+        },
+    )
+    .await
+    .unwrap()
+}
+
+/// lila answers the accept of a bot's challenge with HTTP 400 (`ratelimit.key`
+/// `bot.vsBot.day`) when the *challenger* played its 100 bot games today: the challenge is
+/// declined (`later`) at once instead of left to expire, and our own bot games go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_refused_for_the_challengers_bot_limit_declines_the_challenge() {
+    capture_logs();
+    bounded(async {
+        let bots = ["lim1"];
+        let sb = sandbox(&bots, &["RoboRita", "RoboRon"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        sb.wait_event_stream("lim1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        sb.challenger_bot_limit_reached("lim1", Duration::from_secs(3600));
+        let refused = sb
+            .challenge("RoboRita", "lim1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
+        assert_eq!(declined_reason(&sb, &refused).await, "later");
+        // The limit was the challenger's: another bot's challenge is played.
+        sb.clear_faults("lim1");
+        let game = sb
+            .challenge("RoboRon", "lim1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("RoboRon's game", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- a refused claim
+
+/// Alice challenges `bot` with White (1+0) and plays `first` as soon as the game lets her.
+async fn alice_opens(sb: &Sandbox, bot: &str, first: &str) -> GameId {
+    let mut spec = ChallengeSpec::clock(60, 0);
+    spec.color = ChallengeColor::White;
+    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while sb
+            .act(
+                "alice",
+                &id,
+                Action::Move {
+                    uci: first.to_string(),
+                    offering_draw: false,
+                },
+            )
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("Alice could not open");
+    id
+}
+
+/// Alice leaves and Lichess refuses the first two claims (our turn, or not allowed yet): the
+/// bot claims again until Lichess allows it, instead of waiting out her whole clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_claim_is_tried_again_until_lichess_allows_it() {
+    capture_logs();
+    bounded(async {
+        let bots = ["reclaim1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        let id = alice_opens(&sb, "reclaim1", "e2e4").await;
+        sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
+            w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
+        })
+        .await
+        .unwrap();
+        sb.refuse_next_claims(&id, 2);
+        sb.set_gone(&id, "alice", true, Duration::from_secs(1))
+            .unwrap();
+        // Her clock has most of its minute left: only a claim ends the game this soon.
+        let games = sb.wait_finished(1, Duration::from_secs(20)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
