@@ -20,8 +20,7 @@ use crate::config::{Account, Config, TokenSource};
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::{
     BackoffPolicy, Client, ClientConfig, LichessError, RateLimitPolicy, SharedLimits, Token,
-    TokenOwner,
-    token_file_permission_problem, user_agent,
+    TokenOwner, token_file_permission_problem, user_agent,
 };
 
 /// The OAuth scope a bot token needs.

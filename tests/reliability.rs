@@ -2,7 +2,8 @@
 //! the sandbox over real HTTP on 127.0.0.1: an event stream that closes right after it opens
 //! (lila's limit of 30 opens per 10 minutes), a second daemon on the same results log and
 //! tokens, the 400 lila answers an accept with when the challenging bot is at its bot-game
-//! limit, and a claim of victory Lichess refuses at first.
+//! limit, a claim of victory Lichess refuses at first, and the conversation: chat lines logged,
+//! chat commands answered in their room, no goodbye after an abort.
 
 mod common {
     pub mod config;
@@ -17,15 +18,16 @@ use std::time::Duration;
 
 use common::config::{account_table, ladder_toml};
 use common::daemon::{Running, bounded_by, launch, spec};
-use common::logs::capture_logs;
+use common::logs::{capture_logs, logs, wait_log, wait_log_after};
 use common::sandbox::{challenger, quick, sandbox_config};
 use common::tokens::token_clients;
 use ladder::config::Config;
 use ladder::lichess::{
-    ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, OpenBudgetPolicy,
+    ChallengeColor, ChallengeId, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy,
     ReconnectPolicy,
 };
-use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, Sandbox};
+use ladder::results::read_results;
+use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -61,13 +63,32 @@ async fn start_daemon(
     bots: &[&str],
     tune: fn(ClientConfig) -> ClientConfig,
 ) -> anyhow::Result<Running> {
+    start_daemon_aborting_after(sb, dir, bots, tune, 20).await
+}
+
+/// [`start_daemon`], aborting a game whose opponent makes no first move in `abort_after_s`.
+async fn start_daemon_aborting_after(
+    sb: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+    abort_after_s: u64,
+) -> anyhow::Result<Running> {
     let mut text = ladder_toml(
         sb.base_url(),
-        "search_threads = 2\nmax_games = 20\nabort_after_s = 20\nshutdown_grace_s = 30\n",
+        &format!(
+            "search_threads = 2\nmax_games = 20\nabort_after_s = {abort_after_s}\n\
+             shutdown_grace_s = 30\n"
+        ),
         "accept_bots = true\nmin_initial_s = 30\nmax_games = 4\nmax_games_per_opponent = 2\n",
     );
     for bot in bots {
-        text.push_str(&account_table(bot, "LADDER_TEST_UNUSED", 1, ""));
+        text.push_str(&account_table(
+            bot,
+            "LADDER_TEST_UNUSED",
+            1,
+            "goodbye = \"GG {opponent}\"\n",
+        ));
     }
     let config = Config::parse(&text, &dir.join("accounts.toml"))?;
     launch(spec(config, token_clients(sb, bots, tune), dir)).await
@@ -126,10 +147,22 @@ async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
         sb.wait_event_stream("flap1", Duration::from_secs(10))
             .await
             .unwrap();
+        let offset = logs().len();
         sb.flap_event_stream("flap1", Duration::from_secs(8));
         tokio::time::sleep(Duration::from_secs(8)).await;
+        // The wait for the budget is said.
+        wait_log_after(
+            offset,
+            "of the wait for the open budget",
+            Duration::from_secs(1),
+            |l| l.contains("before opening it again"),
+        )
+        .await;
         let opens = sb.event_stream_opens("flap1");
-        assert!(opens.len() >= 4, "the daemon gave up reconnecting: {opens:?}");
+        assert!(
+            opens.len() >= 4,
+            "the daemon gave up reconnecting: {opens:?}"
+        );
         let most = most_in_window(&opens, Duration::from_secs(5));
         assert!(most <= 4, "{most} opens within 5 s (budget 4)");
         // The stream holds again: the account plays.
@@ -333,6 +366,154 @@ async fn a_refused_claim_is_tried_again_until_lichess_allows_it() {
         let games = sb.wait_finished(1, Duration::from_secs(20)).await.unwrap();
         let game = games.iter().find(|g| g.id == id).unwrap();
         assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        // The record follows the game's end: wait for it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let record = loop {
+            let records = read_results(std::slice::from_ref(&run.results))
+                .map(|r| r.records)
+                .unwrap_or_default();
+            if let Some(r) = records.into_iter().find(|r| r.game_id == id) {
+                break r;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never recorded");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(record.fault_kind(), Some("opponent_gone"), "{record:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- the conversation
+
+/// Alice challenges `bot` with White and says `text` in `room` once the game has started.
+async fn alice_says(sb: &Sandbox, id: &GameId, room: ChatRoom, text: &str) {
+    sb.act(
+        "alice",
+        id,
+        Action::Chat {
+            room,
+            text: text.to_string(),
+        },
+    )
+    .unwrap();
+}
+
+/// The lines `who` said in `room` of the game so far.
+fn said(sb: &Sandbox, id: &GameId, who: &str, room: ChatRoom) -> Vec<String> {
+    lines_of(sb.game(id), who, room)
+}
+
+/// The lines `who` said in `room` of `game`.
+fn lines_of(game: Option<GameSummary>, who: &str, room: ChatRoom) -> Vec<String> {
+    game.map(|g| {
+        g.chat
+            .iter()
+            .filter(|l| l.room == room && l.username.eq_ignore_ascii_case(who))
+            .map(|l| l.text.clone())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// `!wait` before her first move gives Alice more time than the first-move abort's 3 s; the
+/// answer comes in the room the command came from (`!level` from the spectators' room is
+/// answered there, with the level); her lines are in the log with the game's id; an unknown
+/// command is answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
+    capture_logs();
+    bounded(async {
+        let bots = ["chat1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 3)
+            .await
+            .unwrap();
+        sb.wait_event_stream("chat1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::White;
+        let id = sb.challenge("alice", "chat1", &spec).unwrap().id.game_id();
+        sb.wait_until("the game", Duration::from_secs(10), |w| {
+            w.summary(&id)
+                .filter(|g| g.status == GameStatus::Started)
+                .map(|_| ())
+        })
+        .await
+        .unwrap();
+        alice_says(&sb, &id, ChatRoom::Player, "!wait").await;
+        sb.wait_until("the answer to !wait", Duration::from_secs(5), |w| {
+            (!lines_of(w.summary(&id), "chat1", ChatRoom::Player).is_empty()).then_some(())
+        })
+        .await
+        .unwrap();
+        assert!(
+            said(&sb, &id, "chat1", ChatRoom::Player)[0].contains("take your time"),
+            "{:?}",
+            said(&sb, &id, "chat1", ChatRoom::Player)
+        );
+        // Past the 3 s abort: still waiting for her.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(sb.game(&id).unwrap().status, GameStatus::Started);
+        alice_says(&sb, &id, ChatRoom::Spectator, "!level").await;
+        let level = sb
+            .wait_until("the answer to !level", Duration::from_secs(5), |w| {
+                lines_of(w.summary(&id), "chat1", ChatRoom::Spectator)
+                    .first()
+                    .cloned()
+            })
+            .await
+            .unwrap();
+        assert!(level.starts_with("Level 1: aims at "), "{level}");
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        alice_says(&sb, &id, ChatRoom::Player, "!xyzzy").await;
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        alice_says(&sb, &id, ChatRoom::Player, "!plugh").await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let player = said(&sb, &id, "chat1", ChatRoom::Player);
+        assert_eq!(
+            player.iter().filter(|l| l.contains("do not know")).count(),
+            1,
+            "{player:?}"
+        );
+        let tag = format!("game={id}");
+        wait_log(
+            "with Alice's !wait and the game's id",
+            Duration::from_secs(1),
+            |l| l.contains(&tag) && l.contains("chat") && l.contains("!wait"),
+        )
+        .await;
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// A game the bot aborts (no first move from the opponent) gets no goodbye: there was no game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_the_bot_aborts_gets_no_goodbye() {
+    capture_logs();
+    bounded(async {
+        let bots = ["bye1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 2)
+            .await
+            .unwrap();
+        sb.wait_event_stream("bye1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::White;
+        let id = sb.challenge("alice", "bye1", &spec).unwrap().id.game_id();
+        let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Aborted, "{game:?}");
+        // The record is written before the goodbye would be said: give it time to come.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let lines = said(&sb, &id, "bye1", ChatRoom::Player);
+        assert!(lines.iter().all(|l| !l.starts_with("GG")), "{lines:?}");
         stop_now(run).await;
     })
     .await;

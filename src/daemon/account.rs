@@ -48,8 +48,7 @@ use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::stream_opens::ReconnectPacing;
 use crate::lichess::{
-    ChallengeId, ChallengeJson, Client, ClientConfig, Event, GameEventInfo, GameId,
-    LichessError,
+    ChallengeId, ChallengeJson, Client, ClientConfig, Event, GameEventInfo, GameId, LichessError,
 };
 use crate::logging::game_span;
 use crate::player::chat_commands::LevelFacts;

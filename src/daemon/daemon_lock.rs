@@ -92,9 +92,6 @@ mod tests {
         drop(first);
         DaemonLock::take(&results).expect("free again once the first let go");
         drop(other);
-        assert_eq!(
-            lock_path(&results),
-            dir.path().join("results.daemon.lock")
-        );
+        assert_eq!(lock_path(&results), dir.path().join("results.daemon.lock"));
     }
 }

@@ -40,8 +40,8 @@ use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::logging::show_duration;
 use crate::player::chat::{LEAVE_CHAT, RESIGN_CHAT, TAKEBACKS_USED_CHAT, chat_line};
-use crate::player::clock::{ClockInput, think_time, urgency_ms};
 use crate::player::chat_commands::{ChatDesk, Command, LevelFacts, Reply, WAIT_EXTENSION};
+use crate::player::clock::{ClockInput, think_time, urgency_ms};
 use crate::player::conduct::Conduct;
 use crate::unix_time::unix_ms;
 

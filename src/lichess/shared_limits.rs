@@ -133,9 +133,7 @@ impl SharedLimits {
             };
         };
         let until = UNIX_EPOCH + Duration::from_millis(ms);
-        let ahead = until
-            .duration_since(SystemTime::now())
-            .unwrap_or_default();
+        let ahead = until.duration_since(SystemTime::now()).unwrap_or_default();
         if ahead > MAX_SHARED_PAUSE {
             return OnFile::Unbelievable {
                 why: format!(
@@ -216,7 +214,10 @@ enum OnFile {
     Until(SystemTime),
     /// Unreadable, not a time, or too far ahead: the file's text (what a warning is said once
     /// for) and why.
-    Unbelievable { text: String, why: String },
+    Unbelievable {
+        text: String,
+        why: String,
+    },
 }
 
 /// Takes the token's turn across processes: waits until `file`'s lock is free, then holds it

@@ -427,9 +427,9 @@ impl TimeControl {
             TimeControl::Clock {
                 limit, increment, ..
             } => Some(Clock::from_secs(u64::from(*limit), u64::from(*increment))),
-            TimeControl::Correspondence { .. }
-            | TimeControl::Unlimited
-            | TimeControl::Other(_) => None,
+            TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Other(_) => {
+                None
+            }
         }
     }
 
@@ -461,8 +461,7 @@ mod tests {
 
     #[test]
     fn a_time_control_of_an_unknown_type_is_kept_not_an_error() {
-        let tc: TimeControl =
-            serde_json::from_str(r#"{"type":"hourglass","seconds":30}"#).unwrap();
+        let tc: TimeControl = serde_json::from_str(r#"{"type":"hourglass","seconds":30}"#).unwrap();
         assert_eq!(tc, TimeControl::Other("hourglass".into()));
         assert_eq!(tc.real_time(), None);
         assert_eq!(tc.to_string(), "hourglass");

@@ -1260,4 +1260,29 @@ mod tests {
         let status: GameStatus = serde_json::from_str("\"insufficientMaterialClaim\"").unwrap();
         assert_eq!(status, GameStatus::InsufficientMaterialClaim);
     }
+
+    #[test]
+    fn players_without_a_name_are_called_by_what_they_are() {
+        let named = GameEventPlayer {
+            id: "alice".into(),
+            name: "Alice".into(),
+            title: None,
+            rating: None,
+            provisional: false,
+            ai_level: None,
+        };
+        assert_eq!(named.display_name(), "Alice");
+        let ai = GameEventPlayer {
+            id: String::new(),
+            name: String::new(),
+            ai_level: Some(3),
+            ..named.clone()
+        };
+        assert_eq!(ai.display_name(), "Stockfish level 3");
+        let anonymous = GameEventPlayer {
+            ai_level: None,
+            ..ai
+        };
+        assert_eq!(anonymous.display_name(), "Anonymous");
+    }
 }

@@ -211,11 +211,20 @@ mod tests {
     fn answers_are_rate_limited_and_an_unknown_command_is_answered_once() {
         let mut desk = ChatDesk::default();
         let start = Instant::now();
-        assert!(desk.answer(&Command::Unknown, &facts(), false, start).is_some());
+        assert!(
+            desk.answer(&Command::Unknown, &facts(), false, start)
+                .is_some()
+        );
         // Too soon, then answered-before.
-        assert!(desk.answer(&Command::Help, &facts(), false, start).is_none());
+        assert!(
+            desk.answer(&Command::Help, &facts(), false, start)
+                .is_none()
+        );
         let later = start + ANSWER_GAP;
-        assert!(desk.answer(&Command::Unknown, &facts(), false, later).is_none());
+        assert!(
+            desk.answer(&Command::Unknown, &facts(), false, later)
+                .is_none()
+        );
         let mut at = later;
         let mut answered = 1;
         for _ in 0..30 {

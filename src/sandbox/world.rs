@@ -784,7 +784,11 @@ impl World {
 
     /// When `id` is a bot's challenge to `account` while the challenger's bot-game limit is
     /// armed (by the control API): the seconds left and the challenger's name, for lila's 400.
-    pub fn challenger_bot_limit_left(&self, account: &str, id: &ChallengeId) -> Option<(u64, String)> {
+    pub fn challenger_bot_limit_left(
+        &self,
+        account: &str,
+        id: &ChallengeId,
+    ) -> Option<(u64, String)> {
         let until = self.faults.get(account)?.challenger_bot_limit_until?;
         let now = Instant::now();
         let challenger = &self.challenges.get(id)?.json.challenger;
@@ -1128,9 +1132,7 @@ impl World {
             && *left > 0
         {
             *left -= 1;
-            return Err(ApiError::BadRequest(
-                "You cannot claim the game now".into(),
-            ));
+            return Err(ApiError::BadRequest("You cannot claim the game now".into()));
         }
         let entry = self.games.get_mut(game_id).ok_or_else(not_found)?;
         let color = entry.game.color_of(account).ok_or_else(not_found)?;
