@@ -28,11 +28,6 @@
 //! daemon drains, the actor stays until the games of accepts already sent have started and
 //! ended (or their reservations lapsed): a game nobody plays would be lost on `noStart`.
 //!
-//! A person's challenge the policy accepts that finds every slot busy waits (up to
-//! `MAX_WAITING` per account) instead of a `later` that loses the player: the oldest is
-//! accepted when a slot frees, one canceled meanwhile (it expired) is forgotten, and a bot's
-//! challenge never takes a slot while people wait.
-//!
 //! An accepted challenge is remembered as an open game before the accept is sent (its seed
 //! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.
 //! While the account is connected, a settling task (open_games.rs) looks after the open games
@@ -79,12 +74,6 @@ use crate::logging::show_wait;
 const RESERVATION: Duration = Duration::from_secs(30);
 /// How long an answered challenge is remembered (Lichess re-sends open challenges on reconnect).
 const ANSWERED_MEMORY: Duration = Duration::from_secs(120);
-/// People's challenges that wait for a slot, per account, at most (more are declined `later`).
-const MAX_WAITING: usize = 3;
-/// How long a challenge waits for a slot at most before it is answered whatever the load
-/// (`later` if still busy): under the 20 s after which lila lets a challenge whose challenger
-/// stopped watching expire, so every challenge gets an answer.
-const MAX_WAIT: Duration = Duration::from_secs(15);
 
 /// The settings an account actor plays with; replaced on reload (new games use the new ones).
 #[derive(Clone, Debug, PartialEq)]
@@ -133,30 +122,6 @@ struct Running {
     _slot: Slot,
 }
 
-/// A challenge waiting for a slot.
-struct Waiting {
-    challenge: ChallengeJson,
-    since: Instant,
-}
-
-/// Who answers a challenge now, and whether it may wait for a slot.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum AnswerMode {
-    /// Just arrived: waits behind the people already waiting.
-    Arrived,
-    /// The oldest waiting one, a slot perhaps free.
-    Admitting,
-    /// Answered whatever the load (the queue is full, or it waited long enough).
-    Final,
-}
-
-/// What came of answering a challenge.
-enum Answer {
-    Sent,
-    /// Every slot busy, and it may wait for one.
-    Busy(Box<ChallengeJson>),
-}
-
 /// How a challenge answer sent from its own task went.
 struct Answered {
     challenge: ChallengeId,
@@ -184,9 +149,6 @@ struct Actor {
     reserved: HashMap<GameId, Reservation>,
     running: HashMap<GameId, Running>,
     answered: HashMap<ChallengeId, Instant>,
-    /// People's challenges the policy accepts that found every slot busy, oldest first: each
-    /// is accepted when a slot frees, forgotten when it is canceled (it expired).
-    waiting: std::collections::VecDeque<Waiting>,
     answers: JoinSet<Answered>,
     /// The answers not sent yet, to drop when their challenge is canceled.
     answering: HashMap<ChallengeId, tokio::task::AbortHandle>,
@@ -235,7 +197,6 @@ pub async fn run(ctx: AccountContext) {
         reserved: HashMap::new(),
         running: HashMap::new(),
         answered: HashMap::new(),
-        waiting: std::collections::VecDeque::new(),
         answers: JoinSet::new(),
         answering: HashMap::new(),
         games: JoinSet::new(),
@@ -516,12 +477,6 @@ impl Actor {
     }
 
     fn on_game_exit(&mut self, joined: Joined) {
-        self.reap(joined);
-        // A slot may be free: the oldest waiting challenge first.
-        self.admit_waiting();
-    }
-
-    fn reap(&mut self, joined: Joined) {
         match joined {
             Ok((task, (id, exit))) => {
                 self.tasks.remove(&task);
@@ -657,8 +612,6 @@ impl Actor {
         });
         self.answered
             .retain(|_, at| now.duration_since(*at) < ANSWERED_MEMORY);
-        // Slots free up elsewhere too (another account's game, a lapsed reservation).
-        self.admit_waiting();
     }
 
     fn on_event(&mut self, event: Event) {
@@ -675,11 +628,6 @@ impl Actor {
                 }
                 if self.reserved.remove(&challenge.id.game_id()).is_some() {
                     tracing::info!(challenge = %challenge.id, "challenge canceled; slot released");
-                }
-                let before = self.waiting.len();
-                self.waiting.retain(|w| w.challenge.id != challenge.id);
-                if self.waiting.len() < before {
-                    tracing::info!(challenge = %challenge.id, "challenge canceled while waiting for a slot; forgotten");
                 }
             }
             Event::ChallengeDeclined { .. } | Event::Unknown { .. } => {}
@@ -717,77 +665,29 @@ impl Actor {
         // Our own outgoing challenges, and challenges answered before the stream reopened.
         if c.challenger.id.eq_ignore_ascii_case(&connected.user_id)
             || self.answered.contains_key(&c.id)
-            || self.waiting.iter().any(|w| w.challenge.id == c.id)
         {
             return;
         }
         let client = connected.client.clone();
         self.answered.insert(c.id.clone(), Instant::now());
-        if let Answer::Busy(c) = self.answer(client.clone(), c, AnswerMode::Arrived) {
-            if self.waiting.len() < MAX_WAITING {
-                tracing::info!(
-                    challenge = %c.id, challenger = %c.challenger.name,
-                    waiting = self.waiting.len() + 1,
-                    "every slot busy: the challenge waits for one"
-                );
-                self.waiting.push_back(Waiting {
-                    challenge: *c,
-                    since: Instant::now(),
-                });
-            } else {
-                self.answer(client, *c, AnswerMode::Final);
-            }
-        }
-    }
-
-    /// Answers the waiting challenges, oldest first, while slots are free (and those that
-    /// waited [`MAX_WAIT`] whatever the load); the rest wait on.
-    fn admit_waiting(&mut self) {
-        let Some(client) = self.connected.as_ref().map(|c| c.client.clone()) else {
-            return;
-        };
-        while let Some(w) = self.waiting.pop_front() {
-            let mode = if w.since.elapsed() >= MAX_WAIT {
-                AnswerMode::Final
-            } else {
-                AnswerMode::Admitting
-            };
-            if let Answer::Busy(c) = self.answer(client.clone(), w.challenge, mode) {
-                self.waiting.push_front(Waiting {
-                    challenge: *c,
-                    since: w.since,
-                });
-                return;
-            }
-        }
-    }
-
-    /// Answers `c` by policy: accepts it when a slot is free, declines it otherwise — unless
-    /// it is a person's that may wait for a slot (`Busy`). A bot's challenge never takes a
-    /// slot while people wait, nor does a person's that arrives behind them.
-    fn answer(&mut self, client: Client, c: ChallengeJson, mode: AnswerMode) -> Answer {
         let facts = facts_of(&c);
         let settings = Arc::clone(&self.ctx.settings.borrow());
-        let policy = &settings.account.challenge;
-        let load = self.load_for(&facts.challenger_id);
-        let mut decision = policy::decide(policy, &facts, load);
-        let people_waiting = mode == AnswerMode::Arrived && !self.waiting.is_empty();
-        let slot = match decision {
-            Decision::Accept if !people_waiting => self.ctx.slots.try_take(),
-            _ => None,
-        };
-        let may_wait = mode != AnswerMode::Final
-            && slot.is_none()
-            && (decision == Decision::Accept
-                || decision == Decision::Decline(policy::Reason::Later))
-            && policy::waits_for_a_slot(policy, &facts, load);
-        if may_wait {
-            return Answer::Busy(Box::new(c));
-        }
-        if decision == Decision::Accept && slot.is_none() {
-            decision = Decision::Decline(policy::Reason::Later);
-        }
+        let mut decision = policy::decide(
+            &settings.account.challenge,
+            &facts,
+            self.load_for(&facts.challenger_id),
+        );
         let tc = facts.time_control.to_string();
+        let slot = match decision {
+            Decision::Accept => {
+                let slot = self.ctx.slots.try_take();
+                if slot.is_none() {
+                    decision = Decision::Decline(policy::Reason::Later);
+                }
+                slot
+            }
+            Decision::Decline(_) => None,
+        };
         let id = c.id.clone();
         let challenger = c.challenger.name.clone();
         match (decision, slot) {
@@ -842,7 +742,6 @@ impl Actor {
                 self.decline(client, id, challenger, reason);
             }
         }
-        Answer::Sent
     }
 
     /// Sends the decline of a challenge, as one of the account's answers.

@@ -1,6 +1,5 @@
 //! The challenge policy: accept a challenge, or decline it with the reason Lichess shows the
-//! challenger, and whether one that finds every slot busy may wait for one. Pure functions of
-//! the account's policy, the challenge and the current load.
+//! challenger. A pure function of the account's policy, the challenge and the current load.
 
 use crate::config::ChallengePolicy;
 use crate::lichess::{Speed, TimeControl};
@@ -89,18 +88,6 @@ pub fn decide(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> Decis
     Decision::Accept
 }
 
-/// Whether a challenge that finds every slot busy may wait for one instead of a `later`: a
-/// person's (bots are declined: people first) that the policy would accept but for the
-/// account's or the daemon's games, while the daemon is not shutting down.
-pub fn waits_for_a_slot(policy: &ChallengePolicy, c: &ChallengeFacts, load: Load) -> bool {
-    let idle = Load {
-        account_games: 0,
-        global_full: false,
-        ..load
-    };
-    !c.challenger_is_bot && !load.draining && decide(policy, c, idle) == Decision::Accept
-}
-
 fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<Reason> {
     if c.speed == Speed::Other {
         // A speed this build does not know: neither too fast nor too slow, just not ours.
@@ -164,34 +151,6 @@ mod tests {
             Decision::Accept => None,
             Decision::Decline(r) => Some(r),
         }
-    }
-
-    #[test]
-    fn only_a_person_the_policy_accepts_waits_for_a_busy_slot() {
-        let p = ChallengePolicy::default();
-        let busy = Load {
-            account_games: p.max_games,
-            global_full: true,
-            ..Load::default()
-        };
-        assert_eq!(decide(&p, &blitz(), busy), Decision::Decline(Reason::Later));
-        assert!(waits_for_a_slot(&p, &blitz(), busy));
-        let mut bot = blitz();
-        bot.challenger_is_bot = true;
-        assert!(!waits_for_a_slot(&p, &bot, busy), "a bot queued");
-        let mut slow = blitz();
-        slow.speed = Speed::Correspondence;
-        assert!(!waits_for_a_slot(&p, &slow, busy), "a game we never play");
-        let draining = Load {
-            draining: true,
-            ..busy
-        };
-        assert!(!waits_for_a_slot(&p, &blitz(), draining));
-        let at_opponent_limit = Load {
-            opponent_games: p.max_games_per_opponent,
-            ..busy
-        };
-        assert!(!waits_for_a_slot(&p, &blitz(), at_opponent_limit));
     }
 
     #[test]
