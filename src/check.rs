@@ -19,8 +19,8 @@ use anyhow::Context;
 use crate::config::{Account, Config, TokenSource};
 use crate::levels::{Coefficients, LevelParams};
 use crate::lichess::{
-    BackoffPolicy, Client, ClientConfig, LichessError, RateLimitPolicy, Token, TokenOwner,
-    token_file_permission_problem, user_agent,
+    BackoffPolicy, Client, ClientConfig, LichessError, RateLimitPolicy, SharedLimits, Token,
+    TokenOwner, token_file_permission_problem, user_agent,
 };
 
 /// The OAuth scope a bot token needs.
@@ -269,8 +269,20 @@ pub async fn check(config_path: &Path, online: bool) -> Report {
     };
 
     let base_url = online.then_some(config.lichess.base_url.as_str());
+    // The daemon's shared limits of each token: a check takes turns with it and keeps out of
+    // its 429 pauses.
+    let shared_dir = SharedLimits::dir_for_results(
+        &std::path::absolute(&config.daemon.results).unwrap_or(config.daemon.results.clone()),
+    );
     for account in &config.accounts {
-        let row = check_account(account, coefficients.as_ref(), base_url, &mut report).await;
+        let row = check_account(
+            account,
+            coefficients.as_ref(),
+            base_url,
+            &shared_dir,
+            &mut report,
+        )
+        .await;
         report.rows.push(row);
     }
     report
@@ -318,6 +330,7 @@ async fn check_account(
     account: &Account,
     coefficients: Option<&Coefficients>,
     base_url: Option<&str>,
+    shared_dir: &Path,
     report: &mut Report,
 ) -> LadderRow {
     let subject = format!("account {}", account.username);
@@ -349,7 +362,8 @@ async fn check_account(
         }
     };
     if let Some(base_url) = base_url {
-        row.lichess = ask_lichess(account, token, base_url, &subject, report).await;
+        let shared = SharedLimits::new(shared_dir, &account.username);
+        row.lichess = ask_lichess(account, token, base_url, shared, &subject, report).await;
     }
     row
 }
@@ -403,15 +417,32 @@ fn token_fix(source: &TokenSource) -> String {
 }
 
 /// Asks Lichess whose `token` this is (and, for a rejected token, whether the account was
-/// closed); every problem goes to `report`. Returns the row's Lichess column.
+/// closed); every problem goes to `report`. Returns the row's Lichess column. A token in a
+/// 429 pause another process recorded (the daemon, `calibrate --fetch`) is not asked about:
+/// a call now would lengthen the pause of the daemon's games.
 async fn ask_lichess(
     account: &Account,
     token: Token,
     base_url: &str,
+    shared: SharedLimits,
     subject: &str,
     report: &mut Report,
 ) -> String {
-    let client = match client(base_url, &account.username, token) {
+    if let Some(until) = shared.paused_until() {
+        let left = until
+            .duration_since(std::time::SystemTime::now())
+            .unwrap_or_default();
+        report.warning(
+            subject,
+            format!(
+                "Lichess asked this token to pause (HTTP 429) for another {}; not asked now",
+                crate::logging::show_wait(left)
+            ),
+            "run `ladder check` again after the pause",
+        );
+        return "paused (429)".into();
+    }
+    let client = match client(base_url, &account.username, token, shared) {
         Ok(client) => client,
         Err(e) => {
             let failure = Failure::of(&e, base_url);
@@ -530,8 +561,14 @@ fn scope_verdict(scopes: Option<&[String]>, subject: &str, report: &mut Report) 
 /// A client for one account's token, paced for a command someone is waiting on: one retry
 /// after a network error or 5xx, and no minute-long pause after a 429 (they run the command
 /// again). It names the account in its User-Agent, as the daemon's clients do.
-fn client(base_url: &str, username: &str, token: Token) -> Result<Client, LichessError> {
+fn client(
+    base_url: &str,
+    username: &str,
+    token: Token,
+    shared: SharedLimits,
+) -> Result<Client, LichessError> {
     let mut config = ClientConfig::new(base_url, token);
+    config.shared_limits = Some(shared);
     config.user_agent = user_agent(Some(username));
     config.backoff = BackoffPolicy {
         base: Duration::from_millis(250),
@@ -609,7 +646,13 @@ pub fn run_upgrade(args: UpgradeArgs) -> anyhow::Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let base_url = config.lichess.base_url.as_str();
-    let client = client(base_url, &account.username, token)?;
+    let shared = SharedLimits::new(
+        SharedLimits::dir_for_results(
+            &std::path::absolute(&config.daemon.results).unwrap_or(config.daemon.results.clone()),
+        ),
+        &account.username,
+    );
+    let client = client(base_url, &account.username, token, shared)?;
     let fail = |e: &LichessError| {
         let failure = Failure::of(e, base_url);
         anyhow::anyhow!("{}; fix: {}", failure.problem, failure.fix)

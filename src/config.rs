@@ -26,6 +26,11 @@ pub fn bot_speeds() -> impl Iterator<Item = Speed> {
     Speed::ALL.into_iter().filter(|s| s.bots_may_play())
 }
 
+/// The speeds an account's `speeds` may name: those of [`bot_speeds`] with a real-time clock.
+pub fn real_time_bot_speeds() -> impl Iterator<Item = Speed> {
+    bot_speeds().filter(|s| *s != Speed::Correspondence)
+}
+
 fn list<T: std::fmt::Display>(items: impl Iterator<Item = T>) -> String {
     items.map(|i| i.to_string()).collect::<Vec<_>>().join(", ")
 }
@@ -816,10 +821,23 @@ impl Validator<'_> {
         Ok(v.get_ref().clone())
     }
 
-    /// `speeds`: each one a speed Lichess lets a bot play.
+    /// `speeds`: each one a real-time speed Lichess lets a bot play. Correspondence and
+    /// unlimited games are refused: the first-move abort, the game slots and the shutdown's
+    /// grace period all assume a game that ends within hours.
     fn speeds(&self, v: &Spanned<Vec<String>>, key: &str) -> Result<Vec<Speed>, ConfigError> {
         let mut speeds = Vec::new();
         for name in v.get_ref() {
+            if name == "unlimited" || matches!(name.parse::<Speed>(), Ok(Speed::Correspondence)) {
+                return self.file.invalid(
+                    v.span(),
+                    key,
+                    format!(
+                        "{name:?} games are not played by the ladder: the first-move abort, the \
+                         game slots and the shutdown assume real-time play (use: {})",
+                        list(real_time_bot_speeds())
+                    ),
+                );
+            }
             match name.parse::<Speed>() {
                 Ok(speed) if speed.bots_may_play() => speeds.push(speed),
                 _ => {
@@ -828,7 +846,7 @@ impl Validator<'_> {
                         key,
                         format!(
                             "unknown speed {name:?} (bots may play: {})",
-                            list(bot_speeds())
+                            list(real_time_bot_speeds())
                         ),
                     );
                 }
@@ -1145,6 +1163,24 @@ level = 1
             err.contains(":7: accounts[0].challenge.speeds: invalid type"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn correspondence_and_unlimited_are_refused_with_the_reason() {
+        for name in ["correspondence", "unlimited"] {
+            let err = parse(&format!(
+                "{MINIMAL}[accounts.challenge]\nspeeds = [\"blitz\", \"{name}\"]\n"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains(":7: accounts[0].challenge.speeds: ")
+                    && err.contains(&format!("{name:?} games are not played"))
+                    && err.contains("real-time play")
+                    && err.contains("bullet, blitz, rapid, classical"),
+                "{err}"
+            );
+        }
     }
 
     #[test]

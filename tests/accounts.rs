@@ -30,7 +30,7 @@ use ladder::daemon::{DaemonHandle, DaemonSpec};
 use ladder::levels::Coefficients;
 use ladder::lichess::{
     BackoffPolicy, ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, PacingPolicy,
-    RetryPolicy, TimeControl,
+    ReconnectPolicy, RetryPolicy, TimeControl,
 };
 use ladder::results::{Outcome, ResultsLog, sample_record};
 use ladder::sandbox::{
@@ -89,6 +89,17 @@ fn tuned(c: ClientConfig) -> ClientConfig {
     c.pacing = PacingPolicy {
         interval: Duration::from_millis(10),
         burst: 50,
+    };
+    c
+}
+
+/// [`tuned`], with event-stream reconnects after 50-200 ms whatever happened before.
+fn quick_reconnects(c: ClientConfig) -> ClientConfig {
+    let mut c = tuned(c);
+    c.stream_reconnect = ReconnectPolicy {
+        base: Duration::from_millis(50),
+        cap: Duration::from_millis(200),
+        stable_after: Duration::from_secs(60),
     };
     c
 }
@@ -732,8 +743,9 @@ async fn many_stream_reconnects_never_put_two_requests_of_one_token_in_flight() 
     capture_logs();
     bounded(async {
         let bots = ["onec1"];
-        // People who take their time: the games outlast the reconnects (a reopened stream
-        // that re-sends running games also resets the reconnect backoff).
+        // People who take their time: the games outlast the reconnects. The reconnect waits
+        // are kept short: ten drops in a row would otherwise grow them past the test's patience
+        // (a stream that closes young never starts them over).
         let slow = |name: &str| {
             let mut c = challenger(name);
             c.think_time = Duration::from_millis(300);
@@ -743,7 +755,8 @@ async fn many_stream_reconnects_never_put_two_requests_of_one_token_in_flight() 
             .await
             .unwrap();
         let dir = tempfile::tempdir().unwrap();
-        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        let (daemon, _) =
+            start_daemon(sb.base_url(), dir.path(), &bots, 20, quick_reconnects).await;
         stream_open(&sb, "onec1", Duration::from_secs(10)).await;
         let a = as_white(&sb, "Rita", "onec1").game_id();
         let b = as_white(&sb, "Carl", "onec1").game_id();

@@ -1,7 +1,9 @@
 //! The soak benchmark of issue 10: the real `ladder run` process plays for a long stretch
 //! against the sandbox over HTTP on 127.0.0.1, simulated people keep every account busy, and
 //! every fault the sandbox can inject comes on a seeded random schedule — dropped and silent
-//! streams, 429 and 5xx answers, slow responses, malformed and duplicate lines, one token
+//! streams, an event stream that closes as soon as it opens, 429 and 5xx answers, lila's 400
+//! for a challenger at its bot-game limit, a corrupt 429 pause file, refused claims, slow
+//! responses, malformed and duplicate lines, one token
 //! revoked and one account closed (both restored later), Lichess down — with daemon restarts:
 //! SIGTERM (a drain with a short grace period) and kill -9, after a pause during which games
 //! end on the server (the bot's clock runs out, or the person claims the game). At the end it
@@ -664,7 +666,7 @@ impl Soak {
     /// One random fault from the everyday kinds.
     fn inject_random_fault(&mut self) {
         let bot = self.pick_bot();
-        let roll = self.rng.gen_range(0..100);
+        let roll = self.rng.gen_range(0..108);
         match roll {
             0..=11 => {
                 if self.sb.drop_event_stream(&bot) {
@@ -726,6 +728,44 @@ impl Soak {
             78..=88 => {
                 self.sb.resend_events(&bot);
                 self.note("duplicate events (challenges, gameStart)", &bot);
+            }
+            100..=101 => {
+                // Closed right after each open (a second process on the token): the daemon
+                // must keep its opens under lila's 30 per 10 minutes.
+                let length = Duration::from_secs(self.rng.gen_range(3..=8));
+                self.sb.flap_event_stream(&bot, length);
+                self.bounded_window(Cause::SilentStream, &bot, length + BACKOFF_CAP);
+                self.note("event stream closes at once 3-8 s", &bot);
+            }
+            102..=103 => {
+                // lila's 400 for the challenger's bot-game limit: declined, never left open.
+                let length = Duration::from_secs(self.rng.gen_range(5..=15));
+                self.sb.challenger_bot_limit_reached(&bot, length);
+                self.note("challengers at their bot-game limit (400) 5-15 s", &bot);
+            }
+            104..=105 => {
+                // A pause file from a clock a day ahead (or garbage): ignored, with a warning.
+                let day = std::time::SystemTime::now() + Duration::from_secs(24 * 3600);
+                let ms = day
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .unwrap_or_default()
+                    .as_millis();
+                let dir = self.dir.join("results.tokens");
+                let written = std::fs::create_dir_all(&dir).and_then(|()| {
+                    std::fs::write(
+                        dir.join(format!("{}.pause", bot.to_ascii_lowercase())),
+                        format!("{ms}\n"),
+                    )
+                });
+                if written.is_ok() {
+                    self.note("corrupt pause file (a day ahead)", &bot);
+                }
+            }
+            106..=107 => {
+                if let Some(game) = self.pick_bot_game() {
+                    self.sb.refuse_next_claims(&game, self.rng.gen_range(1..=2));
+                    self.note("next claims refused", game.as_str());
+                }
             }
             _ => {
                 if let Some(game) = self.pick_bot_game() {

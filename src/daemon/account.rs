@@ -4,8 +4,9 @@
 //! request at a time per token and a 429 pause hold by construction (a replaced token file is
 //! swapped into the same client). It checks the account with Lichess (and keeps
 //! checking, with backoff, while Lichess refuses it or cannot be reached: see health.rs), keeps
-//! the account's event stream open (reconnecting with jittered backoff when it ends or goes
-//! silent), answers challenges by policy, starts one game actor per game and owns them in a
+//! the account's event stream open (reconnecting when it ends or goes silent, after waits that
+//! grow while streams keep closing young and start over only once one stayed up; the client
+//! holds the opens under lila's 30 per 10 minutes: lichess::stream_opens), answers challenges by policy, starts one game actor per game and owns them in a
 //! `JoinSet`. An account in trouble never stops the others, and its running games go on.
 //!
 //! Concurrency limits, and what happens over them: a challenge is only accepted when a global
@@ -22,7 +23,10 @@
 //! a pause go to challenges someone still waits on, not to answers Lichess refuses (404). An
 //! accept Lichess refuses for the account's bot-game limit (429 `bot.vsBot.day`) closes the
 //! account to bot challenges until the limit's window reopens (bot_limit.rs); its running
-//! games never wait for it.
+//! games never wait for it. An accept refused for the *challenger's* limit (lila's 400 with the
+//! same key) and one refused for ours both decline the challenge (`later`) at once. While the
+//! daemon drains, the actor stays until the games of accepts already sent have started and
+//! ended (or their reservations lapsed): a game nobody plays would be lost on `noStart`.
 //!
 //! An accepted challenge is remembered as an open game before the accept is sent (its seed
 //! drawn then), so a `gameStart` lost with a silent stream or a restart cannot lose the game.
@@ -42,12 +46,12 @@ use tracing::Instrument;
 
 use crate::config::Account;
 use crate::levels::{Coefficients, LevelParams};
-use crate::lichess::backoff::Backoff;
+use crate::lichess::stream_opens::ReconnectPacing;
 use crate::lichess::{
-    BackoffPolicy, ChallengeId, ChallengeJson, Client, ClientConfig, Event, GameEventInfo, GameId,
-    LichessError,
+    ChallengeId, ChallengeJson, Client, ClientConfig, Event, GameEventInfo, GameId, LichessError,
 };
 use crate::logging::game_span;
+use crate::player::chat_commands::LevelFacts;
 use crate::results::Source;
 
 use super::bot_limit::{BOT_GAMES_PER_DAY, BotGames, time_of_ms};
@@ -216,11 +220,8 @@ pub async fn run(ctx: AccountContext) {
 
 impl Actor {
     async fn run(&mut self) {
-        let mut stream_backoff = Backoff::new(BackoffPolicy {
-            base: Duration::from_millis(500),
-            cap: Duration::from_secs(60),
-            max_attempts: u32::MAX,
-        });
+        // Made at the first connection, from the account's client configuration.
+        let mut stream_pacing: Option<ReconnectPacing> = None;
         let mut retry: Option<RetrySchedule> = None;
         loop {
             if self.should_exit() {
@@ -235,10 +236,21 @@ impl Actor {
                     if let Some(r) = retry.as_mut() {
                         r.reset();
                     }
-                    match self.play(&mut stream_backoff).await {
+                    let pacing = stream_pacing.get_or_insert_with(|| {
+                        ReconnectPacing::new(self.client().config().stream_reconnect)
+                    });
+                    match self.play(pacing).await {
                         PlayEnd::Exit => return,
                         PlayEnd::Reconnect => {
-                            let delay = stream_backoff.next_delay();
+                            let delay = pacing.next_delay(tokio::time::Instant::now());
+                            if pacing.young_ends() > 1 {
+                                tracing::info!(
+                                    "the event stream closed soon after opening {} times in a \
+                                     row: reconnecting in {}",
+                                    pacing.young_ends(),
+                                    show_duration(delay)
+                                );
+                            }
                             if self.wait_or_stop(delay).await {
                                 return;
                             }
@@ -252,7 +264,7 @@ impl Actor {
                             match self.connect().await {
                                 Err(trouble) => trouble,
                                 Ok(()) => {
-                                    let delay = stream_backoff.next_delay();
+                                    let delay = pacing.next_delay(tokio::time::Instant::now());
                                     tracing::warn!(
                                         "event stream: {e}; the account checks out, reconnecting in {}",
                                         show_duration(delay)
@@ -355,8 +367,9 @@ impl Actor {
             .client
     }
 
-    /// Follows the event stream until it ends, fails or the daemon stops.
-    async fn play(&mut self, backoff: &mut Backoff) -> PlayEnd {
+    /// Follows the event stream until it ends, fails or the daemon stops. `pacing` hears when
+    /// the stream opened: only a stream that stays up starts the reconnect waits over.
+    async fn play(&mut self, pacing: &mut ReconnectPacing) -> PlayEnd {
         let mut run_state = self.ctx.run_state.clone();
         let mut stream = match self.client().stream_events().await {
             Ok(stream) => Reader::spawn(stream),
@@ -368,15 +381,15 @@ impl Actor {
                 return PlayEnd::Reconnect;
             }
         };
+        pacing.opened(tokio::time::Instant::now());
         tracing::info!("event stream open");
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             tokio::select! {
                 event = stream.next() => match event {
-                    Ok(event) => {
-                        backoff.reset();
-                        self.on_event(event);
-                    }
+                    // No reset of the reconnect waits here: a reopened stream replays the
+                    // running games and open challenges at once, even one about to close.
+                    Ok(event) => self.on_event(event),
                     Err(end) => {
                         tracing::warn!("event stream ended ({end}); reconnecting");
                         return PlayEnd::Reconnect;
@@ -418,12 +431,18 @@ impl Actor {
         }
     }
 
-    /// Stopped, or draining with no game left.
+    /// Stopped, or draining with no game left — nor one about to start: an accept sent just
+    /// before the stop request starts a game that must have an actor (lila would end it
+    /// unplayed, as a `noStart` against the bot), so reservations and answers in flight are
+    /// waited for (a reservation lapses after [`RESERVATION`]).
     fn should_exit(&self) -> bool {
         match *self.ctx.run_state.borrow() {
             RunState::Running => false,
             RunState::Draining | RunState::Ending => {
-                self.running.is_empty() && self.games.is_empty()
+                self.running.is_empty()
+                    && self.games.is_empty()
+                    && self.reserved.is_empty()
+                    && self.answers.is_empty()
             }
             RunState::Stopped => true,
         }
@@ -516,37 +535,44 @@ impl Actor {
             return;
         };
         self.answering.remove(&challenge);
-        if let Err(LichessError::BotLimit { message, wait, .. }) = &result
-            && accepted
-        {
-            // lila names the other bot when the limit is theirs ("X played 100 games …").
-            let theirs = message
-                .to_lowercase()
-                .starts_with(&format!("{} played", challenger.to_lowercase()));
-            if theirs {
+        let refused_for_limit = match &result {
+            Err(LichessError::BotLimit { message, wait, .. }) if accepted => {
+                // lila names the other bot when the limit is theirs ("X played 100 games …").
+                let theirs = message
+                    .to_lowercase()
+                    .starts_with(&format!("{} played", challenger.to_lowercase()));
+                if theirs {
+                    tracing::info!(challenge = %challenge, "{challenger} is at its bot-game limit: {message}");
+                } else {
+                    let reopens = SystemTime::now() + *wait;
+                    self.bot_games.refused_until(reopens);
+                    tracing::warn!(
+                        challenge = %challenge,
+                        "Lichess refused the accept for the bot-game limit ({message}); bot \
+                         challenges are declined for {}",
+                        show_wait(*wait)
+                    );
+                }
+                true
+            }
+            // lila's 400 for the challenger's limit: ours is untouched.
+            Err(LichessError::OpponentBotLimit { message, .. }) if accepted => {
                 tracing::info!(challenge = %challenge, "{challenger} is at its bot-game limit: {message}");
-            } else {
-                let reopens = SystemTime::now() + *wait;
-                self.bot_games.refused_until(reopens);
-                tracing::warn!(
-                    challenge = %challenge,
-                    "Lichess refused the accept for the bot-game limit ({message}); bot challenges \
-                     are declined for {}",
-                    show_wait(*wait)
-                );
+                true
             }
-            // A challenge Lichess would not let us accept stays open until it expires: the
-            // challenger would wait for nothing. Decline it as `later` (the limit reopens).
-            if let Some(connected) = &self.connected {
-                let client = connected.client.clone();
-                tracing::info!(challenge = %challenge, challenger = %challenger, reason = "later", "challenge declined after the refused accept");
-                self.decline(
-                    client,
-                    challenge.clone(),
-                    challenger.clone(),
-                    policy::Reason::Later,
-                );
-            }
+            _ => false,
+        };
+        // A challenge Lichess would not let us accept stays open until it expires: the
+        // challenger would wait for nothing. Decline it as `later` (the limit reopens).
+        if refused_for_limit && let Some(connected) = &self.connected {
+            let client = connected.client.clone();
+            tracing::info!(challenge = %challenge, challenger = %challenger, reason = "later", "challenge declined after the refused accept");
+            self.decline(
+                client,
+                challenge.clone(),
+                challenger.clone(),
+                policy::Reason::Later,
+            );
         }
         if let Err(e) = result {
             let what = if accepted { "accept" } else { "decline" };
@@ -804,6 +830,7 @@ impl Actor {
             abort_after: settings.abort_after,
             think: account.think,
             conduct: account.conduct,
+            level_facts: level_facts(&self.ctx.coefficients.borrow(), account.level),
             run_state: self.ctx.run_state.clone(),
             latency: self.ctx.latency.clone(),
         };
@@ -821,6 +848,22 @@ impl Actor {
             .spawn(async move { (task_id.clone(), game::run(ctx).await) }.instrument(span))
             .id();
         self.tasks.insert(task, id);
+    }
+}
+
+/// What `!level` says of `level` under `coefficients`: its target, and its rating with where
+/// that comes from.
+fn level_facts(coefficients: &Coefficients, level: f64) -> LevelFacts {
+    let targets = coefficients.targets();
+    let source = if coefficients.ratings_source.is_empty() {
+        "nominal".to_string()
+    } else {
+        coefficients.ratings_source.clone()
+    };
+    LevelFacts {
+        level,
+        target: Some((targets.target(level), targets.scale.clone())),
+        rating: coefficients.rating_of(level).map(|r| (r, source)),
     }
 }
 

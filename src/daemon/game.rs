@@ -8,7 +8,9 @@
 //! any other running on Lichess for the next start to resume (never resigning a game for the
 //! operator's sake), claims the win (or, where the level's conduct would take a
 //! draw, the draw) once Lichess allows it after the opponent left (`opponentGone` with
-//! `claimWinInSeconds`), and writes the game's record once — with a fault when a loss on time
+//! `claimWinInSeconds`; a refused claim is tried again every few seconds), logs every chat line
+//! and answers chat commands in their room (`player::chat_commands`), and writes the game's
+//! record once — with a fault when a loss on time
 //! came from a 429 pause, the game was aborted by the shutdown or won by the opponent leaving.
 //! A game stream Lichess refuses for good (400 or another permanent 4xx: a game the bot API
 //! cannot play) is not retried: the game is handed to the settling task, which records it
@@ -23,7 +25,9 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::engine::SearchResult;
 use crate::lichess::backoff::Backoff;
-use crate::lichess::{BackoffPolicy, ChatRoom, Client, GameEvent, GameId, LichessError, StreamEnd};
+use crate::lichess::{
+    BackoffPolicy, ChatLine, ChatRoom, Client, GameEvent, GameId, LichessError, StreamEnd,
+};
 use crate::player::LevelPlayer;
 use crate::player::think::{PositionFacts, ThinkClock, ThinkSettings, Thinker, wait_after_search};
 use crate::results::{AfterRestart, GameRecord, fault};
@@ -36,6 +40,7 @@ use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::logging::show_duration;
 use crate::player::chat::{LEAVE_CHAT, RESIGN_CHAT, TAKEBACKS_USED_CHAT, chat_line};
+use crate::player::chat_commands::{ChatDesk, Command, LevelFacts, Reply, WAIT_EXTENSION};
 use crate::player::clock::{ClockInput, think_time, urgency_ms};
 use crate::player::conduct::Conduct;
 use crate::unix_time::unix_ms;
@@ -53,6 +58,8 @@ pub struct GameContext {
     pub think: ThinkSettings,
     /// Takebacks, draw offers, resignation.
     pub conduct: Conduct,
+    /// What `!level` says about the game's level.
+    pub level_facts: LevelFacts,
     pub run_state: watch::Receiver<RunState>,
     /// Benchmarks: our own latency per move (state received → search submitted, plus search
     /// done → move request sent), search time excluded.
@@ -169,7 +176,22 @@ struct GameActor {
     claim_at: Option<tokio::time::Instant>,
     /// Set once we claimed the game after the opponent left: the fault to record.
     claimed: Option<String>,
+    /// Claims Lichess refused since the opponent left (it refuses one on our turn, or before
+    /// it allows it): each is tried again after [`CLAIM_RETRY`], up to [`CLAIM_TRIES`].
+    claim_refusals: u32,
+    /// The game's answers to chat commands.
+    desk: ChatDesk,
+    /// An answer to a chat command, to say (in its room) once the wake is handled.
+    chat_reply: Option<(ChatRoom, String)>,
+    /// More time before the first-move abort (`!wait`).
+    abort_extension: Duration,
 }
+
+/// How long after a refused claim the game is claimed again (our move is made meanwhile, and
+/// Lichess's own wait may not have been over).
+const CLAIM_RETRY: Duration = Duration::from_secs(3);
+/// How many claims are tried before the opponent's clock is left to decide (it runs out).
+const CLAIM_TRIES: u32 = 20;
 
 impl GameActor {
     fn new(ctx: GameContext, resumed: bool) -> GameActor {
@@ -197,6 +219,10 @@ impl GameActor {
             ended_by_shutdown: None,
             claim_at: None,
             claimed: None,
+            claim_refusals: 0,
+            desk: ChatDesk::default(),
+            chat_reply: None,
+            abort_extension: Duration::ZERO,
             ctx,
         }
     }
@@ -225,9 +251,24 @@ impl GameActor {
                 if let Some(exit) = self.carry_out(actions).await {
                     return exit;
                 }
+                if self.abort_came_too_late() {
+                    say(&self.ctx, &self.tracker, LEAVE_CHAT).await;
+                    tracing::warn!(
+                        "grace period over: the abort came too late (the opponent's move landed \
+                         first); game left running at ply {} (not resigned); {}",
+                        self.tracker.ply(),
+                        after_leaving(self.ctx.setup.source)
+                    );
+                    return GameExit::LeftRunning;
+                }
                 if self.greet_due {
                     self.greet_due = false;
                     greet(&self.ctx, &self.tracker).await;
+                }
+                if let Some((room, text)) = self.chat_reply.take()
+                    && let Err(e) = self.ctx.client.chat(&self.id, room, &text).await
+                {
+                    tracing::debug!("chat answer: {e}");
                 }
             }
             let delay = self.backoff.next_delay();
@@ -235,6 +276,13 @@ impl GameActor {
                 return GameExit::Stopped;
             }
         }
+    }
+
+    /// Whether the shutdown's abort was answered 200 but the game went on: the opponent's
+    /// move landed first, so the game is past the point of an abort and is left running like
+    /// any other at the end of the grace period (not left unplayed until the daemon stops).
+    fn abort_came_too_late(&self) -> bool {
+        self.ended_by_shutdown.is_some() && !self.tracker.is_finished() && self.tracker.ply() >= 2
     }
 
     /// Opens the game stream: `Ok(None)` after a failure worth retrying (the delay waited),
@@ -271,7 +319,7 @@ impl GameActor {
     /// Waits for the next thing to act on: a stream event, a search's result, the end of a
     /// think-time wait, the abort or claim timers, the end of the grace period, the stop.
     async fn next_wake(&mut self, stream: &mut Reader<GameEvent>) -> Wake {
-        let abort_due = self.state_at + self.ctx.abort_after;
+        let abort_due = self.state_at + self.ctx.abort_after + self.abort_extension;
         let abort_armed = !self.abort_sent
             && self.ended_by_shutdown.is_none()
             && self.tracker.awaiting_opponent_first_move();
@@ -325,6 +373,24 @@ impl GameActor {
             Wake::ClaimDue => {
                 self.claim_at = None;
                 self.claimed = claim(&self.ctx, &self.tracker).await;
+                if self.claimed.is_none() {
+                    // Refused: our turn, or not yet. The next try asks the level's conduct
+                    // again (win or draw), the position having moved on.
+                    self.claim_refusals += 1;
+                    if self.claim_refusals < CLAIM_TRIES {
+                        tracing::info!(
+                            "claim refused ({} so far): trying again in {}",
+                            self.claim_refusals,
+                            show_duration(CLAIM_RETRY)
+                        );
+                        self.claim_at = Some(tokio::time::Instant::now() + CLAIM_RETRY);
+                    } else {
+                        tracing::warn!(
+                            "claim refused {} times: the opponent's clock decides the game",
+                            self.claim_refusals
+                        );
+                    }
+                }
                 Ok(Vec::new())
             }
             Wake::GraceOver => {
@@ -379,6 +445,7 @@ impl GameActor {
             Ok(GameEvent::OpponentGone(gone)) => {
                 self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
                     (true, Some(wait)) if self.claimed.is_none() => {
+                        self.claim_refusals = 0;
                         let wait = Duration::from_secs(u64::from(wait));
                         tracing::info!(
                             "opponent gone: claiming the game in {}",
@@ -397,6 +464,10 @@ impl GameActor {
                 };
                 Ok(Vec::new())
             }
+            Ok(GameEvent::ChatLine(line)) => {
+                self.on_chat(line);
+                Ok(Vec::new())
+            }
             Ok(_) => Ok(Vec::new()),
             Err(end) => {
                 tracing::info!("game stream ended ({end}); reconnecting");
@@ -404,6 +475,41 @@ impl GameActor {
                 Ok(Vec::new())
             }
         }
+    }
+
+    /// A chat line: logged (what was said to and about the bot is needed for abuse reports and
+    /// "why was I aborted?"), and a command in it answered in its room.
+    fn on_chat(&mut self, line: ChatLine) {
+        tracing::info!(room = line.room.as_str(), from = %line.username, text = %line.text, "chat");
+        let ours = line.username.eq_ignore_ascii_case(&self.ctx.setup.username);
+        // Lichess's own lines come as "lichess"; the "other" room is no room to answer in.
+        let system = line.username.eq_ignore_ascii_case("lichess");
+        if ours || system || line.room == ChatRoom::Other {
+            return;
+        }
+        let Some(command) = Command::parse(&line.text) else {
+            return;
+        };
+        let awaiting = self.tracker.awaiting_opponent_first_move() && !self.abort_sent;
+        let reply = self.desk.answer(
+            &command,
+            &self.ctx.level_facts,
+            awaiting,
+            std::time::Instant::now(),
+        );
+        let text = match reply {
+            None => return,
+            Some(Reply::Say(text)) => text,
+            Some(Reply::Extend(text)) => {
+                self.abort_extension = WAIT_EXTENSION;
+                tracing::info!(
+                    "the opponent asked to wait: the first-move abort comes {} later",
+                    show_duration(WAIT_EXTENSION)
+                );
+                text
+            }
+        };
+        self.chat_reply = Some((line.room, text));
     }
 
     /// A search came back: the player returns, and the move is played now or after the
@@ -549,17 +655,19 @@ impl GameActor {
             "game over"
         );
         let bot_started_at_ms = record.opponent.bot.then_some(record.started_at_ms);
+        let aborted = record.status == "aborted";
         match self.ctx.results.append(record).await {
             Ok(true) => {}
             Ok(false) => tracing::info!("already in the results log"),
             Err(e) => tracing::error!("results log: {e}"),
         }
-        // A game we aborted ourselves at the shutdown gets no goodbye.
+        // An aborted game (by us: no first move, the shutdown; or by the opponent) was no
+        // game to say goodbye after.
         if let Some(goodbye) = self
             .ctx
             .goodbye
             .as_ref()
-            .filter(|_| self.ended_by_shutdown.is_none())
+            .filter(|_| self.ended_by_shutdown.is_none() && !aborted)
         {
             let text = chat_line(
                 goodbye,
@@ -657,6 +765,7 @@ fn is_permanent(e: &LichessError) -> bool {
         LichessError::BadRequest { .. }
             | LichessError::Status { .. }
             | LichessError::BotLimit { .. }
+            | LichessError::OpponentBotLimit { .. }
     )
 }
 

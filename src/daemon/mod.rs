@@ -1,6 +1,7 @@
 //! The daemon (`ladder run`): account actors, game actors, the search pool, shutdown and reload.
 //!
 //! - [`supervisor`]: start-up checks, the daemon's life (drain, stop, reload),
+//! - [`daemon_lock`]: one daemon per results log and tokens (an exclusive lock naming its pid),
 //! - [`account`]: one actor per account (event stream, challenges, limits, game actors),
 //! - [`health`]: whether an account can play, and how soon to check again when it cannot,
 //! - [`slots`]: the global cap on games (`daemon.max_games`),
@@ -24,6 +25,7 @@
 
 pub mod account;
 pub mod bot_limit;
+pub mod daemon_lock;
 pub mod game;
 pub mod health;
 pub mod notify;

@@ -104,7 +104,7 @@ fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<R
         );
     }
     match c.time_control {
-        TimeControl::Unlimited => Some(Reason::TimeControl),
+        TimeControl::Unlimited | TimeControl::Other(_) => Some(Reason::TimeControl),
         TimeControl::Correspondence { days_per_turn } => {
             let days = u64::from(days_per_turn.unwrap_or(0));
             if days < policy.min_days {

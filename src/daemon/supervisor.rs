@@ -32,6 +32,7 @@ use crate::results::Source;
 
 use super::account::{self, AccountContext, AccountSettings, MakeClient};
 use super::bot_limit::TodayFromResults;
+use super::daemon_lock::DaemonLock;
 use super::notify::{Notifier, READY_LIMIT};
 use super::open_games::OpenGame;
 use super::pool::{PoolHandle, PoolStats, SearchPool};
@@ -169,7 +170,7 @@ impl Starter {
 }
 
 /// Starts the daemon on the current runtime. Fails only on what a restart cannot fix (the
-/// results log cannot be opened); accounts Lichess refuses or cannot be reached for are
+/// results log cannot be opened, another daemon holds it); accounts Lichess refuses or cannot be reached for are
 /// retried while the others play.
 pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
     let DaemonSpec {
@@ -181,6 +182,8 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         reload_from_disk,
         latency,
     } = spec;
+    // Before anything is read or written: one daemon per results log and tokens.
+    let lock = DaemonLock::take(&results_path)?;
     // Before the writer opens the log: today's games, for the daily bot-game limit.
     let today = TodayFromResults::read(&results_path, SystemTime::now());
     let (results, writer) = results_writer::start(&results_path, &config.lichess.base_url)
@@ -241,6 +244,8 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         })
         .await
         .ok();
+        // Held until the log is closed.
+        drop(lock);
         summary.map(|mut s| {
             s.pool = stats;
             s

@@ -202,7 +202,7 @@ impl Tracker {
     pub fn opponent_name(&self) -> String {
         self.full
             .as_ref()
-            .map(|f| f.player(self.color.other()).name.clone())
+            .map(|f| f.player(self.color.other()).display_name())
             .unwrap_or_default()
     }
 

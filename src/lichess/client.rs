@@ -5,7 +5,9 @@
 //! the policy's pause, longer when the answer asks (`Retry-After`, or lila's
 //! `ratelimit.seconds`); 5xx and network errors are retried with decorrelated jitter; other
 //! 4xx come back as typed errors. A 429 for the bot-game limit (`bot.vsBot.day`) is no request
-//! rate: it pauses nothing and comes back at once as [`LichessError::BotLimit`]. Streams get
+//! rate: it pauses nothing and comes back at once as [`LichessError::BotLimit`]; the 400 lila
+//! answers an accept with when the *challenger* is at that limit comes back as
+//! [`LichessError::OpponentBotLimit`]. Streams get
 //! an idle timeout per read, never a total one. Only challenge creations take turns of the
 //! pacer the clients of one process share (lila limits creations per IP), and only a 429 on a
 //! creation pauses that pacer; answers to challenges and game calls never wait for it.
@@ -26,6 +28,7 @@ use super::ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
 use super::pacer::{Pacer, PacingPolicy};
 use super::shared_limits::{self, SharedLimits};
 use super::speed::{Perf, TimeControl};
+use super::stream_opens::{OpenBudget, OpenBudgetPolicy, ReconnectPolicy};
 use super::token::Token;
 use super::types::{
     ChallengeColor, ChallengeJson, ChatRoom, DeclineReason, Event, GameEvent, GameJson,
@@ -72,6 +75,11 @@ pub struct ClientConfig {
     /// The token's turn and 429 pause shared with other processes using the same token (the
     /// daemon and `ladder calibrate --fetch`); `None`: this process's limits only.
     pub shared_limits: Option<SharedLimits>,
+    /// How many event-stream opens the token may make in a window (lila allows 30 per 10
+    /// minutes): [`Client::stream_events`] waits for room.
+    pub event_stream_opens: OpenBudgetPolicy,
+    /// How the daemon spaces the reopens of the account's event stream.
+    pub stream_reconnect: ReconnectPolicy,
 }
 
 /// The User-Agent of the ladder, naming the account when there is one.
@@ -98,6 +106,8 @@ impl ClientConfig {
             pacer: None,
             account_retry: RetryPolicy::default(),
             shared_limits: None,
+            event_stream_opens: OpenBudgetPolicy::default(),
+            stream_reconnect: ReconnectPolicy::default(),
         }
     }
 }
@@ -187,7 +197,8 @@ impl ChallengeRequest {
             TimeControl::Correspondence {
                 days_per_turn: None,
             }
-            | TimeControl::Unlimited => {}
+            | TimeControl::Unlimited
+            | TimeControl::Other(_) => {}
         }
         if let Some(fen) = &self.fen {
             form.push(("fen".to_string(), fen.clone()));
@@ -337,6 +348,8 @@ struct Inner {
     pause: std::sync::Mutex<Option<Pause>>,
     /// The lock file of the token's turn across processes (see [`SharedLimits`]).
     turn_file: Option<std::fs::File>,
+    /// The event-stream opens of the token in lila's window.
+    event_opens: std::sync::Mutex<OpenBudget>,
 }
 
 /// The latest 429 pause of a client.
@@ -380,6 +393,7 @@ impl Client {
             .shared_limits
             .as_ref()
             .and_then(SharedLimits::open_lock);
+        let event_opens = std::sync::Mutex::new(OpenBudget::new(config.event_stream_opens));
         Ok(Client {
             inner: Arc::new(Inner {
                 http,
@@ -389,6 +403,7 @@ impl Client {
                 gate: tokio::sync::Mutex::new(()),
                 pause: std::sync::Mutex::new(None),
                 turn_file,
+                event_opens,
             }),
         })
     }
@@ -523,8 +538,10 @@ impl Client {
         Ok(self.json(req).await?.0)
     }
 
-    /// `GET /api/stream/event`: challenges and game starts/finishes of this account.
+    /// `GET /api/stream/event`: challenges and game starts/finishes of this account. Waits
+    /// first until the token's open budget has room (lila's limit on opens).
     pub async fn stream_events(&self) -> Result<NdjsonStream<Event>, LichessError> {
+        self.wait_for_open_budget().await;
         self.stream(Req::new(Method::GET, &["api", "stream", "event"]).ndjson())
             .await
     }
@@ -674,11 +691,11 @@ impl Client {
         let mut req = Req::new(Method::GET, &["api", "games", "user", username]).ndjson();
         req.query = query.pairs();
         let label = req.label();
-        let mut turn = self.turn(&req).await;
-        let response = self.send_with_retries(&req, false).await?;
+        let _turn = self.turn(&req).await;
+        let (response, across_processes) = self.send_with_retries(&req, false).await?;
         // The body may take minutes: the daemon's moves in another process go on beside it,
         // as they do beside its own streams.
-        turn.share_with_other_processes();
+        drop(across_processes);
         let mut stream: NdjsonStream<GameJson> = NdjsonStream::new(
             response.bytes_stream(),
             self.inner.config.stream_idle_timeout,
@@ -711,7 +728,8 @@ impl Client {
     /// An ordinary call whose body is `{"ok": true}` (or anything 2xx).
     async fn ok(&self, req: Req) -> Result<(), LichessError> {
         let _turn = self.turn(&req).await;
-        let response = self.send_with_retries(&req, true).await?;
+        // The token's turn across processes is held until the body is read.
+        let (response, _across_processes) = self.send_with_retries(&req, true).await?;
         // Drain the body so the connection can be reused.
         let _drained = response.bytes().await;
         Ok(())
@@ -724,7 +742,7 @@ impl Client {
     ) -> Result<(T, reqwest::header::HeaderMap), LichessError> {
         let label = req.label();
         let _turn = self.turn(&req).await;
-        let response = self.send_with_retries(&req, true).await?;
+        let (response, _across_processes) = self.send_with_retries(&req, true).await?;
         let headers = response.headers().clone();
         let body = response
             .bytes()
@@ -746,7 +764,7 @@ impl Client {
         let label = req.label();
         let response = {
             let _turn = self.turn(&req).await;
-            self.send_with_retries(&req, false).await?
+            self.send_with_retries(&req, false).await?.0
         };
         Ok(NdjsonStream::new(
             response.bytes_stream(),
@@ -755,20 +773,26 @@ impl Client {
         ))
     }
 
-    /// The account's turn for `req`: a challenge call first waits for the shared pacer, and only
-    /// then takes the account's one-request-at-a-time gate, so a queue of paced calls (a 429
-    /// pause) never holds up the moves of the account's running games. With shared limits the
-    /// turn is also taken from the other processes using the token.
-    async fn turn(&self, req: &Req) -> Turn<'_> {
+    /// The account's turn for `req` in this process: a challenge call first waits for the
+    /// shared pacer, and only then takes the account's one-request-at-a-time gate, so a queue
+    /// of paced calls (a 429 pause) never holds up the moves of the account's running games.
+    /// The turn across processes is taken per attempt (`send_with_retries`).
+    async fn turn(&self, req: &Req) -> tokio::sync::MutexGuard<'_, ()> {
         req.pacing.wait(self.inner.config.pacer.as_ref()).await;
-        let gate = self.inner.gate.lock().await;
-        let across_processes = match &self.inner.turn_file {
-            Some(file) => shared_limits::take_turn(file).await,
-            None => None,
-        };
-        Turn {
-            _gate: gate,
-            across_processes,
+        self.inner.gate.lock().await
+    }
+
+    /// The token's turn across processes for one attempt, once no 429 pause (this process's
+    /// or another's) runs: with shared limits, waits for the other processes' attempts.
+    async fn turn_across_processes(&self) -> Option<shared_limits::TurnLock<'_>> {
+        loop {
+            self.wait_for_pause().await;
+            let file = self.inner.turn_file.as_ref()?;
+            let lock = shared_limits::take_turn(file).await;
+            // Another process may have met a 429 while we waited for its attempt to end.
+            if self.shared_pause_left().is_none() {
+                return lock;
+            }
         }
     }
 
@@ -790,11 +814,14 @@ impl Client {
     /// Sends `req` until it succeeds, waiting out 429 pauses and retrying 5xx and network
     /// errors with backoff. The caller holds the gate (taken with `turn`). `whole_timeout`
     /// bounds an ordinary call's whole response; a stream only bounds the wait for its headers.
+    /// Each attempt takes the token's turn across processes and gives it back before any wait
+    /// (a backoff, a pause): the response comes with the turn of its attempt, for the caller
+    /// to hold while it reads the body.
     async fn send_with_retries(
         &self,
         req: &Req,
         whole_timeout: bool,
-    ) -> Result<reqwest::Response, LichessError> {
+    ) -> Result<(reqwest::Response, Option<shared_limits::TurnLock<'_>>), LichessError> {
         let config = &self.inner.config;
         let label = req.label();
         let mut backoff = Backoff::new(config.backoff);
@@ -802,11 +829,11 @@ impl Client {
         let mut rate_limited = 0u32;
         let mut attempt = 0u32;
         loop {
-            self.wait_for_pause().await;
             // The first attempt waited for the pacer before the gate (`turn`).
             if attempt > 0 {
                 req.pacing.wait(config.pacer.as_ref()).await;
             }
+            let across_processes = self.turn_across_processes().await;
             attempt += 1;
             let mut builder = self
                 .inner
@@ -837,7 +864,7 @@ impl Client {
                 Ok(Ok(response)) => {
                     let status = response.status();
                     if status.is_success() {
-                        return Ok(response);
+                        return Ok((response, across_processes));
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
                         let asked = RateLimitAnswer::read(response).await;
@@ -889,46 +916,75 @@ impl Client {
                     last: failure,
                 });
             }
+            // The other processes' calls go on while this one waits.
+            drop(across_processes);
             let delay = backoff.next_delay();
             tracing::warn!(endpoint = %label, "{failure}; retrying in {}", show_duration(delay));
             tokio::time::sleep(delay).await;
         }
     }
 
+    /// Waits until the event stream may be opened without passing the token's open budget,
+    /// and takes the open.
+    async fn wait_for_open_budget(&self) {
+        loop {
+            let wait = self
+                .inner
+                .event_opens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .try_take(Instant::now());
+            let Some(wait) = wait else { return };
+            let policy = self.inner.config.event_stream_opens;
+            tracing::warn!(
+                "the event stream was opened {} times in {}: waiting {} before opening it again \
+                 (lila allows {} opens per {})",
+                policy.max,
+                show_duration(policy.window),
+                show_duration(wait),
+                super::stream_opens::LILA_OPENS,
+                show_duration(super::stream_opens::LILA_WINDOW),
+            );
+            tokio::time::sleep(wait).await;
+        }
+    }
+
+    /// How long the 429 pause another process recorded for the token still runs.
+    fn shared_pause_left(&self) -> Option<Duration> {
+        self.inner
+            .config
+            .shared_limits
+            .as_ref()
+            .and_then(SharedLimits::paused_until)
+            .map(|until| until.duration_since(SystemTime::now()).unwrap_or_default())
+    }
+
     async fn wait_for_pause(&self) {
         // A pause may grow while we wait (another call's 429, here or in another process):
         // wait until none is running.
+        let mut said = false;
         loop {
-            let other_process = self
-                .inner
-                .config
-                .shared_limits
-                .as_ref()
-                .and_then(SharedLimits::paused_until)
-                .map(|until| {
-                    let left = until.duration_since(SystemTime::now()).unwrap_or_default();
-                    Instant::now() + left
-                });
-            match self.paused_until().max(other_process) {
-                Some(until) => tokio::time::sleep_until(until).await,
+            let other_process = self.shared_pause_left().map(|left| Instant::now() + left);
+            let own = self.paused_until();
+            match own.max(other_process) {
+                Some(until) => {
+                    // Our own pause is on file too: only a longer one is another's.
+                    let anothers = other_process.is_some_and(|other| {
+                        own.is_none_or(|own| other > own + Duration::from_secs(1))
+                    });
+                    if !said && anothers {
+                        said = true;
+                        tracing::info!(
+                            "waiting {} for the HTTP 429 pause recorded for this token (by \
+                             another process using it, or an earlier run)",
+                            show_duration(until.saturating_duration_since(Instant::now()))
+                        );
+                    }
+                    tokio::time::sleep_until(until).await;
+                }
                 None => return,
             }
         }
-    }
-}
-
-/// An ordinary call's turn: the account's gate in this process and, with shared limits, the
-/// token's lock across processes. Both are released when it is dropped.
-struct Turn<'a> {
-    _gate: tokio::sync::MutexGuard<'a, ()>,
-    across_processes: Option<shared_limits::TurnLock<'a>>,
-}
-
-impl Turn<'_> {
-    /// Gives the token back to the other processes while keeping this process's gate: a long
-    /// download must not hold another process's moves for its whole length.
-    fn share_with_other_processes(&mut self) {
-        self.across_processes = None;
     }
 }
 
@@ -1033,7 +1089,8 @@ async fn client_error(
     status: StatusCode,
     response: reqwest::Response,
 ) -> LichessError {
-    let message = error_text(&response.text().await.unwrap_or_default());
+    let body = response.text().await.unwrap_or_default();
+    let message = error_text(&body);
     match status {
         StatusCode::UNAUTHORIZED => LichessError::TokenRejected { endpoint: label },
         StatusCode::FORBIDDEN => LichessError::Forbidden {
@@ -1044,10 +1101,23 @@ async fn client_error(
             endpoint: label,
             message,
         },
-        StatusCode::BAD_REQUEST => LichessError::BadRequest {
-            endpoint: label,
-            message,
-        },
+        StatusCode::BAD_REQUEST => {
+            // lila's answer to an accept when the challenger (a bot) is at its bot-game
+            // limit: a 400 carrying the limit's key (`Challenge.eitherBotLimitResponse`).
+            let limit = RateLimitAnswer::parse(None, &body);
+            if limit.key.as_deref() == Some(BOT_LIMIT_KEY) {
+                LichessError::OpponentBotLimit {
+                    endpoint: label,
+                    message,
+                    wait: limit.wait.unwrap_or_default().min(MAX_ASKED_PAUSE),
+                }
+            } else {
+                LichessError::BadRequest {
+                    endpoint: label,
+                    message,
+                }
+            }
+        }
         other => LichessError::Status {
             endpoint: label,
             status: other.as_u16(),

@@ -39,6 +39,15 @@ pub enum LichessError {
         message: String,
         wait: Duration,
     },
+    /// HTTP 400 with `ratelimit.key` `bot.vsBot.day`: the *other* bot (the challenger whose
+    /// challenge we accepted) is at its daily bot-game limit (lila's `OpponentLimit`). Nothing
+    /// of ours is limited; the challenge cannot be accepted until `wait` has passed.
+    #[error("{endpoint}: the other bot is at its bot-game limit (HTTP 400, for {}): {message}", crate::logging::show_duration(*.wait))]
+    OpponentBotLimit {
+        endpoint: String,
+        message: String,
+        wait: Duration,
+    },
     /// Still 429 after the configured number of pauses.
     #[error("{endpoint} still rate limited (HTTP 429) after {attempts} attempts")]
     RateLimited { endpoint: String, attempts: u32 },
@@ -64,7 +73,7 @@ impl LichessError {
             LichessError::TokenRejected { .. } => Some(401),
             LichessError::Forbidden { .. } => Some(403),
             LichessError::NotFound { .. } => Some(404),
-            LichessError::BadRequest { .. } => Some(400),
+            LichessError::BadRequest { .. } | LichessError::OpponentBotLimit { .. } => Some(400),
             LichessError::Status { status, .. } => Some(*status),
             LichessError::RateLimited { .. } | LichessError::BotLimit { .. } => Some(429),
             _ => None,

@@ -11,6 +11,7 @@
 //!   pause a 429 on a creation sets for all of them,
 //! - [`shared_limits`]: a token's turn and 429 pause shared with other processes using it
 //!   (the daemon and `calibrate --fetch`),
+//! - [`stream_opens`]: how often the event stream may be (re)opened (lila's 30 per 10 min),
 //! - [`client`]: `Client`, one per account, the only place HTTP to Lichess happens, the
 //!   base-URL rule (https, or http to loopback) and the User-Agent,
 //! - [`error`]: the `LichessError` type.
@@ -23,6 +24,7 @@ pub mod ndjson;
 pub mod pacer;
 pub mod shared_limits;
 pub mod speed;
+pub mod stream_opens;
 pub mod token;
 pub mod types;
 
@@ -37,5 +39,6 @@ pub use ndjson::{DEFAULT_IDLE_TIMEOUT, NdjsonStream, StreamEnd};
 pub use pacer::{Pacer, PacingPolicy};
 pub use shared_limits::SharedLimits;
 pub use speed::{Clock, Perf, Speed, TimeControl};
+pub use stream_opens::{OpenBudgetPolicy, ReconnectPolicy};
 pub use token::{Token, TokenError, token_file_permission_problem};
 pub use types::*;

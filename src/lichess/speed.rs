@@ -304,10 +304,31 @@ impl fmt::Display for Clock {
     }
 }
 
-/// `TimeControl` of the API: a real-time clock (seconds), correspondence (days) or unlimited.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "camelCase")]
+/// `TimeControl` of the API: a real-time clock (seconds), correspondence (days), unlimited,
+/// or a `type` this version does not know (kept as written, never an error: lila may add one).
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+#[serde(try_from = "serde_json::Value")]
 pub enum TimeControl {
+    Clock {
+        /// Initial time in seconds.
+        limit: u32,
+        /// Increment in seconds.
+        increment: u32,
+        /// How Lichess labels it (`3+2`, `½+0`: minutes + seconds).
+        show: Option<String>,
+    },
+    Correspondence {
+        days_per_turn: Option<u32>,
+    },
+    Unlimited,
+    /// A `type` this version does not know; no real-time clock, so never accepted.
+    Other(String),
+}
+
+/// The known shapes as lila writes them (`{"type": "clock", …}`).
+#[derive(Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "camelCase")]
+enum KnownTimeControl {
     Clock {
         /// Initial time in seconds.
         limit: u32,
@@ -323,6 +344,64 @@ pub enum TimeControl {
         days_per_turn: Option<u32>,
     },
     Unlimited,
+}
+
+impl TryFrom<serde_json::Value> for TimeControl {
+    type Error = String;
+
+    fn try_from(value: serde_json::Value) -> Result<TimeControl, String> {
+        let tag = match value.get("type") {
+            Some(serde_json::Value::String(tag)) => tag.clone(),
+            _ => return Err("a time control without a \"type\"".to_string()),
+        };
+        if !matches!(tag.as_str(), "clock" | "correspondence" | "unlimited") {
+            return Ok(TimeControl::Other(tag));
+        }
+        Ok(
+            match serde_json::from_value(value).map_err(|e| e.to_string())? {
+                KnownTimeControl::Clock {
+                    limit,
+                    increment,
+                    show,
+                } => TimeControl::Clock {
+                    limit,
+                    increment,
+                    show,
+                },
+                KnownTimeControl::Correspondence { days_per_turn } => {
+                    TimeControl::Correspondence { days_per_turn }
+                }
+                KnownTimeControl::Unlimited => TimeControl::Unlimited,
+            },
+        )
+    }
+}
+
+impl Serialize for TimeControl {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let known = match self.clone() {
+            TimeControl::Clock {
+                limit,
+                increment,
+                show,
+            } => KnownTimeControl::Clock {
+                limit,
+                increment,
+                show,
+            },
+            TimeControl::Correspondence { days_per_turn } => {
+                KnownTimeControl::Correspondence { days_per_turn }
+            }
+            TimeControl::Unlimited => KnownTimeControl::Unlimited,
+            TimeControl::Other(tag) => {
+                use serde::ser::SerializeMap;
+                let mut map = serializer.serialize_map(Some(1))?;
+                map.serialize_entry("type", &tag)?;
+                return map.end();
+            }
+        };
+        known.serialize(serializer)
+    }
 }
 
 impl TimeControl {
@@ -348,7 +427,9 @@ impl TimeControl {
             TimeControl::Clock {
                 limit, increment, ..
             } => Some(Clock::from_secs(u64::from(*limit), u64::from(*increment))),
-            TimeControl::Correspondence { .. } | TimeControl::Unlimited => None,
+            TimeControl::Correspondence { .. } | TimeControl::Unlimited | TimeControl::Other(_) => {
+                None
+            }
         }
     }
 
@@ -369,6 +450,7 @@ impl fmt::Display for TimeControl {
                 write!(f, "{}d", days_per_turn.unwrap_or(0))
             }
             TimeControl::Unlimited => f.write_str("unlimited"),
+            TimeControl::Other(tag) => f.write_str(tag),
         }
     }
 }
@@ -376,6 +458,30 @@ impl fmt::Display for TimeControl {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_time_control_of_an_unknown_type_is_kept_not_an_error() {
+        let tc: TimeControl = serde_json::from_str(r#"{"type":"hourglass","seconds":30}"#).unwrap();
+        assert_eq!(tc, TimeControl::Other("hourglass".into()));
+        assert_eq!(tc.real_time(), None);
+        assert_eq!(tc.to_string(), "hourglass");
+        assert_eq!(
+            serde_json::to_string(&tc).unwrap(),
+            r#"{"type":"hourglass"}"#
+        );
+        // The known ones read and write as lila writes them.
+        for line in [
+            r#"{"type":"clock","limit":180,"increment":2,"show":"3+2"}"#,
+            r#"{"type":"correspondence","daysPerTurn":3}"#,
+            r#"{"type":"unlimited"}"#,
+        ] {
+            let tc: TimeControl = serde_json::from_str(line).unwrap();
+            assert_eq!(serde_json::to_string(&tc).unwrap(), line);
+        }
+        // A clock without its limit is still an error, and so is no type at all.
+        assert!(serde_json::from_str::<TimeControl>(r#"{"type":"clock"}"#).is_err());
+        assert!(serde_json::from_str::<TimeControl>(r#"{"limit":1}"#).is_err());
+    }
 
     /// lila's boundaries (scalachess `Speed`: UltraBullet 0–29 s, Bullet 30–179, Blitz
     /// 180–479, Rapid 480–1499, Classical 1500–21599) through the one function everything

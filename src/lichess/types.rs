@@ -671,6 +671,16 @@ impl GameEventPlayer {
     pub fn is_bot(&self) -> bool {
         self.title.as_deref() == Some("BOT")
     }
+
+    /// The name to call the player by: the username, "Stockfish level N" for Lichess's AI,
+    /// "Anonymous" for someone not logged in (both come without a name).
+    pub fn display_name(&self) -> String {
+        match (self.name.trim(), self.ai_level) {
+            ("", Some(level)) => format!("Stockfish level {level}"),
+            ("", None) => "Anonymous".to_string(),
+            (name, _) => name.to_string(),
+        }
+    }
 }
 
 /// `gameFull.clock`, in milliseconds.
@@ -1249,5 +1259,30 @@ mod tests {
         assert_eq!(GameStatus::Outoftime.id(), 35);
         let status: GameStatus = serde_json::from_str("\"insufficientMaterialClaim\"").unwrap();
         assert_eq!(status, GameStatus::InsufficientMaterialClaim);
+    }
+
+    #[test]
+    fn players_without_a_name_are_called_by_what_they_are() {
+        let named = GameEventPlayer {
+            id: "alice".into(),
+            name: "Alice".into(),
+            title: None,
+            rating: None,
+            provisional: false,
+            ai_level: None,
+        };
+        assert_eq!(named.display_name(), "Alice");
+        let ai = GameEventPlayer {
+            id: String::new(),
+            name: String::new(),
+            ai_level: Some(3),
+            ..named.clone()
+        };
+        assert_eq!(ai.display_name(), "Stockfish level 3");
+        let anonymous = GameEventPlayer {
+            ai_level: None,
+            ..ai
+        };
+        assert_eq!(anonymous.display_name(), "Anonymous");
     }
 }

@@ -5,7 +5,8 @@
 //! the daemon would play on Lichess. How long a person would take over the move (the wait
 //! after the search, not the search itself) is [`think`]. The first moves of a game may come
 //! from the [`book`], chosen by the game's seed. How the level behaves around its moves —
-//! takebacks, draw offers, resigning ([`conduct`]) and what it says ([`chat`]) — is the
+//! takebacks, draw offers, resigning ([`conduct`]) and what it says ([`chat`], and its answers
+//! to chat commands, [`chat_commands`]) — is the
 //! player's too; the daemon carries it out on Lichess. Whoever else sits at a board — an
 //! external UCI engine ([`uci_engine`]), a built-in mover — is seated beside it by [`seat`], the
 //! one seat the arena, the anchors and the sandbox's challengers play through.
@@ -16,6 +17,7 @@
 
 pub mod book;
 pub mod chat;
+pub mod chat_commands;
 pub mod clock;
 pub mod conduct;
 pub mod deadline;

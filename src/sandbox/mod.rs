@@ -343,12 +343,47 @@ impl Sandbox {
         });
     }
 
+    /// For `duration`, the account's event stream closes right after it opens, having replayed
+    /// the open challenges and running games (a second process on the token, a proxy).
+    pub fn flap_event_stream(&self, username: &str, duration: Duration) {
+        self.with_faults(username, |faults| {
+            faults.flap_event_stream_until = Some(tokio::time::Instant::now() + duration);
+        });
+        self.drop_event_stream(username);
+    }
+
+    /// When `username` opened its event stream, oldest first.
+    pub fn event_stream_opens(&self, username: &str) -> Vec<tokio::time::Instant> {
+        let id = username.to_ascii_lowercase();
+        self.lock()
+            .event_stream_opens
+            .iter()
+            .filter(|(_, account)| *account == id)
+            .map(|(at, _)| *at)
+            .collect()
+    }
+
+    /// For `duration`, the account's accepts are answered as lila answers when the
+    /// *challenger* (a bot) is at its daily bot-game limit: HTTP 400 with `ratelimit.key`
+    /// `bot.vsBot.day` and a message naming the challenger.
+    pub fn challenger_bot_limit_reached(&self, username: &str, duration: Duration) {
+        self.with_faults(username, |faults| {
+            faults.challenger_bot_limit_until = Some(tokio::time::Instant::now() + duration);
+        });
+    }
+
     /// The game's stream answers `status` (400: a game the bot API cannot play) to every
     /// player from now on.
     pub fn refuse_game_stream(&self, game_id: &GameId, status: u16) {
         self.lock()
             .refused_game_streams
             .insert(game_id.clone(), status);
+    }
+
+    /// The game's next `n` claims (victory or draw, after the opponent left) are refused
+    /// with a 400, as lila refuses a claim it does not allow yet.
+    pub fn refuse_next_claims(&self, game_id: &GameId, n: u32) {
+        self.lock().refused_claims.insert(game_id.clone(), n);
     }
 
     /// Every request of the account (streams included): when it arrived, and its path.

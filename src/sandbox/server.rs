@@ -513,10 +513,27 @@ async fn accept(
         if let Some(seconds) = world.bot_limit_left(account, &id) {
             return Ok(Err(seconds));
         }
-        world.accept_challenge(account, &id).map(Ok)
+        if let Some((seconds, challenger)) = world.challenger_bot_limit_left(account, &id) {
+            return Ok(Ok(Err((seconds, challenger))));
+        }
+        world.accept_challenge(account, &id).map(|_| Ok(Ok(())))
     });
     match result {
-        Ok(Ok(_)) => ok(),
+        Ok(Ok(Ok(()))) => ok(),
+        // lila's answer when the challenging bot reached its bot-game limit
+        // (`Challenge.eitherBotLimitResponse`: a 400, not a 429).
+        Ok(Ok(Err((seconds, challenger)))) => (
+            StatusCode::BAD_REQUEST,
+            limit_body(
+                &format!(
+                    "{challenger} played 100 games against other bots today, please wait \
+                     until tomorrow to challenge them."
+                ),
+                "bot.vsBot.day",
+                seconds,
+            ),
+        )
+            .into_response(),
         // lila's answer when the accepting bot reached its bot-game limit.
         Ok(Err(seconds)) => (
             StatusCode::TOO_MANY_REQUESTS,

@@ -331,6 +331,12 @@ pub struct AccountFaults {
     /// Until then, accepting a bot's challenge answers lila's 429 for the bot-game limit
     /// (`bot.vsBot.day`, with the seconds left).
     pub bot_limit_until: Option<Instant>,
+    /// Until then, accepting a challenge answers lila's 400 for the *challenger's* bot-game
+    /// limit (`bot.vsBot.day` in the body, the challenger named in the message).
+    pub challenger_bot_limit_until: Option<Instant>,
+    /// Until then, the account's event stream closes right after it opens (after replaying
+    /// the open challenges and running games, as a second process on the token makes it).
+    pub flap_event_stream_until: Option<Instant>,
 }
 
 /// What an account asked of the sandbox (streams excluded from the concurrency count).
@@ -405,6 +411,9 @@ pub struct World {
     pub request_log_dropped: u64,
     /// Games whose stream Lichess refuses with this status (a game the bot API cannot play).
     pub refused_game_streams: HashMap<GameId, u16>,
+    /// Per game, how many more claims (victory or draw, after the opponent left) are refused
+    /// with a 400, as lila refuses one it does not allow yet.
+    pub refused_claims: HashMap<GameId, u32>,
     /// The simulated challengers send no new challenge while this is set (their games go on).
     pub challengers_paused: bool,
     /// Per account, how many of its next `gameStart` events are lost on the way (the game
@@ -447,6 +456,7 @@ impl World {
             request_log_cap: config.request_log_cap.max(1),
             request_log_dropped: 0,
             refused_game_streams: HashMap::new(),
+            refused_claims: HashMap::new(),
             challengers_paused: false,
             lost_game_starts: HashMap::new(),
             rng,
@@ -771,6 +781,20 @@ impl World {
         (from_bot && until > now).then(|| (until - now).as_secs().max(1))
     }
 
+    /// When `id` is a bot's challenge to `account` while the challenger's bot-game limit is
+    /// armed (by the control API): the seconds left and the challenger's name, for lila's 400.
+    pub fn challenger_bot_limit_left(
+        &self,
+        account: &str,
+        id: &ChallengeId,
+    ) -> Option<(u64, String)> {
+        let until = self.faults.get(account)?.challenger_bot_limit_until?;
+        let now = Instant::now();
+        let challenger = &self.challenges.get(id)?.json.challenger;
+        (challenger.is_bot() && until > now)
+            .then(|| ((until - now).as_secs().max(1), challenger.name.clone()))
+    }
+
     pub fn accept_challenge(
         &mut self,
         account: &str,
@@ -878,7 +902,7 @@ impl World {
         let clock = challenge.time_control.real_time();
         let days = match challenge.time_control {
             TimeControl::Correspondence { days_per_turn } => days_per_turn,
-            TimeControl::Clock { .. } | TimeControl::Unlimited => None,
+            TimeControl::Clock { .. } | TimeControl::Unlimited | TimeControl::Other(_) => None,
         };
         let game = SandboxGame::new(
             challenge.id.game_id(),
@@ -1030,6 +1054,15 @@ impl World {
         self.event_stream_opens
             .push((Instant::now(), account.to_string()));
         self.resend_events(account);
+        let flapping = self
+            .faults
+            .get(account)
+            .and_then(|f| f.flap_event_stream_until)
+            .is_some_and(|until| Instant::now() < until);
+        if flapping {
+            // The replay is sent; dropping the sender ends the stream after it.
+            self.event_streams.remove(account);
+        }
         reader
     }
 
@@ -1093,6 +1126,13 @@ impl World {
         game_id: &GameId,
         action: Action,
     ) -> Result<(), ApiError> {
+        if matches!(action, Action::ClaimVictory | Action::ClaimDraw)
+            && let Some(left) = self.refused_claims.get_mut(game_id)
+            && *left > 0
+        {
+            *left -= 1;
+            return Err(ApiError::BadRequest("You cannot claim the game now".into()));
+        }
         let entry = self.games.get_mut(game_id).ok_or_else(not_found)?;
         let color = entry.game.color_of(account).ok_or_else(not_found)?;
         let now = Instant::now();

@@ -1,0 +1,537 @@
+//! What a second reading of the daemon against lila still found (issue 34), end to end against
+//! the sandbox over real HTTP on 127.0.0.1: an event stream that closes right after it opens
+//! (lila's limit of 30 opens per 10 minutes), a second daemon on the same results log and
+//! tokens, the 400 lila answers an accept with when the challenging bot is at its bot-game
+//! limit, a claim of victory Lichess refuses at first, and the conversation: chat lines logged,
+//! chat commands answered in their room, no goodbye after an abort.
+
+mod common {
+    pub mod config;
+    pub mod daemon;
+    pub mod logs;
+    pub mod sandbox;
+    pub mod tokens;
+}
+
+use std::path::Path;
+use std::time::Duration;
+
+use common::config::{account_table, ladder_toml};
+use common::daemon::{Running, bounded_by, launch, spec};
+use common::logs::{capture_logs, logs, wait_log, wait_log_after};
+use common::sandbox::{challenger, quick, sandbox_config};
+use common::tokens::token_clients;
+use ladder::config::Config;
+use ladder::lichess::{
+    ChallengeColor, ChallengeId, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy,
+    ReconnectPolicy,
+};
+use ladder::results::read_results;
+use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
+
+const TEST_TIMEOUT: Duration = Duration::from_secs(90);
+
+async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    bounded_by(TEST_TIMEOUT, f).await;
+}
+
+/// A sandbox with `bots`, scriptable challengers (a name starting with `Robo` is a BOT) and
+/// the person Alice.
+async fn sandbox(bots: &[&str], challengers: &[&str]) -> Sandbox {
+    let mut config = sandbox_config(bots);
+    config.accounts.push(AccountConfig::human("Alice"));
+    config.challengers.extend(challengers.iter().map(|name| {
+        let mut c = challenger(name);
+        if name.starts_with("Robo") {
+            c.title = Some("BOT".into());
+        }
+        c
+    }));
+    Sandbox::start(config).await.unwrap()
+}
+
+fn tuned(c: ClientConfig) -> ClientConfig {
+    let mut c = quick(c);
+    c.rate_limit.pause = Duration::from_secs(1);
+    c
+}
+
+/// The daemon playing `bots` at level 1 from `dir`, its clients configured by `tune`.
+async fn start_daemon(
+    sb: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+) -> anyhow::Result<Running> {
+    start_daemon_aborting_after(sb, dir, bots, tune, 20).await
+}
+
+/// [`start_daemon`], aborting a game whose opponent makes no first move in `abort_after_s`.
+async fn start_daemon_aborting_after(
+    sb: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+    abort_after_s: u64,
+) -> anyhow::Result<Running> {
+    start_daemon_with(sb, dir, bots, tune, abort_after_s, 4).await
+}
+
+/// The daemon with `account_max_games` games per account at once.
+async fn start_daemon_with(
+    sb: &Sandbox,
+    dir: &Path,
+    bots: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+    abort_after_s: u64,
+    account_max_games: usize,
+) -> anyhow::Result<Running> {
+    let mut text = ladder_toml(
+        sb.base_url(),
+        &format!(
+            "search_threads = 2\nmax_games = 20\nabort_after_s = {abort_after_s}\n\
+             shutdown_grace_s = 30\n"
+        ),
+        &format!(
+            "accept_bots = true\nmin_initial_s = 30\nmax_games = {account_max_games}\n\
+             max_games_per_opponent = 2\n"
+        ),
+    );
+    for bot in bots {
+        text.push_str(&account_table(
+            bot,
+            "LADDER_TEST_UNUSED",
+            1,
+            "goodbye = \"GG {opponent}\"\n",
+        ));
+    }
+    let config = Config::parse(&text, &dir.join("accounts.toml"))?;
+    launch(spec(config, token_clients(sb, bots, tune), dir)).await
+}
+
+async fn stop_now(run: Running) {
+    run.daemon.shutdown().await;
+    run.daemon.shutdown().await;
+    run.daemon.join().await.unwrap();
+}
+
+/// The most opens of `opens` (sorted) within any `window`.
+fn most_in_window(opens: &[tokio::time::Instant], window: Duration) -> usize {
+    (0..opens.len())
+        .map(|i| {
+            opens[i..]
+                .iter()
+                .take_while(|&&at| at.duration_since(opens[i]) < window)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+// ---------------------------------------------------------------- the flapping stream
+
+/// A budget of 4 opens per 5 s and reconnects that would come every 0.1-0.2 s: the budget
+/// holds, whatever the pacing does.
+fn small_budget(c: ClientConfig) -> ClientConfig {
+    let mut c = tuned(c);
+    c.event_stream_opens = OpenBudgetPolicy {
+        max: 4,
+        window: Duration::from_secs(5),
+    };
+    c.stream_reconnect = ReconnectPolicy {
+        base: Duration::from_millis(100),
+        cap: Duration::from_millis(200),
+        stable_after: Duration::from_secs(60),
+    };
+    c
+}
+
+/// An event stream that closes as soon as it opens (a second process on the token, a proxy)
+/// never makes the daemon open it more often than its budget allows (lila: 30 per 10 min,
+/// then a 429 that pauses the whole account); once the stream holds again, the account plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
+    capture_logs();
+    bounded(async {
+        let bots = ["flap1"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, small_budget)
+            .await
+            .unwrap();
+        sb.wait_event_stream("flap1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let offset = logs().len();
+        sb.flap_event_stream("flap1", Duration::from_secs(8));
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        // The wait for the budget is said.
+        wait_log_after(
+            offset,
+            "of the wait for the open budget",
+            Duration::from_secs(1),
+            |l| l.contains("before opening it again"),
+        )
+        .await;
+        let opens = sb.event_stream_opens("flap1");
+        assert!(
+            opens.len() >= 4,
+            "the daemon gave up reconnecting: {opens:?}"
+        );
+        let most = most_in_window(&opens, Duration::from_secs(5));
+        assert!(most <= 4, "{most} opens within 5 s (budget 4)");
+        // The stream holds again: the account plays.
+        sb.wait_event_stream("flap1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let game = sb
+            .challenge("Rita", "flap1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// The reopened stream replays the running game at once, then closes: those events must not
+/// start the reconnect waits over. Doubling from 0.5 s, 12 s of flapping see at most 6 opens
+/// (0, 0.5, 1, 2, 4, 8 s at the quickest); waits reset by every replay (0.5-1.5 s each) would
+/// have made at least 8.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_on_a_stream_that_closes_at_once_does_not_reset_the_waits() {
+    capture_logs();
+    bounded(async {
+        let bots = ["flap2"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        sb.wait_event_stream("flap2", Duration::from_secs(10))
+            .await
+            .unwrap();
+        // A running game: every reopened stream replays its gameStart.
+        let game = sb
+            .challenge("Rita", "flap2", &ChallengeSpec::clock(600, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        let before = sb.event_stream_opens("flap2").len();
+        sb.flap_event_stream("flap2", Duration::from_secs(12));
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let during = sb.event_stream_opens("flap2").len() - before;
+        assert!(
+            (2..=6).contains(&during),
+            "{during} opens in 12 s of a stream that closes at once"
+        );
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- one daemon per results log
+
+/// A second daemon on the same results log (and so the same tokens' files) is refused at
+/// start with an error naming the process that holds them; the first plays on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_daemon_on_the_same_results_log_is_refused_naming_the_first() {
+    capture_logs();
+    bounded(async {
+        let bots = ["twice1"];
+        let sb = sandbox(&bots, &["Rita"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let first = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        let err = match start_daemon(&sb, dir.path(), &bots, tuned).await {
+            Ok(_) => panic!("a second daemon started on the same results log"),
+            Err(e) => format!("{e:#}"),
+        };
+        assert!(
+            err.contains(&format!("pid {}", std::process::id())),
+            "{err}"
+        );
+        assert!(err.contains("results.jsonl"), "{err}");
+        let game = sb
+            .challenge("Rita", "twice1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("the first daemon's game", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(first).await;
+        // Once the first has stopped, the log is free.
+        let again = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        stop_now(again).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- the challenger's bot limit
+
+async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
+    sb.wait_until(
+        &format!("challenge {id} declined"),
+        Duration::from_secs(10),
+        |w| {
+            w.declined
+                .iter()
+                .find(|c| c.id == *id)
+                .and_then(|c| c.decline_reason_key.clone())
+        },
+    )
+    .await
+    .unwrap()
+}
+
+/// lila answers the accept of a bot's challenge with HTTP 400 (`ratelimit.key`
+/// `bot.vsBot.day`) when the *challenger* played its 100 bot games today: the challenge is
+/// declined (`later`) at once instead of left to expire, and our own bot games go on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_refused_for_the_challengers_bot_limit_declines_the_challenge() {
+    capture_logs();
+    bounded(async {
+        let bots = ["lim1"];
+        let sb = sandbox(&bots, &["RoboRita", "RoboRon"]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        sb.wait_event_stream("lim1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        sb.challenger_bot_limit_reached("lim1", Duration::from_secs(3600));
+        let refused = sb
+            .challenge("RoboRita", "lim1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id;
+        assert_eq!(declined_reason(&sb, &refused).await, "later");
+        // The limit was the challenger's: another bot's challenge is played.
+        sb.clear_faults("lim1");
+        let game = sb
+            .challenge("RoboRon", "lim1", &ChallengeSpec::clock(60, 0))
+            .unwrap()
+            .id
+            .game_id();
+        sb.wait_until("RoboRon's game", Duration::from_secs(10), |w| {
+            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- a refused claim
+
+/// Alice challenges `bot` with White (1+0) and plays `first` as soon as the game lets her.
+async fn alice_opens(sb: &Sandbox, bot: &str, first: &str) -> GameId {
+    let mut spec = ChallengeSpec::clock(60, 0);
+    spec.color = ChallengeColor::White;
+    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while sb
+            .act(
+                "alice",
+                &id,
+                Action::Move {
+                    uci: first.to_string(),
+                    offering_draw: false,
+                },
+            )
+            .is_err()
+        {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    })
+    .await
+    .expect("Alice could not open");
+    id
+}
+
+/// Alice leaves and Lichess refuses the first two claims (our turn, or not allowed yet): the
+/// bot claims again until Lichess allows it, instead of waiting out her whole clock.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_claim_is_tried_again_until_lichess_allows_it() {
+    capture_logs();
+    bounded(async {
+        let bots = ["reclaim1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        let id = alice_opens(&sb, "reclaim1", "e2e4").await;
+        sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
+            w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
+        })
+        .await
+        .unwrap();
+        sb.refuse_next_claims(&id, 2);
+        sb.set_gone(&id, "alice", true, Duration::from_secs(1))
+            .unwrap();
+        // Her clock has most of its minute left: only a claim ends the game this soon.
+        let games = sb.wait_finished(1, Duration::from_secs(20)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        // The record follows the game's end: wait for it.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        let record = loop {
+            let records = read_results(std::slice::from_ref(&run.results))
+                .map(|r| r.records)
+                .unwrap_or_default();
+            if let Some(r) = records.into_iter().find(|r| r.game_id == id) {
+                break r;
+            }
+            assert!(tokio::time::Instant::now() < deadline, "never recorded");
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        };
+        assert_eq!(record.fault_kind(), Some("opponent_gone"), "{record:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
+
+// ---------------------------------------------------------------- the conversation
+
+/// Alice challenges `bot` with White and says `text` in `room` once the game has started.
+async fn alice_says(sb: &Sandbox, id: &GameId, room: ChatRoom, text: &str) {
+    sb.act(
+        "alice",
+        id,
+        Action::Chat {
+            room,
+            text: text.to_string(),
+        },
+    )
+    .unwrap();
+}
+
+/// The lines `who` said in `room` of the game so far.
+fn said(sb: &Sandbox, id: &GameId, who: &str, room: ChatRoom) -> Vec<String> {
+    lines_of(sb.game(id), who, room)
+}
+
+/// The lines `who` said in `room` of `game`.
+fn lines_of(game: Option<GameSummary>, who: &str, room: ChatRoom) -> Vec<String> {
+    game.map(|g| {
+        g.chat
+            .iter()
+            .filter(|l| l.room == room && l.username.eq_ignore_ascii_case(who))
+            .map(|l| l.text.clone())
+            .collect()
+    })
+    .unwrap_or_default()
+}
+
+/// `!wait` before her first move gives Alice more time than the first-move abort's 3 s; the
+/// answer comes in the room the command came from (`!level` from the spectators' room is
+/// answered there, with the level); her lines are in the log with the game's id; an unknown
+/// command is answered once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
+    capture_logs();
+    bounded(async {
+        let bots = ["chat1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 3)
+            .await
+            .unwrap();
+        sb.wait_event_stream("chat1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::White;
+        let id = sb.challenge("alice", "chat1", &spec).unwrap().id.game_id();
+        // Said once the bot follows the game: a line before its stream opens is not its.
+        sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
+            w.games
+                .get(&id)
+                .filter(|e| e.streams.contains_key("chat1"))
+                .map(|_| ())
+        })
+        .await
+        .unwrap();
+        alice_says(&sb, &id, ChatRoom::Player, "!wait").await;
+        sb.wait_until("the answer to !wait", Duration::from_secs(5), |w| {
+            (!lines_of(w.summary(&id), "chat1", ChatRoom::Player).is_empty()).then_some(())
+        })
+        .await
+        .unwrap();
+        assert!(
+            said(&sb, &id, "chat1", ChatRoom::Player)[0].contains("take your time"),
+            "{:?}",
+            said(&sb, &id, "chat1", ChatRoom::Player)
+        );
+        // Past the 3 s abort: still waiting for her.
+        tokio::time::sleep(Duration::from_secs(5)).await;
+        assert_eq!(sb.game(&id).unwrap().status, GameStatus::Started);
+        alice_says(&sb, &id, ChatRoom::Spectator, "!level").await;
+        let level = sb
+            .wait_until("the answer to !level", Duration::from_secs(5), |w| {
+                lines_of(w.summary(&id), "chat1", ChatRoom::Spectator)
+                    .first()
+                    .cloned()
+            })
+            .await
+            .unwrap();
+        assert!(level.starts_with("Level 1: aims at "), "{level}");
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        alice_says(&sb, &id, ChatRoom::Player, "!xyzzy").await;
+        tokio::time::sleep(Duration::from_millis(3100)).await;
+        alice_says(&sb, &id, ChatRoom::Player, "!plugh").await;
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let player = said(&sb, &id, "chat1", ChatRoom::Player);
+        assert_eq!(
+            player.iter().filter(|l| l.contains("do not know")).count(),
+            1,
+            "{player:?}"
+        );
+        let tag = format!("game={id}");
+        wait_log(
+            "with Alice's !wait and the game's id",
+            Duration::from_secs(1),
+            |l| l.contains(&tag) && l.contains("chat") && l.contains("!wait"),
+        )
+        .await;
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// A game the bot aborts (no first move from the opponent) gets no goodbye: there was no game.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_the_bot_aborts_gets_no_goodbye() {
+    capture_logs();
+    bounded(async {
+        let bots = ["bye1"];
+        let sb = sandbox(&bots, &[]).await;
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 2)
+            .await
+            .unwrap();
+        sb.wait_event_stream("bye1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::White;
+        let id = sb.challenge("alice", "bye1", &spec).unwrap().id.game_id();
+        let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Aborted, "{game:?}");
+        // The record is written before the goodbye would be said: give it time to come.
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let lines = said(&sb, &id, "bye1", ChatRoom::Player);
+        assert!(lines.iter().all(|l| !l.starts_with("GG")), "{lines:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
