@@ -5,6 +5,7 @@
 pub mod anchors;
 pub mod game;
 pub mod judge;
+pub mod likeness;
 pub mod openings;
 pub mod pgn;
 pub mod report;
@@ -417,6 +418,13 @@ pub fn report_from_results(
                 &judged.quality,
                 &judged.describe,
             ));
+            text.push('\n');
+            text.push_str(&likeness::render_likeness(
+                &names,
+                &claimed,
+                &judged.likeness,
+                &judged.describe,
+            ));
         }
     }
     Ok(text)
@@ -455,6 +463,8 @@ fn judge_jobs(
         jobs.push(JudgeJob {
             game,
             first: record.opening_plies.map_or(0, |plies| plies as usize),
+            // The results records keep no clock per move.
+            clocks: Vec::new(),
             white: s.white,
             black: s.black,
         });
@@ -860,6 +870,7 @@ async fn play_games(
         let _queued = judge_tx.send(JudgeJob {
             game: played.game,
             first: played.opening_plies,
+            clocks: played.clocks,
             white: played.scheduled.white,
             black: played.scheduled.black,
         });
@@ -966,6 +977,15 @@ fn match_report(
         &played.judged.quality,
         &played.judged.describe,
     ));
+    if played.judged.likeness.iter().any(|l| l.all.moves > 0) {
+        text.push('\n');
+        text.push_str(&likeness::render_likeness(
+            &names,
+            &claimed,
+            &played.judged.likeness,
+            &played.judged.describe,
+        ));
+    }
     text
 }
 
@@ -1017,6 +1037,8 @@ fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
 struct JudgeJob {
     game: crate::engine::Game,
     first: usize,
+    /// The mover's clock before each judged move (empty: no clock, or not recorded).
+    clocks: Vec<crate::engine::humane::ClockLeft>,
     white: usize,
     black: usize,
 }
@@ -1024,6 +1046,7 @@ struct JudgeJob {
 /// What the judge found, and a sentence on how (or why not) it judged.
 struct Judged {
     quality: Vec<judge::Quality>,
+    likeness: Vec<likeness::Likeness>,
     describe: String,
 }
 
@@ -1039,6 +1062,7 @@ async fn judge_games(
     progress: Option<Arc<Progress>>,
 ) -> Judged {
     let mut quality = vec![judge::Quality::default(); players];
+    let mut likeness = vec![likeness::Likeness::default(); players];
     let skip = if depth == 0 {
         Some("not judged (--judge-depth 0)".to_string())
     } else if !program.exists() {
@@ -1051,7 +1075,11 @@ async fn judge_games(
     };
     if let Some(describe) = skip {
         while jobs.recv().await.is_some() {}
-        return Judged { quality, describe };
+        return Judged {
+            quality,
+            likeness,
+            describe,
+        };
     }
     let (mut judge, mut name) = (None, None);
     let (mut games, mut failed, mut skipped) = (0usize, Vec::new(), 0usize);
@@ -1061,7 +1089,7 @@ async fn judge_games(
             continue;
         }
         if judge.is_none() {
-            match judge::Judge::start(&program, depth).await {
+            match judge::Judge::start_with_lines(&program, depth, likeness::JUDGE_LINES).await {
                 Ok(j) => {
                     name = name.or(j.id_name.clone());
                     judge = Some(j);
@@ -1073,10 +1101,12 @@ async fn judge_games(
             }
         }
         let j = judge.as_mut().expect("started above");
-        match j.judge_game(&job.game, job.first).await {
-            Ok((white, black)) => {
-                quality[job.white].merge(&white);
-                quality[job.black].merge(&black);
+        match j.judge_game_fully(&job.game, job.first, &job.clocks).await {
+            Ok(judged) => {
+                quality[job.white].merge(&judged.quality.0);
+                quality[job.black].merge(&judged.quality.1);
+                likeness[job.white].merge(&judged.likeness.0);
+                likeness[job.black].merge(&judged.likeness.1);
                 games += 1;
             }
             Err(e) => {
@@ -1109,7 +1139,11 @@ async fn judge_games(
     if skipped > 0 {
         describe.push_str(&format!("; {skipped} not judged (interrupted)"));
     }
-    Judged { quality, describe }
+    Judged {
+        quality,
+        likeness,
+        describe,
+    }
 }
 
 struct RecordContext<'a> {
