@@ -8,7 +8,8 @@
 # easy against hard, by clock left; people's figures beside them) and the scores against the
 # anchors (the rating change the later recalibration must take back).
 # Usage: scripts/humane_report.sh [GAMES_PER_PAIRING] [SEED]; LADDER overrides the binary
-# (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0).
+# (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), MODELS
+# which runs ("off on").
 # Needs Debian's stockfish and fairy-stockfish.
 set -euo pipefail
 GAMES=${1:-10}
@@ -18,7 +19,7 @@ TC=${TC:-60+0}
 LADDER=${LADDER:-target/release/ladder}
 OUT=${OUT:-calibration/humane}
 mkdir -p "$OUT"
-for model in off on; do
+for model in ${MODELS:-off on}; do
   coefficients=calibration/coefficients.toml
   [ "$model" = on ] && coefficients=calibration/humane/coefficients.toml
   for group in "1,2 lichess-ai-1,greedy,lichess-ai-2" "3,4 lichess-ai-2,greedy,lichess-ai-3"; do

@@ -286,7 +286,10 @@ impl Judge {
                         .take(self.lines)
                         .map(|l| (l.first.clone(), capped_cp(l.score)))
                         .collect();
-                    (capped_cp(reply.score.ok_or("the judge gave no score")?), lines)
+                    (
+                        capped_cp(reply.score.ok_or("the judge gave no score")?),
+                        lines,
+                    )
                 }
             };
             evals.push(eval);

@@ -6,8 +6,12 @@
 //! The rules, stated in the report too:
 //! - evaluations are the judge's, capped at ±[`CP_CEILING`] (a mate counts as the cap), as lila
 //!   does; a move loses how much the capped evaluation falls for the mover;
-//! - a move made where the position was already decided (the mover's evaluation before it at
-//!   or beyond ±[`DECIDED_CP`]) or forced (one legal move) is left out of every figure;
+//! - a forced move (one legal move) is left out of every figure; the big losses and the ACPL
+//!   are given over every other move (as people's figures are most likely counted: their
+//!   method is unpublished) and over the moves made in play, where the position was not yet
+//!   decided (the mover's evaluation before it within ±[`DECIDED_CP`]); the easy/hard split,
+//!   the clear recaptures and the clock are counted in play only (in a decided position every
+//!   move ties at the cap, so none is easy or hard);
 //! - a position is easy when the judge's best move is [`EASY_GAP_CP`] or more above its second,
 //!   hard otherwise (two or more moves within that of the best);
 //! - a clear recapture: the opponent's last move captured on a square, the judge's best move
@@ -69,11 +73,13 @@ pub const CLOCK_BUCKETS: [&str; 3] = ["above the alarm", "below the alarm", "las
 /// One player's judged moves, summed, by the rules of the module.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Likeness {
-    /// The moves counted (neither decided nor forced), with their big losses.
+    /// Every move but the forced ones, with their big losses and centipawns lost.
     pub all: Count,
     pub cp_loss: f64,
-    /// Left out: moves in decided positions, and forced ones.
-    pub decided: u64,
+    /// The moves made in play (the position not yet decided).
+    pub in_play: Count,
+    pub cp_loss_in_play: f64,
+    /// Left out of every figure: forced moves.
     pub forced: u64,
     pub clear_recaptures: u64,
     pub recaptures_missed: u64,
@@ -87,7 +93,8 @@ impl Likeness {
     pub fn merge(&mut self, other: &Likeness) {
         self.all.merge(&other.all);
         self.cp_loss += other.cp_loss;
-        self.decided += other.decided;
+        self.in_play.merge(&other.in_play);
+        self.cp_loss_in_play += other.cp_loss_in_play;
         self.forced += other.forced;
         self.clear_recaptures += other.clear_recaptures;
         self.recaptures_missed += other.recaptures_missed;
@@ -181,15 +188,17 @@ pub fn likeness_of_game(
         };
         let judged = positions.get(k).cloned().unwrap_or_default();
         let (before, after) = (evals[k], -evals[k + 1]);
+        let loss = (before - after).max(0.0);
+        let big = loss >= BIG_LOSS_CP;
         if judged.legal_moves < 2 {
             side.forced += 1;
-        } else if before.abs() >= DECIDED_CP {
-            side.decided += 1;
         } else {
-            let loss = (before - after).max(0.0);
-            let big = loss >= BIG_LOSS_CP;
             side.all.add(big);
             side.cp_loss += loss;
+        }
+        if judged.legal_moves >= 2 && before.abs() < DECIDED_CP {
+            side.in_play.add(big);
+            side.cp_loss_in_play += loss;
             let easy = match judged.lines.as_slice() {
                 [(_, best), (_, second), ..] => best - second >= EASY_GAP_CP,
                 _ => false,
@@ -265,9 +274,9 @@ pub fn render_likeness(
     let mut text = String::from("## Human-likeness of the errors\n\n");
     text.push_str(&format!("{describe}.\n\n"));
     text.push_str(
-        "| player | rating | moves | big losses /100 | people /100 | × people | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
+        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
     );
-    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, name) in names.iter().enumerate() {
         let Some(l) = likeness.get(i).filter(|l| l.all.moves > 0) else {
             continue;
@@ -289,12 +298,20 @@ pub fn render_likeness(
         };
         let recaptures = l.recaptures_missed_share().map_or_else(
             || "– (0)".to_string(),
-            |s| format!("{:.0}% ({}/{})", 100.0 * s, l.recaptures_missed, l.clear_recaptures),
+            |s| {
+                format!(
+                    "{:.0}% ({}/{})",
+                    100.0 * s,
+                    l.recaptures_missed,
+                    l.clear_recaptures
+                )
+            },
         );
         text.push_str(&format!(
-            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} |\n",
             rating.map_or_else(|| "–".to_string(), |r| format!("{r:.0}")),
             l.all.moves,
+            per_100(&l.in_play),
             l.acpl().unwrap_or(0.0),
             per_100(&l.easy),
             per_100(&l.hard),
@@ -304,10 +321,11 @@ pub fn render_likeness(
         ));
     }
     text.push_str(&format!(
-        "\nRules: evaluations capped at ±{CP_CEILING:.0} cp (a mate counts as the cap); moves made \
-         where the mover's evaluation was already ±{DECIDED_CP:.0} cp or more (decided) or with one \
-         legal move (forced) are left out of every column. A big loss loses {BIG_LOSS_CP:.0} cp or \
-         more. Easy: the judge's best move is {EASY_GAP_CP:.0} cp or more above its second; hard: \
+        "\nRules: evaluations capped at ±{CP_CEILING:.0} cp (a mate counts as the cap); forced moves \
+         (one legal move) are left out. Big losses (a move losing {BIG_LOSS_CP:.0} cp or more) and \
+         ACPL over every other move, beside people's; \"in play\": only the moves made where the \
+         mover's evaluation was within ±{DECIDED_CP:.0} cp (the game not yet decided), the set the \
+         clear recaptures, the easy/hard split and the clock columns count. Easy: the judge's best move is {EASY_GAP_CP:.0} cp or more above its second; hard: \
          the rest. A clear recapture: the opponent just captured on a square, the judge's best \
          move recaptures there and every other move is {EASY_GAP_CP:.0} cp or more worse. Clock: \
          the mover's before the move, against Lichess's low-time alarm (an eighth of the initial \
@@ -378,24 +396,82 @@ mod tests {
             },
         ];
         let (w, b) = likeness_of_game(&g, 0, &evals, &positions, &clocks);
-        // White: e4 (30 -> 40: no loss), exd5 (60 -> 80), then b1c3 from +900: decided.
-        assert_eq!(w.all, Count { moves: 2, big_losses: 0 });
-        assert_eq!(w.decided, 1);
+        // White: e4 (30 -> 40: no loss), exd5 (60 -> 80), then b1c3 from +900 to +880: counted
+        // among all moves, not in play (decided).
+        assert_eq!(
+            w.all,
+            Count {
+                moves: 3,
+                big_losses: 0
+            }
+        );
+        assert_eq!(w.cp_loss, 20.0);
+        assert_eq!(
+            w.in_play,
+            Count {
+                moves: 2,
+                big_losses: 0
+            }
+        );
+        assert_eq!(w.cp_loss_in_play, 0.0);
         assert_eq!(w.clear_recaptures, 0);
         // Black: d5 (-40 -> -60: 20 lost, easy), a6 (-80 -> -900: 820 lost, a big loss in an
         // easy position, a clear recapture missed, in the last 10 s).
-        assert_eq!(b.all, Count { moves: 2, big_losses: 1 });
+        assert_eq!(
+            b.all,
+            Count {
+                moves: 2,
+                big_losses: 1
+            }
+        );
+        assert_eq!(b.in_play, b.all);
         assert_eq!(b.cp_loss, 20.0 + 820.0);
-        assert_eq!(b.easy, Count { moves: 2, big_losses: 1 });
+        assert_eq!(
+            b.easy,
+            Count {
+                moves: 2,
+                big_losses: 1
+            }
+        );
         assert_eq!(b.hard, Count::default());
         assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 1));
-        assert_eq!(b.clock[0], Count { moves: 1, big_losses: 0 });
-        assert_eq!(b.clock[2], Count { moves: 1, big_losses: 1 });
+        assert_eq!(
+            b.clock[0],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            b.clock[2],
+            Count {
+                moves: 1,
+                big_losses: 1
+            }
+        );
         // White's e4 and exd5 were in hard positions (30 vs 25, 60 vs 0: within 150); exd5 at
         // 20 s of a 3+0 game: below the alarm (22.5 s), above the last 10 s.
-        assert_eq!(w.hard, Count { moves: 2, big_losses: 0 });
-        assert_eq!(w.clock[0], Count { moves: 1, big_losses: 0 });
-        assert_eq!(w.clock[1], Count { moves: 1, big_losses: 0 });
+        assert_eq!(
+            w.hard,
+            Count {
+                moves: 2,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            w.clock[0],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            w.clock[1],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
 
         // Recapturing instead: the clear recapture is played.
         let g = game("d8d5");

@@ -446,7 +446,9 @@ mod tests {
         // Over many draws: the share of games in which the quiet move stands.
         let stands = |rating: f64| {
             (0..1000)
-                .filter(|i| k.decide(rating, &g, &look, quiet, None, (*i as f64 + 0.5) / 1000.0) == quiet)
+                .filter(|i| {
+                    k.decide(rating, &g, &look, quiet, None, (*i as f64 + 0.5) / 1000.0) == quiet
+                })
                 .count() as f64
                 / 1000.0
         };

@@ -64,7 +64,9 @@ impl SecondLook {
 
 /// The uniform draw in [0, 1) of the move at `ply` of the game with `seed`.
 fn draw(seed: u64, ply: usize) -> f64 {
-    let bits = mix64(mix64(seed ^ 0x3c6e_f372_fe94_f82b) ^ (ply as u64).wrapping_mul(0xa54f_f53a_5f1d_36f1));
+    let bits = mix64(
+        mix64(seed ^ 0x3c6e_f372_fe94_f82b) ^ (ply as u64).wrapping_mul(0xa54f_f53a_5f1d_36f1),
+    );
     (bits >> 11) as f64 / (1u64 << 53) as f64
 }
 
@@ -86,15 +88,20 @@ mod tests {
     fn the_candidate_is_the_shipped_ladder_with_the_model_on() {
         let mut c = candidate();
         assert!(c.humane.is_some());
-        assert!(Coefficients::builtin().humane.is_none(), "the shipped ladder has it off");
+        assert!(
+            Coefficients::builtin().humane.is_none(),
+            "the shipped ladder has it off"
+        );
         c.humane = None;
         assert_eq!(c, Coefficients::builtin());
     }
 
     #[test]
     fn a_bad_humane_knob_is_refused_by_its_key_and_line() {
-        let text = CANDIDATE.replace("easy_factor = 0.4", "easy_factor = 1.5");
-        let e = Coefficients::parse(&text, "c.toml").unwrap_err().to_string();
+        let text = CANDIDATE.replace("easy_factor = 0.1", "easy_factor = 1.5");
+        let e = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("humane.easy_factor"), "{e}");
         assert!(e.contains("[0, 1]"), "{e}");
         let line = text
@@ -104,7 +111,9 @@ mod tests {
             + 1;
         assert!(e.contains(&format!(":{line}")), "{e}");
         let text = CANDIDATE.replace("look_depth = 3", "look_depth = 0");
-        let e = Coefficients::parse(&text, "c.toml").unwrap_err().to_string();
+        let e = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("humane.look_depth"), "{e}");
         let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
         assert!(Coefficients::parse(&text, "c.toml").is_err());
@@ -144,8 +153,7 @@ mod tests {
         let recaptures = |coefficients: &Coefficients, level: f64| {
             (0..40u64)
                 .filter(|&seed| {
-                    let mut player =
-                        LevelPlayer::new(LevelParams::new(coefficients, level), seed);
+                    let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), seed);
                     let m = player.choose(&game, &mut NoStop).best_move.unwrap();
                     m.is_capture() && game.to_uci(m).ends_with("d5")
                 })

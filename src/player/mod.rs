@@ -26,11 +26,11 @@ pub mod uci_engine;
 
 use std::time::Instant;
 
+use crate::engine::humane::ClockLeft;
 use crate::engine::{
     Engine, Game, Limits, Score, SearchConstants, SearchObserver, SearchParams, SearchResult,
     Weights,
 };
-use crate::engine::humane::ClockLeft;
 use crate::levels::LevelParams;
 use deadline::{Deadline, TimeBudget};
 use humane::SecondLook;

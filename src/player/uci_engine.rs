@@ -328,6 +328,9 @@ mod tests {
             parse_line("info depth 9 multipv 1 score cp 5 lowerbound pv e2e4"),
             None
         );
-        assert_eq!(parse_line("info depth 9 multipv 1 score cp 5 nodes 3"), None);
+        assert_eq!(
+            parse_line("info depth 9 multipv 1 score cp 5 nodes 3"),
+            None
+        );
     }
 }
