@@ -583,8 +583,9 @@ pub struct LevelParams {
     pub eval_weights: u32,
     /// The search version the level plays with ([`Coefficients::search`]).
     pub search: u32,
-    /// The humane error model and the rating it plays (the level's target), when it is on.
-    pub humane: Option<(HumaneCoefficients, f64)>,
+    /// The humane error model and the rating it plays (the level's target), when it is on
+    /// (boxed: the parameters travel in enums and channels, mostly without it).
+    pub humane: Option<Box<(HumaneCoefficients, f64)>>,
     blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
@@ -620,7 +621,7 @@ impl LevelParams {
             search: coefficients.search,
             humane: coefficients
                 .humane
-                .map(|h| (h, coefficients.targets().target(level))),
+                .map(|h| Box::new((h, coefficients.targets().target(level)))),
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,

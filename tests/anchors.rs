@@ -289,7 +289,10 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
     let cells: Vec<&str> = row.split('|').map(str::trim).collect();
     // moves, big losses per 100, people's per 100 at 860 (under 1000: 11.9).
     assert!(cells[3].parse::<u64>().unwrap() > 0, "{row}");
-    assert!((0.0..=100.0).contains(&cells[4].parse::<f64>().unwrap()), "{row}");
+    assert!(
+        (0.0..=100.0).contains(&cells[4].parse::<f64>().unwrap()),
+        "{row}"
+    );
     assert_eq!(cells[5], "11.9", "{row}");
 
     // Judged again from the results file, the same games give the same rows (each game's

@@ -57,7 +57,8 @@ impl LevelPlayer {
         engine.set_search_constants(constants.clone());
         let second_look = params
             .humane
-            .map(|(model, rating)| SecondLook::new(model, rating, weights, constants));
+            .as_deref()
+            .map(|&(model, rating)| SecondLook::new(model, rating, weights, constants));
         LevelPlayer {
             engine,
             params,
