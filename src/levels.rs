@@ -13,6 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use shakmaty::Position;
 
+use crate::engine::humane::HumaneCoefficients;
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
 
@@ -57,6 +58,10 @@ pub struct Coefficients {
     /// Missed threats at the bottom of the ladder (none when absent).
     #[serde(default)]
     pub blindness: Option<BlindnessCurve>,
+    /// The humane error model ([`crate::engine::humane`]): which of the search's errors a
+    /// person of the level's target rating lets stand. Absent: off, the levels play as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub humane: Option<HumaneCoefficients>,
     /// Hash size by level: each step applies from its `from_level` upwards.
     pub hash: Vec<HashStep>,
     /// Per-level offsets o(L) added to the level, keyed by level ("3", "3.5").
@@ -343,6 +348,9 @@ impl Coefficients {
                 return bad("blindness.min", "must be in [0, blindness.max]");
             }
         }
+        if let Some((key, problem)) = self.humane.and_then(|h| h.problem()) {
+            return bad(key, problem);
+        }
         Ok(())
     }
 
@@ -578,6 +586,9 @@ pub struct LevelParams {
     pub eval_weights: u32,
     /// The search version the level plays with ([`Coefficients::search`]).
     pub search: u32,
+    /// The humane error model and the rating it plays (the level's target), when it is on
+    /// (boxed: the parameters travel in enums and channels, mostly without it).
+    pub humane: Option<Box<(HumaneCoefficients, f64)>>,
     blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
@@ -611,6 +622,9 @@ impl LevelParams {
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
             search: coefficients.search,
+            humane: coefficients
+                .humane
+                .map(|h| Box::new((h, coefficients.targets().target(level)))),
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,

@@ -276,11 +276,35 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
         assert!((0.0..=100.0).contains(&ours), "{row}");
     }
 
+    // The human-likeness table: a row per player, with people's figure beside the level's,
+    // the judge's depth stated, and the rules.
+    let likeness = summary
+        .report
+        .split("## Human-likeness of the errors")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no likeness table: {}", summary.report));
+    assert!(likeness.contains("Stockfish"), "{likeness}");
+    assert!(likeness.contains("at depth 6"), "{likeness}");
+    assert!(likeness.contains("Rules: evaluations capped"), "{likeness}");
+    let row = likeness
+        .lines()
+        .find(|l| l.starts_with("| level-3 | 860 |"))
+        .unwrap_or_else(|| panic!("{likeness}"));
+    let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+    // moves, big losses per 100, people's per 100 at 860 (under 1000: 11.9).
+    assert!(cells[3].parse::<u64>().unwrap() > 0, "{row}");
+    assert!(
+        (0.0..=100.0).contains(&cells[4].parse::<f64>().unwrap()),
+        "{row}"
+    );
+    assert_eq!(cells[5], "11.9", "{row}");
+
     // Judged again from the results file, the same games give the same rows (each game's
     // opening is in its record, so the same moves are judged); asked for one game a level,
     // only the last game is judged.
     let rows = |report: &str| -> Vec<String> {
         let section = report.split("## Move quality").nth(1).unwrap_or("");
+        let section = section.split("## Human-likeness").next().unwrap_or("");
         section
             .lines()
             .filter(|l| l.starts_with("| level-3 |") || l.starts_with("| greedy |"))

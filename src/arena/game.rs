@@ -12,6 +12,7 @@ use shakmaty::{Color, Position};
 use super::roster::Roster;
 use super::schedule::{ScheduledGame, derive};
 use crate::engine::Game;
+use crate::engine::humane::ClockLeft;
 use crate::engine::position::GameEnd;
 use crate::lichess::Clock;
 use crate::player::seat::{Clocks, Fault, Seat};
@@ -80,6 +81,9 @@ pub struct PlayedGame {
     /// From the opening's initial position: the opening moves, then the players' moves.
     pub game: Game,
     pub opening_plies: usize,
+    /// The mover's clock before each of the players' moves (from `opening_plies` on), with the
+    /// game's initial time; empty without a clock.
+    pub clocks: Vec<ClockLeft>,
     /// `None`: a draw.
     pub winner: Option<Color>,
     pub termination: Termination,
@@ -122,8 +126,12 @@ pub async fn play(
     let started_at_ms = unix_ms();
     let opening_plies = opening.moves().len();
     let mut game = opening;
+    let mut clocks = Vec::new();
     let (termination, seats) = match seat_both(roster, scheduled, white_seed, black_seed).await {
-        Ok(mut seats) => (play_moves(&mut game, &mut seats, tc).await, Some(seats)),
+        Ok(mut seats) => (
+            play_moves(&mut game, &mut seats, tc, &mut clocks).await,
+            Some(seats),
+        ),
         Err(termination) => (termination, None),
     };
     if let Some([white, black]) = seats {
@@ -142,6 +150,7 @@ pub async fn play(
         scheduled,
         game,
         opening_plies,
+        clocks,
         winner,
         termination,
         white_seed,
@@ -176,11 +185,18 @@ async fn seat_both(
     }
 }
 
-async fn play_moves(game: &mut Game, seats: &mut [Seat; 2], tc: Option<Clock>) -> Termination {
+/// Plays the game out; with a clock, `clock_log` gets the mover's clock before each move.
+async fn play_moves(
+    game: &mut Game,
+    seats: &mut [Seat; 2],
+    tc: Option<Clock>,
+    clock_log: &mut Vec<ClockLeft>,
+) -> Termination {
     let mut clocks = tc.map(|tc| Clocks {
         white_ms: tc.initial_ms,
         black_ms: tc.initial_ms,
         increment_ms: tc.increment_ms,
+        initial_ms: tc.initial_ms,
     });
     loop {
         if let Some(end) = game.outcome() {
@@ -188,6 +204,9 @@ async fn play_moves(game: &mut Game, seats: &mut [Seat; 2], tc: Option<Clock>) -
         }
         let side = game.turn();
         let seat = &mut seats[if side.is_white() { 0 } else { 1 }];
+        if let Some(c) = &clocks {
+            clock_log.push(c.left_for(game));
+        }
         let started = Instant::now();
         let answer = seat.choose(game, clocks).await;
         let elapsed_ms = started.elapsed().as_millis() as u64;

@@ -15,6 +15,8 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use super::likeness::{JudgedPosition, Likeness, likeness_of_game};
+use crate::engine::humane::ClockLeft;
 use crate::engine::position::GameEnd;
 use crate::engine::{Game, Score};
 use crate::player::seat::position_command;
@@ -171,7 +173,17 @@ pub fn game_quality(game: &Game, first: usize, evals: &[f64]) -> (Quality, Quali
 pub struct Judge {
     engine: UciEngine,
     depth: u32,
+    /// Lines per position (`MultiPV`): more than 1 for the human-likeness figures.
+    lines: usize,
     pub id_name: Option<String>,
+}
+
+/// A game judged for both the move quality and the human-likeness of its errors.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JudgedGame {
+    /// (white, black).
+    pub quality: (Quality, Quality),
+    pub likeness: (Likeness, Likeness),
 }
 
 /// How long one judged position may take before the judge counts as hung.
@@ -193,15 +205,29 @@ impl Judge {
         }
     }
 
-    /// Starts `program` (one thread, 16 MB hash).
+    /// Starts `program` (one thread, 16 MB hash), one line per position.
     pub async fn start(program: &Path, depth: u32) -> Result<Judge, String> {
+        Judge::start_with_lines(program, depth, 1).await
+    }
+
+    /// Starts `program` reporting `lines` lines per position (`MultiPV`; the human-likeness
+    /// figures need [`JUDGE_LINES`]).
+    pub async fn start_with_lines(
+        program: &Path,
+        depth: u32,
+        lines: usize,
+    ) -> Result<Judge, String> {
+        let mut options = vec![
+            ("Threads".to_string(), "1".to_string()),
+            ("Hash".to_string(), "16".to_string()),
+        ];
+        if lines > 1 {
+            options.push(("MultiPV".to_string(), lines.to_string()));
+        }
         let command = EngineCommand {
             program: PathBuf::from(program),
             args: Vec::new(),
-            options: vec![
-                ("Threads".to_string(), "1".to_string()),
-                ("Hash".to_string(), "16".to_string()),
-            ],
+            options,
         };
         let engine = UciEngine::start(&command, Duration::from_secs(10))
             .await
@@ -210,6 +236,7 @@ impl Judge {
             id_name: engine.id_name.clone(),
             engine,
             depth,
+            lines,
         })
     }
 
@@ -219,6 +246,18 @@ impl Judge {
         game: &Game,
         first: usize,
     ) -> Result<(Quality, Quality), String> {
+        Ok(self.judge_game_fully(game, first, &[]).await?.quality)
+    }
+
+    /// Judges the moves of `game` from ply `first` on, for the move quality and the
+    /// human-likeness figures; `clocks[k]` is the mover's clock before ply `first + k` (empty:
+    /// no clock).
+    pub async fn judge_game_fully(
+        &mut self,
+        game: &Game,
+        first: usize,
+        clocks: &[ClockLeft],
+    ) -> Result<JudgedGame, String> {
         self.engine
             .new_game(Duration::from_secs(10))
             .await
@@ -228,10 +267,12 @@ impl Judge {
             replay.play(*m);
         }
         let mut evals = Vec::with_capacity(game.moves().len() + 1 - first.min(game.moves().len()));
+        let mut positions = Vec::with_capacity(evals.capacity());
         let mut ply = first;
         loop {
-            let eval = match replay.outcome() {
-                Some(end) => terminal_cp(end),
+            let legal_moves = replay.legal_moves().len();
+            let (eval, lines) = match replay.outcome() {
+                Some(end) => (terminal_cp(end), Vec::new()),
                 None => {
                     let go = format!("go depth {}", self.depth);
                     let reply = self
@@ -239,17 +280,30 @@ impl Judge {
                         .analyse(&position_command(&replay), &go, POSITION_TIMEOUT)
                         .await
                         .map_err(|e| e.to_string())?;
-                    capped_cp(reply.score.ok_or("the judge gave no score")?)
+                    let lines = reply
+                        .lines
+                        .iter()
+                        .take(self.lines)
+                        .map(|l| (l.first.clone(), capped_cp(l.score)))
+                        .collect();
+                    (
+                        capped_cp(reply.score.ok_or("the judge gave no score")?),
+                        lines,
+                    )
                 }
             };
             evals.push(eval);
+            positions.push(JudgedPosition { lines, legal_moves });
             if ply >= game.moves().len() || replay.outcome().is_some() {
                 break;
             }
             replay.play(game.moves()[ply]);
             ply += 1;
         }
-        Ok(game_quality(game, first, &evals))
+        Ok(JudgedGame {
+            quality: game_quality(game, first, &evals),
+            likeness: likeness_of_game(game, first, &evals, &positions, clocks),
+        })
     }
 
     pub async fn quit(self) {

@@ -7,12 +7,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::logging::Progress;
 
-use super::judge;
+use super::{judge, likeness};
 
 /// A finished game for the judge.
 pub(super) struct JudgeJob {
     pub(super) game: crate::engine::Game,
     pub(super) first: usize,
+    /// The mover's clock before each judged move (empty: no clock, or not recorded).
+    pub(super) clocks: Vec<crate::engine::humane::ClockLeft>,
     pub(super) white: usize,
     pub(super) black: usize,
 }
@@ -20,6 +22,7 @@ pub(super) struct JudgeJob {
 /// What the judge found, and a sentence on how (or why not) it judged.
 pub(super) struct Judged {
     pub(super) quality: Vec<judge::Quality>,
+    pub(super) likeness: Vec<likeness::Likeness>,
     pub(super) describe: String,
 }
 
@@ -35,6 +38,7 @@ pub(super) async fn judge_games(
     progress: Option<Arc<Progress>>,
 ) -> Judged {
     let mut quality = vec![judge::Quality::default(); players];
+    let mut likeness = vec![likeness::Likeness::default(); players];
     let skip = if depth == 0 {
         Some("not judged (--judge-depth 0)".to_string())
     } else if !program.exists() {
@@ -47,7 +51,11 @@ pub(super) async fn judge_games(
     };
     if let Some(describe) = skip {
         while jobs.recv().await.is_some() {}
-        return Judged { quality, describe };
+        return Judged {
+            quality,
+            likeness,
+            describe,
+        };
     }
     let (mut judge, mut name) = (None, None);
     let (mut games, mut failed, mut skipped) = (0usize, Vec::new(), 0usize);
@@ -57,7 +65,7 @@ pub(super) async fn judge_games(
             continue;
         }
         if judge.is_none() {
-            match judge::Judge::start(&program, depth).await {
+            match judge::Judge::start_with_lines(&program, depth, likeness::JUDGE_LINES).await {
                 Ok(j) => {
                     name = name.or(j.id_name.clone());
                     judge = Some(j);
@@ -69,10 +77,12 @@ pub(super) async fn judge_games(
             }
         }
         let j = judge.as_mut().expect("started above");
-        match j.judge_game(&job.game, job.first).await {
-            Ok((white, black)) => {
-                quality[job.white].merge(&white);
-                quality[job.black].merge(&black);
+        match j.judge_game_fully(&job.game, job.first, &job.clocks).await {
+            Ok(judged) => {
+                quality[job.white].merge(&judged.quality.0);
+                quality[job.black].merge(&judged.quality.1);
+                likeness[job.white].merge(&judged.likeness.0);
+                likeness[job.black].merge(&judged.likeness.1);
                 games += 1;
             }
             Err(e) => {
@@ -105,5 +115,9 @@ pub(super) async fn judge_games(
     if skipped > 0 {
         describe.push_str(&format!("; {skipped} not judged (interrupted)"));
     }
-    Judged { quality, describe }
+    Judged {
+        quality,
+        likeness,
+        describe,
+    }
 }

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod game;
 pub mod judge;
 pub mod judging;
+pub mod likeness;
 pub mod openings;
 pub mod options;
 pub mod pgn;
@@ -279,6 +280,7 @@ async fn play_games(
         let _queued = judge_tx.send(JudgeJob {
             game: played.game,
             first: played.opening_plies,
+            clocks: played.clocks,
             white: played.scheduled.white,
             black: played.scheduled.black,
         });
@@ -385,6 +387,15 @@ fn match_report(
         &played.judged.quality,
         &played.judged.describe,
     ));
+    if played.judged.likeness.iter().any(|l| l.all.moves > 0) {
+        text.push('\n');
+        text.push_str(&likeness::render_likeness(
+            &names,
+            &claimed,
+            &played.judged.likeness,
+            &played.judged.describe,
+        ));
+    }
     text
 }
 

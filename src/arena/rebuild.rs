@@ -156,6 +156,13 @@ pub fn report_from_results(
                 &judged.quality,
                 &judged.describe,
             ));
+            text.push('\n');
+            text.push_str(&super::likeness::render_likeness(
+                &names,
+                &claimed,
+                &judged.likeness,
+                &judged.describe,
+            ));
         }
     }
     Ok(text)
@@ -194,6 +201,8 @@ fn judge_jobs(
         jobs.push(JudgeJob {
             game,
             first: record.opening_plies.map_or(0, |plies| plies as usize),
+            // The results records keep no clock per move.
+            clocks: Vec::new(),
             white: s.white,
             black: s.black,
         });

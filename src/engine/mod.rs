@@ -8,6 +8,7 @@
 pub mod blindness;
 pub mod constants;
 pub mod eval;
+pub mod humane;
 pub mod limits;
 pub mod movegen;
 pub mod movepack;

@@ -21,41 +21,52 @@ pub mod chat_commands;
 pub mod clock;
 pub mod conduct;
 pub mod deadline;
+pub mod humane;
 pub mod seat;
 pub mod think;
 pub mod uci_engine;
 
 use std::time::Instant;
 
+use crate::engine::humane::ClockLeft;
 use crate::engine::{
     Engine, Game, Limits, Score, SearchConstants, SearchObserver, SearchParams, SearchResult,
     Weights,
 };
 use crate::levels::LevelParams;
 use deadline::{Deadline, TimeBudget};
+use humane::SecondLook;
 
 /// One level playing one game.
 pub struct LevelPlayer {
     engine: Engine,
     params: LevelParams,
     seed: u64,
+    /// The humane error model's second look, when the coefficients turn it on.
+    second_look: Option<SecondLook>,
+    /// The player's clock before the next move, when the game has one and the caller said.
+    clock: Option<ClockLeft>,
 }
 
 impl LevelPlayer {
     /// A player for a new game: a fresh engine sized by the level, the game's seed.
     pub fn new(params: LevelParams, seed: u64) -> LevelPlayer {
-        let mut engine = Engine::with_weights(
-            params.hash_mb,
-            Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped),
-        );
+        let weights = Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped);
         // Validated coefficients name a known version; the newest is the fallback.
-        engine.set_search_constants(
-            SearchConstants::of_version(params.search).unwrap_or_else(SearchConstants::shipped),
-        );
+        let constants =
+            SearchConstants::of_version(params.search).unwrap_or_else(SearchConstants::shipped);
+        let mut engine = Engine::with_weights(params.hash_mb, weights.clone());
+        engine.set_search_constants(constants.clone());
+        let second_look = params
+            .humane
+            .as_deref()
+            .map(|&(model, rating)| SecondLook::new(model, rating, weights, constants));
         LevelPlayer {
             engine,
             params,
             seed,
+            second_look,
+            clock: None,
         }
     }
 
@@ -66,6 +77,12 @@ impl LevelPlayer {
     /// The game's seed: every random choice of this player derives from it.
     pub fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// The player's clock before its next move (`None`: no clock, or not known); the humane
+    /// error model errs more in time trouble.
+    pub fn set_clock(&mut self, clock: Option<ClockLeft>) {
+        self.clock = clock;
     }
 
     /// The search parameters of the next move in `game`.
@@ -101,7 +118,16 @@ impl LevelPlayer {
         let mut params = self.search_params(game);
         params.limits.nodes = smaller(params.limits.nodes, cap.nodes);
         params.limits.depth = smaller(params.limits.depth, cap.depth);
-        self.engine.search(game, &params, observer)
+        let mut result = self.engine.search(game, &params, observer);
+        if let (Some(look), Some(chosen)) = (self.second_look.as_mut(), result.best_move) {
+            let played = look.review(game, chosen, self.seed, self.clock);
+            if played != chosen {
+                // The search's line and score were of the move not played.
+                result.best_move = Some(played);
+                result.pv = vec![played];
+            }
+        }
+        result
     }
 
     /// Permille of the hash table in use (UCI `hashfull`).

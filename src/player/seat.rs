@@ -21,6 +21,7 @@ use super::deadline::TimeBudget;
 use super::uci_engine::{EngineCommand, UciEngine, UciError};
 use super::{LevelPlayer, choose_blocking};
 use crate::engine::Game;
+use crate::engine::humane::ClockLeft;
 use crate::levels::{Coefficients, LevelParams};
 use crate::seed::SplitMix;
 
@@ -176,6 +177,22 @@ pub struct Clocks {
     pub white_ms: u64,
     pub black_ms: u64,
     pub increment_ms: u64,
+    /// The game's initial time (where Lichess's low-time alarm sounds depends on it).
+    pub initial_ms: u64,
+}
+
+impl Clocks {
+    /// The clock of the side to move in `game`, for the humane error model.
+    pub fn left_for(&self, game: &Game) -> ClockLeft {
+        ClockLeft {
+            remaining_ms: if game.turn().is_white() {
+                self.white_ms
+            } else {
+                self.black_ms
+            },
+            initial_ms: self.initial_ms,
+        }
+    }
 }
 
 /// How long the arena waits for engines.
@@ -269,9 +286,10 @@ impl Seat {
     pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<String, Fault> {
         match self {
             Seat::Level { player } => {
-                let taken = player
+                let mut taken = player
                     .take()
                     .expect("the player is back after every search");
+                taken.set_clock(clocks.map(|c| c.left_for(game)));
                 let budget = TimeBudget {
                     soft: None,
                     hard: clocks.map(|c| level_time_budget(c, game)),
@@ -465,6 +483,7 @@ mod tests {
             white_ms: 1000,
             black_ms: 2000,
             increment_ms: 100,
+            initial_ms: 3000,
         };
         let (go, wait) = go_command(
             MoveLimits::default(),

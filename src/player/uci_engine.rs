@@ -43,6 +43,40 @@ pub enum UciError {
 pub struct Analysis {
     pub best: String,
     pub score: Option<Score>,
+    /// With `MultiPV` above 1: the best exact score and first move of each line (by rank, best
+    /// first) of the deepest iteration that reported it; empty when the engine sent none.
+    pub lines: Vec<PvLine>,
+}
+
+/// One line of a `MultiPV` search.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PvLine {
+    /// The line's first move, as sent.
+    pub first: String,
+    pub score: Score,
+}
+
+/// The line of an `info` line that reports an exact score with a PV: (rank, line).
+fn parse_line(line: &str) -> Option<(usize, PvLine)> {
+    let words: Vec<&str> = line.split_whitespace().collect();
+    if words.first() != Some(&"info") {
+        return None;
+    }
+    let after = |key: &str| {
+        words
+            .iter()
+            .position(|w| *w == key)
+            .and_then(|i| words.get(i + 1))
+    };
+    let rank = after("multipv").map_or(Some(1), |w| w.parse().ok())?;
+    let i = words.iter().position(|w| *w == "score")?;
+    if matches!(words.get(i + 3), Some(&"lowerbound") | Some(&"upperbound")) {
+        return None;
+    }
+    let value: i32 = words.get(i + 2)?.parse().ok()?;
+    let score = Score::from_uci(words.get(i + 1)?, value)?;
+    let first = after("pv")?.to_string();
+    Some((rank, PvLine { first, score }))
 }
 
 /// The score of an `info` line (of the first PV when several), and whether it is a bound.
@@ -133,8 +167,21 @@ impl UciEngine {
         wait: Duration,
     ) -> Result<Analysis, UciError> {
         let (mut exact, mut bound) = (None, None);
+        let mut lines: Vec<PvLine> = Vec::new();
         let best = self
             .search(position, go, wait, |line| {
+                if let Some((rank, pv)) = parse_line(line)
+                    && rank >= 1
+                    && rank <= lines.len() + 1
+                {
+                    // Rank 1 starts an iteration: the lines below it are of the last one until
+                    // the new iteration reports them again.
+                    if rank == lines.len() + 1 {
+                        lines.push(pv);
+                    } else {
+                        lines[rank - 1] = pv;
+                    }
+                }
                 if let Some((score, is_bound)) = parse_score(line) {
                     if is_bound {
                         bound = Some(score);
@@ -147,6 +194,7 @@ impl UciEngine {
         Ok(Analysis {
             best,
             score: exact.or(bound),
+            lines,
         })
     }
 
@@ -257,5 +305,32 @@ mod tests {
         assert_eq!(parse_score("info depth 9 multipv 2 score cp 10"), None);
         assert_eq!(parse_score("info string NNUE enabled"), None);
         assert_eq!(parse_score("bestmove e2e4"), None);
+    }
+
+    #[test]
+    fn multipv_lines_parse_with_rank_score_and_first_move() {
+        assert_eq!(
+            parse_line("info depth 8 seldepth 9 multipv 2 score cp -35 nodes 9 pv e2e4 e7e5"),
+            Some((
+                2,
+                PvLine {
+                    first: "e2e4".to_string(),
+                    score: Score::Cp(-35)
+                }
+            ))
+        );
+        // Without multipv: the first line; bounds and lines without a PV say nothing.
+        assert_eq!(
+            parse_line("info depth 3 score mate 2 pv d1h5").map(|(r, _)| r),
+            Some(1)
+        );
+        assert_eq!(
+            parse_line("info depth 9 multipv 1 score cp 5 lowerbound pv e2e4"),
+            None
+        );
+        assert_eq!(
+            parse_line("info depth 9 multipv 1 score cp 5 nodes 3"),
+            None
+        );
     }
 }

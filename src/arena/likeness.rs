@@ -1,0 +1,527 @@
+//! Human-likeness of a player's errors, from the judge's evaluations: big losses per 100 moves,
+//! the average centipawn loss, clear recaptures missed, big losses in easy positions against
+//! hard ones, and big losses by clock left; each rendered beside people's published figure and
+//! its source (the design note HUMANE.md gathers them).
+//!
+//! The rules, stated in the report too:
+//! - evaluations are the judge's, capped at ±[`CP_CEILING`] (a mate counts as the cap), as lila
+//!   does; a move loses how much the capped evaluation falls for the mover;
+//! - a forced move (one legal move) is left out of every figure; the big losses and the ACPL
+//!   are given over every other move (as people's figures are most likely counted: their
+//!   method is unpublished) and over the moves made in play, where the position was not yet
+//!   decided (the mover's evaluation before it within ±[`DECIDED_CP`]); the easy/hard split,
+//!   the clear recaptures and the clock are counted in play only (in a decided position every
+//!   move ties at the cap, so none is easy or hard);
+//! - a position is easy when the judge's best move is [`EASY_GAP_CP`] or more above its second,
+//!   hard otherwise (two or more moves within that of the best);
+//! - a clear recapture: the opponent's last move captured on a square, the judge's best move
+//!   recaptures there, and every move that does not is at least [`EASY_GAP_CP`] worse; it is
+//!   missed when the move played does not capture on that square.
+
+use shakmaty::Move;
+
+use super::judge::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
+use crate::engine::Game;
+use crate::engine::humane::{ClockLeft, alarm_ms};
+
+/// A move made where the mover's evaluation is at or beyond this (either way) is in a decided
+/// position and left out.
+pub const DECIDED_CP: f64 = 500.0;
+/// One move clearly best: this many centipawns above the second (and the margin of a clear
+/// recapture).
+pub const EASY_GAP_CP: f64 = 150.0;
+/// How many lines the judge reports per position (its `MultiPV`).
+pub const JUDGE_LINES: usize = 3;
+/// The last seconds of the clock, a bucket of its own.
+pub const LAST_SECONDS_MS: u64 = 10_000;
+
+/// What the judge saw in the position before one move: its best lines, best first (first move
+/// in UCI, capped centipawns for the side to move), and the number of legal moves.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct JudgedPosition {
+    pub lines: Vec<(String, f64)>,
+    pub legal_moves: usize,
+}
+
+/// Moves and big losses among them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Count {
+    pub moves: u64,
+    pub big_losses: u64,
+}
+
+impl Count {
+    fn add(&mut self, big: bool) {
+        self.moves += 1;
+        self.big_losses += u64::from(big);
+    }
+
+    fn merge(&mut self, other: &Count) {
+        self.moves += other.moves;
+        self.big_losses += other.big_losses;
+    }
+
+    /// Big losses per 100 moves; `None` without moves.
+    pub fn per_100(&self) -> Option<f64> {
+        (self.moves > 0).then(|| 100.0 * self.big_losses as f64 / self.moves as f64)
+    }
+}
+
+/// The clock buckets: time to spare, below Lichess's low-time alarm, the last seconds.
+pub const CLOCK_BUCKETS: [&str; 3] = ["above the alarm", "below the alarm", "last 10 s"];
+
+/// One player's judged moves, summed, by the rules of the module.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Likeness {
+    /// Every move but the forced ones, with their big losses and centipawns lost.
+    pub all: Count,
+    pub cp_loss: f64,
+    /// The moves made in play (the position not yet decided).
+    pub in_play: Count,
+    pub cp_loss_in_play: f64,
+    /// Left out of every figure: forced moves.
+    pub forced: u64,
+    pub clear_recaptures: u64,
+    pub recaptures_missed: u64,
+    pub easy: Count,
+    pub hard: Count,
+    /// By the mover's clock ([`CLOCK_BUCKETS`]); moves without a clock are in none.
+    pub clock: [Count; 3],
+}
+
+impl Likeness {
+    pub fn merge(&mut self, other: &Likeness) {
+        self.all.merge(&other.all);
+        self.cp_loss += other.cp_loss;
+        self.in_play.merge(&other.in_play);
+        self.cp_loss_in_play += other.cp_loss_in_play;
+        self.forced += other.forced;
+        self.clear_recaptures += other.clear_recaptures;
+        self.recaptures_missed += other.recaptures_missed;
+        self.easy.merge(&other.easy);
+        self.hard.merge(&other.hard);
+        for (mine, theirs) in self.clock.iter_mut().zip(&other.clock) {
+            mine.merge(theirs);
+        }
+    }
+
+    pub fn acpl(&self) -> Option<f64> {
+        (self.all.moves > 0).then(|| self.cp_loss / self.all.moves as f64)
+    }
+
+    /// The share of clear recaptures not played; `None` without any.
+    pub fn recaptures_missed_share(&self) -> Option<f64> {
+        (self.clear_recaptures > 0)
+            .then(|| self.recaptures_missed as f64 / self.clear_recaptures as f64)
+    }
+}
+
+/// The clock bucket of a mover's clock.
+fn clock_bucket(clock: ClockLeft) -> usize {
+    if clock.remaining_ms <= LAST_SECONDS_MS {
+        2
+    } else if clock.remaining_ms <= alarm_ms(clock.initial_ms) {
+        1
+    } else {
+        0
+    }
+}
+
+/// Whether `position` (after the opponent's `last`) holds a clear recapture by the judge's
+/// `judged` lines: the square recaptured on.
+fn clear_recapture(
+    position: &shakmaty::Chess,
+    last: Option<&Move>,
+    judged: &JudgedPosition,
+) -> Option<shakmaty::Square> {
+    let last = last.filter(|m| m.is_capture())?;
+    let square = last.to();
+    let recaptures = |uci: &str| {
+        uci.parse::<shakmaty::uci::UciMove>()
+            .ok()
+            .and_then(|u| u.to_move(position).ok())
+            .is_some_and(|m| m.is_capture() && m.to() == square)
+    };
+    let (best, best_cp) = judged.lines.first()?;
+    if !recaptures(best) {
+        return None;
+    }
+    let clear = match judged.lines.iter().find(|(uci, _)| !recaptures(uci)) {
+        Some((_, cp)) => best_cp - cp >= EASY_GAP_CP,
+        // Every listed line recaptures: every other move is below the last of them, or there
+        // is no other move.
+        None => {
+            judged.lines.len() >= judged.legal_moves
+                || judged
+                    .lines
+                    .last()
+                    .is_some_and(|(_, cp)| best_cp - cp >= EASY_GAP_CP)
+        }
+    };
+    clear.then_some(square)
+}
+
+/// Each side's likeness in `game` from ply `first` on: `evals[k]` is the capped evaluation of
+/// the position after `first + k` plies for the side to move there (as [`super::judge`] gives
+/// it), `positions[k]` what the judge saw there, `clocks[k]` the mover's clock (empty: no
+/// clock). Returns (white, black).
+pub fn likeness_of_game(
+    game: &Game,
+    first: usize,
+    evals: &[f64],
+    positions: &[JudgedPosition],
+    clocks: &[ClockLeft],
+) -> (Likeness, Likeness) {
+    let (mut white, mut black) = (Likeness::default(), Likeness::default());
+    let mut replay = Game::from_position(game.initial_position().clone(), game.castling_mode());
+    for m in &game.moves()[..first.min(game.moves().len())] {
+        replay.play(*m);
+    }
+    for k in 0..evals.len().saturating_sub(1) {
+        let Some(&played) = game.moves().get(first + k) else {
+            break;
+        };
+        let side = if replay.turn().is_white() {
+            &mut white
+        } else {
+            &mut black
+        };
+        let judged = positions.get(k).cloned().unwrap_or_default();
+        let (before, after) = (evals[k], -evals[k + 1]);
+        let loss = (before - after).max(0.0);
+        let big = loss >= BIG_LOSS_CP;
+        if judged.legal_moves < 2 {
+            side.forced += 1;
+        } else {
+            side.all.add(big);
+            side.cp_loss += loss;
+        }
+        if judged.legal_moves >= 2 && before.abs() < DECIDED_CP {
+            side.in_play.add(big);
+            side.cp_loss_in_play += loss;
+            let easy = match judged.lines.as_slice() {
+                [(_, best), (_, second), ..] => best - second >= EASY_GAP_CP,
+                _ => false,
+            };
+            if easy {
+                side.easy.add(big);
+            } else {
+                side.hard.add(big);
+            }
+            if let Some(square) = clear_recapture(replay.position(), replay.moves().last(), &judged)
+            {
+                side.clear_recaptures += 1;
+                if !(played.is_capture() && played.to() == square) {
+                    side.recaptures_missed += 1;
+                }
+            }
+            if let Some(&clock) = clocks.get(k) {
+                side.clock[clock_bucket(clock)].add(big);
+            }
+        }
+        replay.play(played);
+    }
+    (white, black)
+}
+
+/// People's average centipawn loss by rating (the vendor's "typical ranges", not a reported
+/// measurement): the band the rating falls in.
+pub fn human_acpl_band(rating: f64) -> (f64, f64) {
+    const BANDS: [(f64, (f64, f64)); 9] = [
+        (1000.0, (150.0, 250.0)),
+        (1200.0, (90.0, 150.0)),
+        (1400.0, (70.0, 90.0)),
+        (1600.0, (55.0, 70.0)),
+        (1800.0, (45.0, 55.0)),
+        (2000.0, (40.0, 50.0)),
+        (2200.0, (30.0, 40.0)),
+        (2400.0, (25.0, 35.0)),
+        (f64::INFINITY, (15.0, 25.0)),
+    ];
+    BANDS
+        .iter()
+        .find(|(below, _)| rating < *below)
+        .map_or((15.0, 25.0), |(_, band)| *band)
+}
+
+/// The issue's aim for clear recaptures missed at a rating (people above ~1000 almost never
+/// miss one).
+fn recapture_aim(rating: f64) -> &'static str {
+    if rating >= 1500.0 {
+        "≤ 3%"
+    } else if rating >= 1080.0 {
+        "≤ 10%"
+    } else {
+        "falling"
+    }
+}
+
+fn per_100(count: &Count) -> String {
+    count
+        .per_100()
+        .map_or_else(|| "–".to_string(), |r| format!("{r:.1} ({})", count.moves))
+}
+
+/// The human-likeness table: one row per player with counted moves; `claimed` is the rating
+/// each player stands for (people's figures are read there); `describe` says how the games
+/// were judged.
+pub fn render_likeness(
+    names: &[String],
+    claimed: &[Option<f64>],
+    likeness: &[Likeness],
+    describe: &str,
+) -> String {
+    let mut text = String::from("## Human-likeness of the errors\n\n");
+    text.push_str(&format!("{describe}.\n\n"));
+    text.push_str(
+        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
+    );
+    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    for (i, name) in names.iter().enumerate() {
+        let Some(l) = likeness.get(i).filter(|l| l.all.moves > 0) else {
+            continue;
+        };
+        let rating = claimed.get(i).copied().flatten();
+        let big = l.all.per_100().unwrap_or(0.0);
+        let (people, ratio, acpl_band, aim) = match rating {
+            Some(r) => {
+                let people = human_big_losses_per_100(r);
+                let (lo, hi) = human_acpl_band(r);
+                (
+                    format!("{people:.1}"),
+                    format!("{:.2}", big / people),
+                    format!("{lo:.0}–{hi:.0}"),
+                    recapture_aim(r).to_string(),
+                )
+            }
+            None => ("–".into(), "–".into(), "–".into(), "–".into()),
+        };
+        let recaptures = l.recaptures_missed_share().map_or_else(
+            || "– (0)".to_string(),
+            |s| {
+                format!(
+                    "{:.0}% ({}/{})",
+                    100.0 * s,
+                    l.recaptures_missed,
+                    l.clear_recaptures
+                )
+            },
+        );
+        text.push_str(&format!(
+            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} |\n",
+            rating.map_or_else(|| "–".to_string(), |r| format!("{r:.0}")),
+            l.all.moves,
+            per_100(&l.in_play),
+            l.acpl().unwrap_or(0.0),
+            per_100(&l.easy),
+            per_100(&l.hard),
+            per_100(&l.clock[0]),
+            per_100(&l.clock[1]),
+            per_100(&l.clock[2]),
+        ));
+    }
+    text.push_str(&format!(
+        "\nRules: evaluations capped at ±{CP_CEILING:.0} cp (a mate counts as the cap); forced moves \
+         (one legal move) are left out. Big losses (a move losing {BIG_LOSS_CP:.0} cp or more) and \
+         ACPL over every other move, beside people's; \"in play\": only the moves made where the \
+         mover's evaluation was within ±{DECIDED_CP:.0} cp (the game not yet decided), the set the \
+         clear recaptures, the easy/hard split and the clock columns count. Easy: the judge's best move is {EASY_GAP_CP:.0} cp or more above its second; hard: \
+         the rest. A clear recapture: the opponent just captured on a square, the judge's best \
+         move recaptures there and every other move is {EASY_GAP_CP:.0} cp or more worse. Clock: \
+         the mover's before the move, against Lichess's low-time alarm (an eighth of the initial \
+         time, 10–60 s); \"–\" without moves (no clock: none).\n\n\
+         People: big losses per 100 moves by rating from Lichess games of all speeds (a vendor's \
+         count over 60k games, all speeds; method unpublished); ACPL bands are the same vendor's \
+         typical ranges; clear recaptures: people above ~1000 almost never miss one (Rodent's \
+         Blunder() protects the recapture from 1000; the aims are issue 33's); easy against hard: \
+         people err far less in easy positions (Anderson, Kleinberg, Mullainathan, KDD 2016); \
+         clock: blunder rates climb in the last seconds, with a bump at the alarm (a study of \
+         68M Lichess games, Antiochian's chess-blunders).\n",
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn judged(lines: &[(&str, f64)], legal_moves: usize) -> JudgedPosition {
+        JudgedPosition {
+            lines: lines.iter().map(|(m, cp)| (m.to_string(), *cp)).collect(),
+            legal_moves,
+        }
+    }
+
+    /// A tiny hand-made judged game: 1. e4 d5 2. exd5 and then Black either recaptures with
+    /// the queen or does not.
+    fn game(last: &str) -> Game {
+        Game::from_uci_moves(None, &["e2e4", "d7d5", "e4d5", last, "b1c3"], false).unwrap()
+    }
+
+    #[test]
+    fn a_tiny_judged_game_is_counted_by_the_rules() {
+        // Judged from ply 0; evals for the side to move after each ply.
+        let evals = [30.0, -40.0, 60.0, -80.0, 900.0, -880.0];
+        let positions = [
+            judged(&[("e2e4", 30.0), ("d2d4", 25.0), ("g1f3", 20.0)], 20),
+            // Black to move: easy-looking? 1st -40, 2nd -200: easy.
+            judged(&[("d7d5", -40.0), ("e7e5", -200.0), ("c7c5", -210.0)], 20),
+            judged(&[("e4d5", 60.0), ("b1c3", 0.0), ("e4e5", -10.0)], 30),
+            // After exd5 Black's queen recaptures clearly: the best non-recapture is 200 worse.
+            judged(&[("d8d5", -80.0), ("g8f6", -280.0), ("c7c6", -300.0)], 30),
+            judged(&[("b1c3", 900.0)], 30),
+        ];
+        // Black plays a7a6 instead of recapturing: White is +900 after it.
+        let g = game("a7a6");
+        let clocks = [
+            ClockLeft {
+                remaining_ms: 180_000,
+                initial_ms: 180_000,
+            },
+            ClockLeft {
+                remaining_ms: 180_000,
+                initial_ms: 180_000,
+            },
+            ClockLeft {
+                remaining_ms: 20_000,
+                initial_ms: 180_000,
+            },
+            ClockLeft {
+                remaining_ms: 5_000,
+                initial_ms: 180_000,
+            },
+            ClockLeft {
+                remaining_ms: 5_000,
+                initial_ms: 180_000,
+            },
+        ];
+        let (w, b) = likeness_of_game(&g, 0, &evals, &positions, &clocks);
+        // White: e4 (30 -> 40: no loss), exd5 (60 -> 80), then b1c3 from +900 to +880: counted
+        // among all moves, not in play (decided).
+        assert_eq!(
+            w.all,
+            Count {
+                moves: 3,
+                big_losses: 0
+            }
+        );
+        assert_eq!(w.cp_loss, 20.0);
+        assert_eq!(
+            w.in_play,
+            Count {
+                moves: 2,
+                big_losses: 0
+            }
+        );
+        assert_eq!(w.cp_loss_in_play, 0.0);
+        assert_eq!(w.clear_recaptures, 0);
+        // Black: d5 (-40 -> -60: 20 lost, easy), a6 (-80 -> -900: 820 lost, a big loss in an
+        // easy position, a clear recapture missed, in the last 10 s).
+        assert_eq!(
+            b.all,
+            Count {
+                moves: 2,
+                big_losses: 1
+            }
+        );
+        assert_eq!(b.in_play, b.all);
+        assert_eq!(b.cp_loss, 20.0 + 820.0);
+        assert_eq!(
+            b.easy,
+            Count {
+                moves: 2,
+                big_losses: 1
+            }
+        );
+        assert_eq!(b.hard, Count::default());
+        assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 1));
+        assert_eq!(
+            b.clock[0],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            b.clock[2],
+            Count {
+                moves: 1,
+                big_losses: 1
+            }
+        );
+        // White's e4 and exd5 were in hard positions (30 vs 25, 60 vs 0: within 150); exd5 at
+        // 20 s of a 3+0 game: below the alarm (22.5 s), above the last 10 s.
+        assert_eq!(
+            w.hard,
+            Count {
+                moves: 2,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            w.clock[0],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
+        assert_eq!(
+            w.clock[1],
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
+
+        // Recapturing instead: the clear recapture is played.
+        let g = game("d8d5");
+        let evals = [30.0, -40.0, 60.0, -80.0, 70.0, -60.0];
+        let (_, b) = likeness_of_game(&g, 0, &evals, &positions, &[]);
+        assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 0));
+        assert_eq!(b.all.big_losses, 0);
+        assert_eq!(b.clock, [Count::default(); 3]);
+
+        // Not clear when a non-recapture is within 150 cp.
+        let mut close = positions.clone();
+        close[3] = judged(&[("d8d5", -80.0), ("g8f6", -150.0), ("c7c6", -300.0)], 30);
+        let (_, b) = likeness_of_game(&g, 0, &evals, &close, &[]);
+        assert_eq!(b.clear_recaptures, 0);
+        assert_eq!(b.hard.moves, 1);
+
+        // Summed over games.
+        let mut total = Likeness::default();
+        total.merge(&b);
+        total.merge(&b);
+        assert_eq!(total.all.moves, 2 * b.all.moves);
+    }
+
+    #[test]
+    fn the_report_puts_each_figure_beside_peoples() {
+        let g = game("a7a6");
+        let evals = [30.0, -40.0, 60.0, -80.0, 900.0, -880.0];
+        let positions = [
+            judged(&[("e2e4", 30.0), ("d2d4", 25.0)], 20),
+            judged(&[("d7d5", -40.0), ("e7e5", -200.0)], 20),
+            judged(&[("e4d5", 60.0), ("b1c3", 0.0)], 30),
+            judged(&[("d8d5", -80.0), ("g8f6", -280.0)], 30),
+            judged(&[("b1c3", 900.0)], 30),
+        ];
+        let (w, b) = likeness_of_game(&g, 0, &evals, &positions, &[]);
+        let text = render_likeness(
+            &["level-1".to_string(), "level-9".to_string()],
+            &[Some(460.0), Some(2100.0)],
+            &[b, w],
+            "2 games judged by Stockfish at depth 8",
+        );
+        assert!(text.contains("depth 8"), "{text}");
+        // Level 1 (Black): 1 big loss in 2 moves = 50 per 100, people 11.9 under 1000.
+        let row = text.lines().find(|l| l.starts_with("| level-1 ")).unwrap();
+        assert!(row.contains("| 50.0 | 11.9 | 4.20 |"), "{row}");
+        assert!(row.contains("100% (1/1)"), "{row}");
+        assert!(row.contains("150–250"), "{row}");
+        let row = text.lines().find(|l| l.starts_with("| level-9 ")).unwrap();
+        assert!(row.contains("| 0.0 | 5.9 | 0.00 |"), "{row}");
+        assert!(row.contains("≤ 3%"), "{row}");
+        assert!(text.contains("±500 cp"));
+    }
+}

@@ -1,0 +1,478 @@
+//! Humane errors: which of a weakened search's mistakes a person of the level's rating would let
+//! stand. The ladder's weakening (nodes, noise, blindness, endgame scaling) still makes the
+//! errors; this model takes a second, clean look at the move the search chose and decides, by
+//! the position, the rating and the clock, whether the player notices that it loses material.
+//! Pure logic over the engine: no I/O, and every draw is the caller's (a function of the game's
+//! seed), so a game replays exactly.
+//!
+//! What it is made of (no human game database is reachable here; published findings only):
+//! - **What people do not forget** — Rodent's `Blunder()` (Pawel Koziol, `search/blunder.c`):
+//!   from about 1000 a player always recaptures the piece that just moved, from 1200 never
+//!   misses a capture by a pawn, from 1300 a short capture, from 1400 a queen promotion, from
+//!   1500 a check evasion (and from 1600/1900/2300 nothing within 3/4/5 plies of the root: the
+//!   top's business, not modelled yet). Each is a ramp here ([`protection`]): protected at its
+//!   rating, half protected [`PROTECTION_WIDTHS`] widths below.
+//! - **Where people err** — Anderson, Kleinberg and Mullainathan, "Assessing human error against
+//!   a benchmark of perfection" (KDD 2016): the difficulty of the position predicts a blunder
+//!   better than skill or time; in easy positions even weak players rarely blunder. An error in
+//!   a position with one clearly best move (the look's best is `easy_gap_cp` above the second)
+//!   is missed `easy_factor` times as often as in a hard one.
+//! - **The clock** — blunder rates climb in the last seconds, with a bump where Lichess's
+//!   low-time alarm sounds (Antiochian's study of 68M Lichess games, chess-blunders on GitHub):
+//!   from the alarm ([`alarm_ms`], lila's threshold) the miss chance is multiplied by
+//!   `alarm_factor`, rising linearly to `flag_factor` at zero.
+//! - **What kind** — the look is shallow (`look_depth` plies and quiescence), so what it catches
+//!   are hung pieces and missed captures, the beginner's errors; as the rating rises it catches
+//!   more of them and the errors that survive are the ones it cannot see: quiet, deeper ones.
+//!   Lichess's local bots likewise "always recapture the last moved piece when it is the
+//!   favourite" (lila `ui/local/src/bot.ts`).
+
+use serde::{Deserialize, Serialize};
+use shakmaty::{Chess, Move, Position, Role};
+
+use super::position::GameEnd;
+use super::{Engine, Game, Limits, NoStop, Score, SearchParams};
+
+/// The `[humane]` table of a coefficients file: the error model's knobs. Absent: the model is
+/// off and the levels play exactly as without it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HumaneCoefficients {
+    /// Plies of the second look (a clean, full-strength search of every move, quiescence below).
+    pub look_depth: u32,
+    /// A chosen move the look finds this many centipawns below its best is an error the player
+    /// may notice (and then plays the look's best instead).
+    pub notice_cp: f64,
+    /// A position is easy when the look's best move is this many centipawns above the second.
+    pub easy_gap_cp: f64,
+    /// The rating at which half the noticed errors of a hard position are let stand.
+    pub miss_mid: f64,
+    /// The width (rating points per e-fold) of the miss chance's logistic fall with rating.
+    pub miss_width: f64,
+    /// Multiplies the miss chance in an easy position (< 1: easy errors are caught more).
+    pub easy_factor: f64,
+    /// Width (rating points) of the protection ramps below each Rodent rating.
+    pub protect_width: f64,
+    /// Multiplies the miss chance once the clock is at Lichess's low-time alarm...
+    pub alarm_factor: f64,
+    /// ...rising linearly to this at zero.
+    pub flag_factor: f64,
+}
+
+impl HumaneCoefficients {
+    /// What is wrong with these knobs, as (key, problem), or `None`.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !(1..=6).contains(&self.look_depth) {
+            return Some(("humane.look_depth", "must be 1 to 6"));
+        }
+        let checks = [
+            ("humane.notice_cp", positive(self.notice_cp)),
+            ("humane.easy_gap_cp", positive(self.easy_gap_cp)),
+            ("humane.miss_mid", self.miss_mid.is_finite()),
+            ("humane.miss_width", positive(self.miss_width)),
+            (
+                "humane.easy_factor",
+                self.easy_factor.is_finite() && (0.0..=1.0).contains(&self.easy_factor),
+            ),
+            ("humane.protect_width", positive(self.protect_width)),
+            (
+                "humane.alarm_factor",
+                self.alarm_factor.is_finite() && self.alarm_factor >= 1.0,
+            ),
+            (
+                "humane.flag_factor",
+                self.flag_factor.is_finite() && self.flag_factor >= self.alarm_factor,
+            ),
+        ];
+        checks.into_iter().find(|(_, ok)| !ok).map(|(key, _)| {
+            (
+                key,
+                match key {
+                    "humane.easy_factor" => "must be in [0, 1]",
+                    "humane.alarm_factor" => "must be at least 1",
+                    "humane.flag_factor" => "must be at least humane.alarm_factor",
+                    "humane.miss_mid" => "must be a number",
+                    _ => "must be a positive number",
+                },
+            )
+        })
+    }
+}
+
+/// A move people stop forgetting from a rating on (Rodent's `Blunder()`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Protected {
+    /// Recapturing on the square where the opponent's last move captured.
+    Recapture,
+    /// A capture made by a pawn.
+    PawnCapture,
+    /// A capture by a piece that travels at most two squares (king distance).
+    ShortCapture,
+    /// Promoting to a queen.
+    QueenPromotion,
+    /// Any move out of check.
+    CheckEvasion,
+}
+
+impl Protected {
+    /// The rating from which Rodent never forgets such a move.
+    pub fn from_rating(self) -> f64 {
+        match self {
+            Protected::Recapture => 1000.0,
+            Protected::PawnCapture => 1200.0,
+            Protected::ShortCapture => 1300.0,
+            Protected::QueenPromotion => 1400.0,
+            Protected::CheckEvasion => 1500.0,
+        }
+    }
+
+    /// The kinds `m` is in `pos` (after `last`, the opponent's move that led there), the most
+    /// widely protected (lowest rating) first.
+    pub fn kinds(pos: &Chess, last: Option<&Move>, m: &Move) -> Vec<Protected> {
+        let mut kinds = Vec::new();
+        if m.is_capture() {
+            if last.is_some_and(|l| l.is_capture() && l.to() == m.to()) {
+                kinds.push(Protected::Recapture);
+            }
+            if m.role() == Role::Pawn {
+                kinds.push(Protected::PawnCapture);
+            }
+            if m.from().is_some_and(|from| from.distance(m.to()) <= 2) {
+                kinds.push(Protected::ShortCapture);
+            }
+        }
+        if m.promotion() == Some(Role::Queen) {
+            kinds.push(Protected::QueenPromotion);
+        }
+        if pos.is_check() {
+            kinds.push(Protected::CheckEvasion);
+        }
+        kinds
+    }
+}
+
+/// How many protection-ramp widths below its Rodent rating a kind is protected half the time;
+/// at the rating itself it is then protected 97% of the time (ln(0.97/0.03) = 3.48).
+pub const PROTECTION_WIDTHS: f64 = 3.476;
+
+fn logistic(x: f64) -> f64 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+/// The chance that a person rated `rating` does not forget a move of `kind`.
+pub fn protection(kind: Protected, rating: f64, width: f64) -> f64 {
+    logistic((rating - kind.from_rating()) / width + PROTECTION_WIDTHS)
+}
+
+/// A player's clock before a move.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ClockLeft {
+    pub remaining_ms: u64,
+    /// The game's initial time (the low-time alarm depends on it).
+    pub initial_ms: u64,
+}
+
+/// Where Lichess's low-time alarm sounds for a game of `initial_ms`: an eighth of the initial
+/// time, at least 10 s and at most 60 s (lila's clock; about 20 s at 3+0, 40 s at 5+0, 60 s at
+/// 10+0).
+pub fn alarm_ms(initial_ms: u64) -> u64 {
+    (initial_ms / 8).clamp(10_000, 60_000)
+}
+
+/// Where the look's best move stands against the move the search chose.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Look {
+    /// The look's best move and its score (centipawns, the mover's view).
+    pub best: Move,
+    pub best_cp: i32,
+    /// The second-best move's score; `None` with one legal move.
+    pub second_cp: Option<i32>,
+    /// The chosen move's score.
+    pub chosen_cp: i32,
+}
+
+/// Centipawns of a search score, mates far beyond any material.
+fn cp_of(score: Score) -> i32 {
+    match score {
+        Score::Cp(cp) => cp,
+        Score::Mate(n) if n > 0 => 30_000 - n,
+        Score::Mate(n) => -30_000 - n,
+    }
+}
+
+/// The most nodes one move of the look may take (a bound on its cost in wild positions).
+const LOOK_NODES_PER_MOVE: u64 = 20_000;
+
+/// Every legal move of `game` scored by a clean search `depth` plies deep (each move played,
+/// then `depth - 1` plies, at least one, and quiescence), best first (ties: the legal-move order). `engine` is
+/// cleared first, so the scores are a pure function of the game.
+pub fn score_moves(engine: &mut Engine, game: &Game, depth: u32) -> Vec<(Move, i32)> {
+    engine.new_game();
+    let params = SearchParams::full_strength(Limits {
+        nodes: Some(LOOK_NODES_PER_MOVE),
+        depth: Some(depth.saturating_sub(1).max(1)),
+    });
+    let mut scored: Vec<(Move, i32)> = game
+        .legal_moves()
+        .into_iter()
+        .map(|m| {
+            let mut child = game.clone();
+            child.play(m);
+            let cp = match child.outcome() {
+                Some(GameEnd::Checkmate { .. }) => 30_000,
+                Some(_) => 0,
+                None => -cp_of(engine.search(&child, &params, &mut NoStop).score),
+            };
+            (m, cp)
+        })
+        .collect();
+    scored.sort_by_key(|&(_, cp)| std::cmp::Reverse(cp));
+    scored
+}
+
+/// The look at `chosen` among `scored` (from [`score_moves`]); `None` when it is not there.
+pub fn look_at(scored: &[(Move, i32)], chosen: &Move) -> Option<Look> {
+    let &(best, best_cp) = scored.first()?;
+    let chosen_cp = scored.iter().find(|(m, _)| m == chosen)?.1;
+    Some(Look {
+        best,
+        best_cp,
+        second_cp: scored.get(1).map(|&(_, cp)| cp),
+        chosen_cp,
+    })
+}
+
+impl HumaneCoefficients {
+    /// The chance that a person rated `rating` lets the error the look found stand: a logistic
+    /// fall with the rating, times `easy_factor` in an easy position, times what the Rodent
+    /// protections of the look's best move leave, times the clock's factor; at most 1.
+    pub fn miss_chance(
+        &self,
+        rating: f64,
+        easy: bool,
+        kinds: &[Protected],
+        clock: Option<ClockLeft>,
+    ) -> f64 {
+        let mut miss = 1.0 - logistic((rating - self.miss_mid) / self.miss_width);
+        if easy {
+            miss *= self.easy_factor;
+        }
+        for &kind in kinds {
+            miss *= 1.0 - protection(kind, rating, self.protect_width);
+        }
+        (miss * self.clock_factor(clock)).min(1.0)
+    }
+
+    /// 1 with time to spare; from Lichess's alarm `alarm_factor`, rising to `flag_factor` at 0.
+    pub fn clock_factor(&self, clock: Option<ClockLeft>) -> f64 {
+        let Some(clock) = clock else {
+            return 1.0;
+        };
+        let alarm = alarm_ms(clock.initial_ms);
+        if clock.remaining_ms > alarm {
+            return 1.0;
+        }
+        let used = 1.0 - clock.remaining_ms as f64 / alarm as f64;
+        self.alarm_factor + (self.flag_factor - self.alarm_factor) * used
+    }
+
+    /// The move a person rated `rating` plays where the search chose `chosen`: the look's best
+    /// when `chosen` is at least `notice_cp` below it and the draw `u` (uniform in [0, 1), the
+    /// caller's, from the game's seed) falls beyond the miss chance; else `chosen`.
+    pub fn decide(
+        &self,
+        rating: f64,
+        game: &Game,
+        look: &Look,
+        chosen: Move,
+        clock: Option<ClockLeft>,
+        u: f64,
+    ) -> Move {
+        if f64::from(look.best_cp - look.chosen_cp) < self.notice_cp {
+            return chosen;
+        }
+        let easy = look
+            .second_cp
+            .is_none_or(|second| f64::from(look.best_cp - second) >= self.easy_gap_cp);
+        let kinds = Protected::kinds(game.position(), game.moves().last(), &look.best);
+        if u < self.miss_chance(rating, easy, &kinds, clock) {
+            chosen
+        } else {
+            look.best
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn knobs() -> HumaneCoefficients {
+        HumaneCoefficients {
+            look_depth: 3,
+            notice_cp: 150.0,
+            easy_gap_cp: 150.0,
+            miss_mid: 700.0,
+            miss_width: 200.0,
+            easy_factor: 0.5,
+            protect_width: 150.0,
+            alarm_factor: 1.5,
+            flag_factor: 2.5,
+        }
+    }
+
+    fn game(fen: &str, moves: &[&str]) -> Game {
+        Game::from_uci_moves(Some(fen), moves, false).unwrap()
+    }
+
+    fn uci(game: &Game, m: &str) -> Move {
+        let mut g = game.clone();
+        g.play_uci(m).unwrap()
+    }
+
+    #[test]
+    fn protected_kinds_follow_rodent() {
+        // White's knight has just taken on d5: Black retakes with the e-pawn (a recapture, a
+        // pawn capture and a short one) or with the queen from d8 (a recapture, not short).
+        let g = game(
+            "rnbqkb1r/pp3ppp/4p3/3p4/3P4/2N5/PPP1PPPP/R1BQKBNR w KQkq - 0 4",
+            &["c3d5"],
+        );
+        let pawn_takes = uci(&g, "e6d5");
+        let queen_takes = uci(&g, "d8d5");
+        let kinds = Protected::kinds(g.position(), g.moves().last(), &pawn_takes);
+        assert_eq!(
+            kinds,
+            vec![
+                Protected::Recapture,
+                Protected::PawnCapture,
+                Protected::ShortCapture
+            ]
+        );
+        let kinds = Protected::kinds(g.position(), g.moves().last(), &queen_takes);
+        assert_eq!(kinds, vec![Protected::Recapture]);
+        // A quiet move is no kind; a move out of check is an evasion.
+        assert!(Protected::kinds(g.position(), None, &uci(&g, "a7a6")).is_empty());
+        let in_check = game("4k3/8/8/8/8/8/8/4R1K1 b - - 0 1", &[]);
+        let out = uci(&in_check, "e8d7");
+        assert_eq!(
+            Protected::kinds(in_check.position(), None, &out),
+            vec![Protected::CheckEvasion]
+        );
+        // A queen promotion.
+        let promo = game("8/4P3/8/8/8/8/k7/4K3 w - - 0 1", &[]);
+        assert_eq!(
+            Protected::kinds(promo.position(), None, &uci(&promo, "e7e8q")),
+            vec![Protected::QueenPromotion]
+        );
+    }
+
+    #[test]
+    fn each_protection_is_near_full_from_its_rodent_rating_and_weak_well_below() {
+        for kind in [
+            Protected::Recapture,
+            Protected::PawnCapture,
+            Protected::ShortCapture,
+            Protected::QueenPromotion,
+            Protected::CheckEvasion,
+        ] {
+            let at = protection(kind, kind.from_rating(), 150.0);
+            assert!((at - 0.97).abs() < 0.001, "{kind:?}: {at}");
+            assert!(protection(kind, kind.from_rating() - 600.0, 150.0) < 0.4);
+            assert!(protection(kind, kind.from_rating() + 200.0, 150.0) > 0.99);
+        }
+        // The recapture is protected first: at 1000 it is, a check evasion not yet.
+        assert!(
+            protection(Protected::Recapture, 1000.0, 150.0)
+                > protection(Protected::CheckEvasion, 1000.0, 150.0) + 0.4
+        );
+    }
+
+    #[test]
+    fn errors_are_missed_less_with_rating_in_easy_positions_and_more_in_time_trouble() {
+        let k = knobs();
+        let miss = |rating, easy, clock| k.miss_chance(rating, easy, &[], clock);
+        let mut last = 1.0;
+        for rating in [400.0, 700.0, 1000.0, 1500.0, 2000.0] {
+            let m = miss(rating, false, None);
+            assert!(m < last, "{rating}: {m}");
+            last = m;
+            assert!(miss(rating, true, None) < m);
+        }
+        assert!((miss(700.0, false, None) - 0.5).abs() < 1e-9);
+        assert!((miss(700.0, true, None) - 0.25).abs() < 1e-9);
+        // 3+0: the alarm at 22.5 s. Above it nothing changes; at it 1.5 times; at 0 2.5 times.
+        let clock = |ms| {
+            Some(ClockLeft {
+                remaining_ms: ms,
+                initial_ms: 180_000,
+            })
+        };
+        assert_eq!(alarm_ms(180_000), 22_500);
+        assert_eq!(alarm_ms(600_000), 60_000);
+        assert_eq!(alarm_ms(30_000), 10_000);
+        let base = miss(1200.0, false, None);
+        assert_eq!(miss(1200.0, false, clock(60_000)), base);
+        assert!((miss(1200.0, false, clock(22_500)) - 1.5 * base).abs() < 1e-9);
+        assert!((miss(1200.0, false, clock(0)) - 2.5 * base).abs() < 1e-9);
+        assert!(miss(1200.0, false, clock(5_000)) > miss(1200.0, false, clock(15_000)));
+        // Never above 1.
+        assert!(miss(0.0, false, clock(0)) <= 1.0);
+    }
+
+    #[test]
+    fn a_clear_recapture_is_played_from_1000_and_often_missed_well_below() {
+        // White's knight has just taken on d5; retaking it (with the pawn or the queen) keeps
+        // Black's material, every other move loses a piece.
+        let g = game(
+            "rnbqkb1r/pp3ppp/4p3/3p4/3P4/2N5/PPP1PPPP/R1BQKBNR w KQkq - 0 4",
+            &["c3d5"],
+        );
+        let mut engine = Engine::new(1);
+        let scored = score_moves(&mut engine, &g, 3);
+        let recapture = scored[0].0;
+        assert!(
+            recapture.is_capture() && recapture.to() == shakmaty::Square::D5,
+            "{scored:?}"
+        );
+        let kinds = Protected::kinds(g.position(), g.moves().last(), &recapture);
+        assert_eq!(kinds.first(), Some(&Protected::Recapture));
+        // The search chose a quiet move that leaves the knight.
+        let quiet = uci(&g, "a7a6");
+        let look = look_at(&scored, &quiet).unwrap();
+        assert!(look.best_cp - look.chosen_cp >= 150, "{look:?}");
+        let k = knobs();
+        // Over many draws: the share of games in which the quiet move stands.
+        let stands = |rating: f64| {
+            (0..1000)
+                .filter(|i| {
+                    k.decide(rating, &g, &look, quiet, None, (*i as f64 + 0.5) / 1000.0) == quiet
+                })
+                .count() as f64
+                / 1000.0
+        };
+        assert!(stands(1100.0) < 0.01, "{}", stands(1100.0));
+        let low = stands(450.0);
+        assert!(low > 0.1 && low < 0.6, "{low}");
+        assert!(stands(700.0) < low);
+        // A move as good as the best is never replaced, whatever the draw.
+        let good = look_at(&scored, &recapture).unwrap();
+        assert_eq!(k.decide(450.0, &g, &good, recapture, None, 0.99), recapture);
+    }
+
+    #[test]
+    fn the_look_is_a_pure_function_of_the_game() {
+        let g = game(
+            "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
+            &[],
+        );
+        let mut engine = Engine::new(1);
+        let first = score_moves(&mut engine, &g, 3);
+        // Another position in between leaves nothing behind.
+        score_moves(&mut engine, &Game::startpos(), 3);
+        assert_eq!(score_moves(&mut engine, &g, 3), first);
+        assert_eq!(first.len(), g.legal_moves().len());
+        assert!(first.windows(2).all(|w| w[0].1 >= w[1].1));
+    }
+}

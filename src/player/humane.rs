@@ -1,0 +1,179 @@
+//! The level player's second look: where the humane error model
+//! ([`crate::engine::humane`]) meets the game. After the level's own search has chosen a move,
+//! a clean shallow search scores every legal move, and the model decides, by the position, the
+//! level's target rating and the clock, whether the player notices that the chosen move loses
+//! material and plays the look's best instead. Its one draw per move is a function of the
+//! game's seed and ply, and the look's engine is cleared before every look, so a game replays
+//! exactly from its seed; the level's own engine (and its table) is never touched.
+
+use shakmaty::Move;
+
+use crate::engine::humane::{ClockLeft, HumaneCoefficients, look_at, score_moves};
+use crate::engine::{Engine, Game, SearchConstants, Weights};
+use crate::seed::mix64;
+
+/// The look's table (MB): a few thousand nodes per move need no more.
+const LOOK_HASH_MB: usize = 1;
+
+/// The second look of one level in one game.
+pub struct SecondLook {
+    engine: Engine,
+    model: HumaneCoefficients,
+    /// The rating whose errors the model lets stand (the level's target).
+    rating: f64,
+}
+
+impl SecondLook {
+    /// A look with the level's own evaluation and search (what its coefficients pin), at full
+    /// strength.
+    pub fn new(
+        model: HumaneCoefficients,
+        rating: f64,
+        weights: std::sync::Arc<Weights>,
+        constants: SearchConstants,
+    ) -> SecondLook {
+        let mut engine = Engine::with_weights(LOOK_HASH_MB, weights);
+        engine.set_search_constants(constants);
+        SecondLook {
+            engine,
+            model,
+            rating,
+        }
+    }
+
+    /// The move played where the level's search chose `chosen` in `game` (`seed`: the game's).
+    pub fn review(
+        &mut self,
+        game: &Game,
+        chosen: Move,
+        seed: u64,
+        clock: Option<ClockLeft>,
+    ) -> Move {
+        if game.legal_moves().len() < 2 {
+            return chosen;
+        }
+        let scored = score_moves(&mut self.engine, game, self.model.look_depth);
+        let Some(look) = look_at(&scored, &chosen) else {
+            return chosen;
+        };
+        let u = draw(seed, game.moves().len());
+        self.model
+            .decide(self.rating, game, &look, chosen, clock, u)
+    }
+}
+
+/// The uniform draw in [0, 1) of the move at `ply` of the game with `seed`.
+fn draw(seed: u64, ply: usize) -> f64 {
+    let bits = mix64(
+        mix64(seed ^ 0x3c6e_f372_fe94_f82b) ^ (ply as u64).wrapping_mul(0xa54f_f53a_5f1d_36f1),
+    );
+    (bits >> 11) as f64 / (1u64 << 53) as f64
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::NoStop;
+    use crate::levels::{Coefficients, LevelParams};
+    use crate::player::LevelPlayer;
+
+    /// The candidate coefficients with the model on (the measurements' file).
+    const CANDIDATE: &str = include_str!("../../calibration/humane/coefficients.toml");
+
+    fn candidate() -> Coefficients {
+        Coefficients::parse(CANDIDATE, "calibration/humane/coefficients.toml").unwrap()
+    }
+
+    #[test]
+    fn the_candidate_is_the_shipped_ladder_with_the_model_on() {
+        let mut c = candidate();
+        assert!(c.humane.is_some());
+        assert!(
+            Coefficients::builtin().humane.is_none(),
+            "the shipped ladder has it off"
+        );
+        c.humane = None;
+        assert_eq!(c, Coefficients::builtin());
+    }
+
+    #[test]
+    fn a_bad_humane_knob_is_refused_by_its_key_and_line() {
+        let text = CANDIDATE.replace("easy_factor = 0.1", "easy_factor = 1.5");
+        let e = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("humane.easy_factor"), "{e}");
+        assert!(e.contains("[0, 1]"), "{e}");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("easy_factor"))
+            .unwrap()
+            + 1;
+        assert!(e.contains(&format!(":{line}")), "{e}");
+        let text = CANDIDATE.replace("look_depth = 3", "look_depth = 0");
+        let e = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("humane.look_depth"), "{e}");
+        let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
+        assert!(Coefficients::parse(&text, "c.toml").is_err());
+    }
+
+    fn play(coefficients: &Coefficients, level: f64, seed: u64, plies: usize) -> Vec<String> {
+        let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), seed);
+        let mut game = Game::startpos();
+        let mut moves = Vec::new();
+        for _ in 0..plies {
+            let Some(m) = player.choose(&game, &mut NoStop).best_move else {
+                break;
+            };
+            moves.push(game.to_uci(m));
+            game.play(m);
+        }
+        moves
+    }
+
+    #[test]
+    fn with_the_model_on_a_game_replays_from_its_seed() {
+        let c = candidate();
+        let game = play(&c, 1.0, 7, 40);
+        assert_eq!(game, play(&c, 1.0, 7, 40));
+        assert_ne!(game, play(&c, 1.0, 8, 40));
+    }
+
+    #[test]
+    fn the_bottom_recaptures_more_often_with_the_model_on() {
+        // White's knight has just taken the d5 pawn; e6xd5 wins it back (a clear recapture).
+        let game = Game::from_uci_moves(
+            Some("rnbqkb1r/pp3ppp/4p3/3p4/3P4/2N5/PPP1PPPP/R1BQKBNR w KQkq - 0 4"),
+            &["c3d5"],
+            false,
+        )
+        .unwrap();
+        let recaptures = |coefficients: &Coefficients, level: f64| {
+            (0..40u64)
+                .filter(|&seed| {
+                    let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), seed);
+                    let m = player.choose(&game, &mut NoStop).best_move.unwrap();
+                    m.is_capture() && game.to_uci(m).ends_with("d5")
+                })
+                .count()
+        };
+        let (off, on) = (Coefficients::builtin(), candidate());
+        let level1 = (recaptures(&off, 1.0), recaptures(&on, 1.0));
+        assert!(level1.1 > level1.0, "level 1 off/on: {level1:?}");
+        // From the recapture's Rodent rating (1000, level 4 is 1080) it is hardly ever missed.
+        let level4 = recaptures(&on, 4.0);
+        assert!(level4 >= 38, "level 4 with the model: {level4}/40");
+    }
+
+    #[test]
+    fn draws_are_uniform_and_differ_by_seed_and_ply() {
+        let n = 20_000;
+        let below = (0..n).filter(|&ply| draw(7, ply) < 0.3).count() as f64 / n as f64;
+        assert!((below - 0.3).abs() < 0.02, "{below}");
+        assert_eq!(draw(7, 12), draw(7, 12));
+        assert_ne!(draw(7, 12), draw(8, 12));
+        assert_ne!(draw(7, 12), draw(7, 13));
+    }
+}
