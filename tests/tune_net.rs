@@ -9,7 +9,9 @@ mod common {
 use common::cli::{ladder_output, texts};
 use ladder::engine::Weights;
 use ladder::engine::nnue::Network;
+use ladder::shard::Shard;
 use ladder::tune::datagen::{DatagenSettings, generate};
+use ladder::tune::sample::NodeBudget;
 use shakmaty::{Chess, Position};
 
 #[test]
@@ -18,12 +20,12 @@ fn the_trainer_writes_a_network_the_engine_reads() {
     let data = dir.path().join("data.txt");
     let settings = DatagenSettings {
         seed: 3,
-        nodes: 300,
+        nodes: NodeBudget::Fixed(300),
         random_plies: 4,
         hash_mb: 1,
         weights: Weights::shipped(),
     };
-    generate(&data, &settings, 0..6, 2).unwrap();
+    generate(&data, &settings, 6, Shard::WHOLE, 2).unwrap();
     let out = dir.path().join("net.bin");
     let checkpoints = dir.path().join("checkpoints");
     let args = |out: &std::path::Path| {

@@ -10,12 +10,13 @@
 //!
 //! Beside Lichess's judgements it counts the moves that lose [`BIG_LOSS_CP`] or more, the
 //! measure of the published figures of how often people blunder at each rating
-//! ([`human_big_losses_per_100`]), so a level's rate can be read beside a person's.
+//! ([`super::people`]), so a level's rate can be read beside a person's.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::likeness::{JudgedPosition, Likeness, likeness_of_game};
+use super::people::{BIG_LOSS_CP, CP_CEILING};
 use crate::engine::humane::ClockLeft;
 use crate::engine::position::GameEnd;
 use crate::engine::{Game, Score};
@@ -25,31 +26,6 @@ use shakmaty::Position;
 
 /// lila's factor of the winning-chances curve.
 pub const WIN_CHANCE_FACTOR: f64 = 0.003_682_08;
-/// Evaluations are capped here (and a mate counts as this), as lila does.
-pub const CP_CEILING: f64 = 1000.0;
-
-/// A move that loses this many capped centipawns or more is counted as a big loss: the
-/// threshold of the published figures for people.
-pub const BIG_LOSS_CP: f64 = 200.0;
-
-/// How often people lose [`BIG_LOSS_CP`] or more in one move, per 100 moves, by rating: the
-/// published figures from Lichess games of all speeds (11.9 under 1000, 8.8 at 1200–1400, 7.0 at
-/// 1600–1800, 5.9 at 2000–2200, 5.1 above 2200), each band read at its middle and the open ends
-/// flat.
-const HUMAN_BIG_LOSSES: [(f64, f64); 5] = [
-    (1000.0, 11.9),
-    (1300.0, 8.8),
-    (1700.0, 7.0),
-    (2100.0, 5.9),
-    (2300.0, 5.1),
-];
-
-/// People's moves losing [`BIG_LOSS_CP`] or more per 100 moves at `rating`, interpolated
-/// linearly between the published bands' middles and flat beyond the outer ones.
-pub fn human_big_losses_per_100(rating: f64) -> f64 {
-    crate::levels::interpolate(&HUMAN_BIG_LOSSES, rating).expect("the published figures")
-}
-
 /// Centipawns from the side to move's point of view, capped at ±[`CP_CEILING`].
 pub fn capped_cp(score: Score) -> f64 {
     match score {
@@ -390,24 +366,5 @@ mod tests {
         total.merge(&q);
         total.merge(&q);
         assert_eq!(total.big_losses, 4);
-    }
-
-    #[test]
-    fn people_blunder_less_as_they_rate_higher_as_published() {
-        // The published bands at their middles, the open ends flat.
-        assert_eq!(human_big_losses_per_100(600.0), 11.9);
-        assert_eq!(human_big_losses_per_100(1300.0), 8.8);
-        assert_eq!(human_big_losses_per_100(1700.0), 7.0);
-        assert_eq!(human_big_losses_per_100(2100.0), 5.9);
-        assert_eq!(human_big_losses_per_100(2800.0), 5.1);
-        // Halfway between 1300 and 1700: halfway between 8.8 and 7.0.
-        assert!((human_big_losses_per_100(1500.0) - 7.9).abs() < 1e-9);
-        // Never rising with the rating.
-        let mut last = f64::INFINITY;
-        for r in (0..3000).step_by(25) {
-            let v = human_big_losses_per_100(r as f64);
-            assert!(v <= last, "{r}: {v} > {last}");
-            last = v;
-        }
     }
 }

@@ -20,7 +20,7 @@
 
 use shakmaty::Move;
 
-use super::judge::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
+use super::people::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
 use crate::engine::Game;
 use crate::engine::humane::{ClockLeft, alarm_ms};
 

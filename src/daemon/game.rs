@@ -257,7 +257,7 @@ impl GameActor {
                         "grace period over: the abort came too late (the opponent's move landed \
                          first); game left running at ply {} (not resigned); {}",
                         self.tracker.ply(),
-                        after_leaving(self.ctx.setup.source)
+                        after_leaving(self.ctx.setup.header.source)
                     );
                     return GameExit::LeftRunning;
                 }
@@ -481,7 +481,9 @@ impl GameActor {
     /// "why was I aborted?"), and a command in it answered in its room.
     fn on_chat(&mut self, line: ChatLine) {
         tracing::info!(room = line.room.as_str(), from = %line.username, text = %line.text, "chat");
-        let ours = line.username.eq_ignore_ascii_case(&self.ctx.setup.username);
+        let ours = line
+            .username
+            .eq_ignore_ascii_case(&self.ctx.setup.header.account);
         // Lichess's own lines come as "lichess"; the "other" room is no room to answer in.
         let system = line.username.eq_ignore_ascii_case("lichess");
         if ours || system || line.room == ChatRoom::Other {
