@@ -66,7 +66,8 @@ fn the_trainer_writes_a_network_the_engine_reads() {
     let network = Network::from_bytes(&bytes).unwrap();
     assert_eq!(network.hidden(), 16);
     let start = Chess::default();
-    let eval = network.evaluate_board(start.board(), start.turn());
+    let eval =
+        ladder::engine::nnue::accumulator::evaluate_board(&network, start.board(), start.turn());
     assert!(eval.abs() < 2000, "start position {eval} cp");
 
     // Every epoch is checkpointed: a rerun trains nothing and writes the same network.

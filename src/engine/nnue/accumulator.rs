@@ -35,6 +35,15 @@ impl Accumulator {
         }
     }
 
+    /// The evaluation in centipawns from `side_to_move`'s point of view.
+    #[inline]
+    pub fn evaluate(&self, network: &Network, side_to_move: Color) -> i32 {
+        network.output(
+            self.perspective(side_to_move),
+            self.perspective(!side_to_move),
+        )
+    }
+
     /// Recomputes both accumulators from every piece of `board`.
     pub fn refresh(&mut self, network: &Network, board: &Board) {
         self.white.clear();
@@ -91,6 +100,13 @@ impl Accumulator {
             self.add(network, piece);
         }
     }
+}
+
+/// The evaluation of a board from scratch (a fresh accumulator).
+pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> i32 {
+    let mut accumulator = Accumulator::new(network);
+    accumulator.refresh(network, board);
+    accumulator.evaluate(network, side_to_move)
 }
 
 #[inline]
@@ -173,8 +189,8 @@ mod tests {
                         "{m} in a game from {fen}"
                     );
                     assert_eq!(
-                        network.evaluate(&accumulator, pos.turn()),
-                        network.evaluate_board(pos.board(), pos.turn())
+                        accumulator.evaluate(&network, pos.turn()),
+                        evaluate_board(&network, pos.board(), pos.turn())
                     );
                 }
             }

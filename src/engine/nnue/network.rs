@@ -17,9 +17,6 @@
 //! within ±[`FEATURE_WEIGHT_LIMIT`] (33 of them fit an i16 accumulator), output weights within
 //! ±[`OUTPUT_WEIGHT_LIMIT`] (a clipped activation times one fits an i16).
 
-use shakmaty::{Board, Color};
-
-use super::accumulator::Accumulator;
 use super::features::INPUTS;
 use super::{QA, QB, SCALE};
 
@@ -235,22 +232,15 @@ impl Network {
         self.output_bias
     }
 
-    /// The evaluation in centipawns from `side_to_move`'s point of view.
-    pub fn evaluate(&self, accumulator: &Accumulator, side_to_move: Color) -> i32 {
-        let (ours, theirs) = self.output_weights.split_at(self.hidden);
-        let sum = screlu_dot(accumulator.perspective(side_to_move), ours)
-            + screlu_dot(accumulator.perspective(!side_to_move), theirs);
+    /// The evaluation in centipawns of the side whose accumulator is `ours` (the other side's
+    /// is `theirs`).
+    pub fn output(&self, ours: &[i16], theirs: &[i16]) -> i32 {
+        let (our_weights, their_weights) = self.output_weights.split_at(self.hidden);
+        let sum = screlu_dot(ours, our_weights) + screlu_dot(theirs, their_weights);
         // Σ c²·w is in QA²·QB; one QA off, the bias (QA·QB) on, then to centipawns.
         let output = (sum / i64::from(QA) + i64::from(self.output_bias)) * i64::from(SCALE)
             / i64::from(QA * QB);
         output.clamp(-i64::from(i16::MAX), i64::from(i16::MAX)) as i32
-    }
-
-    /// The evaluation of a board from scratch (a fresh accumulator).
-    pub fn evaluate_board(&self, board: &Board, side_to_move: Color) -> i32 {
-        let mut accumulator = Accumulator::new(self);
-        accumulator.refresh(self, board);
-        self.evaluate(&accumulator, side_to_move)
     }
 }
 
@@ -305,8 +295,10 @@ pub(crate) fn random_network(hidden: usize, seed: u64) -> Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::nnue::accumulator::evaluate_board;
     use crate::engine::nnue::features::{feature_index, pieces};
     use shakmaty::fen::Fen;
+    use shakmaty::{Board, Color};
     use shakmaty::{CastlingMode, Chess, Position};
 
     fn position(fen: &str) -> Chess {
@@ -448,7 +440,7 @@ mod tests {
         ] {
             let pos = position(fen);
             for side in [Color::White, Color::Black] {
-                let got = f64::from(network.evaluate_board(pos.board(), side));
+                let got = f64::from(evaluate_board(&network, pos.board(), side));
                 let want = reference(&network, pos.board(), side);
                 // Integer division truncates twice: at most a centipawn or two off.
                 assert!((got - want).abs() <= 2.0, "{fen} {side:?}: {got} vs {want}");
@@ -471,8 +463,8 @@ mod tests {
             );
         }
         assert_eq!(
-            network.evaluate_board(pos.board(), Color::White),
-            network.evaluate_board(&mirrored, Color::Black)
+            evaluate_board(&network, pos.board(), Color::White),
+            evaluate_board(&network, &mirrored, Color::Black)
         );
     }
 }

@@ -96,7 +96,7 @@ pub fn run(args: SpeedArgs) -> anyhow::Result<()> {
         for &m in moves {
             pos.play_unchecked(m);
             accumulator.refresh(&network, pos.board());
-            sum += i64::from(network.evaluate(&accumulator, pos.turn()));
+            sum += i64::from(accumulator.evaluate(&network, pos.turn()));
         }
         sum
     });
@@ -108,7 +108,7 @@ pub fn run(args: SpeedArgs) -> anyhow::Result<()> {
             let changes = MoveFeatures::of(&pos, m);
             accumulator.apply(&network, &changes);
             pos.play_unchecked(m);
-            sum += i64::from(network.evaluate(&accumulator, pos.turn()));
+            sum += i64::from(accumulator.evaluate(&network, pos.turn()));
         }
         sum
     });

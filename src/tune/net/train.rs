@@ -260,6 +260,7 @@ pub fn loss(network: &FloatNetwork, positions: &Positions, threads: usize) -> f6
 mod tests {
     use super::super::test_data::{material_cp, material_data, random_positions};
     use super::*;
+    use crate::engine::nnue::accumulator::evaluate_board;
     use shakmaty::Position as _;
 
     fn settings(threads: usize, epochs: usize) -> Settings {
@@ -311,7 +312,11 @@ mod tests {
             seen.push(&pos, 0.0).unwrap();
             let float = f64::from(state.network.forward(seen.features(0), &mut scratch)) * 400.0;
             predicted.push(float);
-            integer.push(f64::from(quantised.evaluate_board(pos.board(), pos.turn())));
+            integer.push(f64::from(evaluate_board(
+                &quantised,
+                pos.board(),
+                pos.turn(),
+            )));
             truth.push(f64::from(material_cp(&pos)));
         }
         let r = correlation(&predicted, &truth);
@@ -330,7 +335,7 @@ mod tests {
             let mut seen = Positions::default();
             seen.push(&pos, 0.0).unwrap();
             let float = f64::from(dequantised.forward(seen.features(0), &mut scratch)) * 400.0;
-            let integer = f64::from(quantised.evaluate_board(pos.board(), pos.turn()));
+            let integer = f64::from(evaluate_board(&quantised, pos.board(), pos.turn()));
             (float - integer).abs()
         });
         let worst = exact.fold(0.0, f64::max);
