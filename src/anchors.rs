@@ -110,6 +110,11 @@ impl AnchorsFile {
         self.anchors.iter().find(|a| a.name == name)
     }
 
+    /// The anchors' names, in the order of the file.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.anchors.iter().map(|a| a.name.as_str())
+    }
+
     /// The anchors named in `lists` (comma-separated names, `all` for every one), in the order
     /// of the file, each once.
     pub fn select(&self, lists: &[String]) -> Result<Vec<&Anchor>, String> {
@@ -119,18 +124,12 @@ impl AnchorsFile {
                 continue;
             }
             if name == "all" {
-                wanted.extend(self.anchors.iter().map(|a| a.name.as_str()));
+                wanted.extend(self.names());
             } else if self.get(name).is_some() {
                 wanted.insert(name);
             } else {
-                return Err(format!(
-                    "no anchor named {name:?} (known: {})",
-                    self.anchors
-                        .iter()
-                        .map(|a| a.name.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
+                let known = self.names().collect::<Vec<_>>().join(", ");
+                return Err(format!("no anchor named {name:?} (known: {known})"));
             }
         }
         Ok(self

@@ -944,6 +944,11 @@ level = 1
         Config::parse(text, Path::new("/etc/ladder/accounts.toml"))
     }
 
+    /// Why `text` is refused.
+    fn refusal(text: &str) -> String {
+        parse(text).unwrap_err().to_string()
+    }
+
     #[test]
     fn defaults_fill_what_is_missing_and_paths_are_relative_to_the_file() {
         let c = parse(MINIMAL).unwrap();
@@ -973,7 +978,7 @@ level = 1
     fn an_own_target_is_refused_with_what_to_change() {
         // Before issue 22 every account set its target, on another scale than the ladder's.
         for key in ["target_rating = 600", "target_perf = \"blitz\""] {
-            let err = parse(&format!("{MINIMAL}{key}\n")).unwrap_err().to_string();
+            let err = refusal(&format!("{MINIMAL}{key}\n"));
             let name = key.split(' ').next().unwrap();
             assert!(
                 err.starts_with(&format!(
@@ -1000,7 +1005,7 @@ level = 1
     #[test]
     fn semantic_error_names_key_and_line() {
         let text = MINIMAL.replace("level = 1", "level = 0");
-        let err = parse(&text).unwrap_err().to_string();
+        let err = refusal(&text);
         assert_eq!(err, "accounts.toml:5: accounts[0].level: must be > 0");
     }
 
@@ -1025,11 +1030,8 @@ level = 1
         assert!(!a.conduct.accept_draws);
         assert!(a.conduct.resign, "level 7 resigns by default");
 
-        let bad = |extra: &str| {
-            parse(&MINIMAL.replace("level = 1", &format!("level = 1\n{extra}")))
-                .unwrap_err()
-                .to_string()
-        };
+        let bad =
+            |extra: &str| refusal(&MINIMAL.replace("level = 1", &format!("level = 1\n{extra}")));
         assert_eq!(
             bad("think_time = \"slow\""),
             "accounts.toml:6: accounts[0].think_time: must be \"human\" or \"fast\""
@@ -1050,7 +1052,7 @@ level = 1
     #[test]
     fn unknown_key_is_an_error_with_its_line() {
         let text = MINIMAL.replace("level = 1", "levle = 1");
-        let err = parse(&text).unwrap_err().to_string();
+        let err = refusal(&text);
         assert!(err.starts_with("accounts.toml:5:"), "{err}");
         assert!(err.contains("levle"), "{err}");
     }
@@ -1061,7 +1063,7 @@ level = 1
             "{MINIMAL}greeting = \"{}\"\n",
             "a".repeat(120) + "{opponent}"
         );
-        let err = parse(&text).unwrap_err().to_string();
+        let err = refusal(&text);
         assert!(err.contains("accounts[0].greeting"), "{err}");
     }
 
@@ -1072,8 +1074,9 @@ level = 1
             parse(&ok).unwrap().lichess.base_url,
             "http://127.0.0.1:9000"
         );
-        let bad = format!("[lichess]\nbase_url = \"http://example.org\"\n{MINIMAL}");
-        let err = parse(&bad).unwrap_err().to_string();
+        let err = refusal(&format!(
+            "[lichess]\nbase_url = \"http://example.org\"\n{MINIMAL}"
+        ));
         assert!(
             err.starts_with("accounts.toml:2: lichess.base_url:"),
             "{err}"
@@ -1121,7 +1124,7 @@ level = 1
             ),
         ];
         for (head, want) in cases {
-            let err = parse(&format!("{head}{MINIMAL}")).unwrap_err().to_string();
+            let err = refusal(&format!("{head}{MINIMAL}"));
             assert!(err.starts_with(want), "{err}");
         }
         let ok = parse(&format!(
@@ -1133,46 +1136,39 @@ level = 1
 
     #[test]
     fn type_and_missing_field_errors_name_the_key_and_line() {
-        let err = parse(&MINIMAL.replace("level = 1", "level = \"one\""))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("accounts.toml:5: accounts[0].level: invalid type"),
-            "{err}"
-        );
-        let err = parse(&MINIMAL.replace("level = 1\n", ""))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("accounts.toml:") && err.contains("accounts[0].level: missing"),
-            "{err}"
-        );
-        let err = parse(&format!("[daemon]\nmax_games = \"many\"\n{MINIMAL}"))
-            .unwrap_err()
-            .to_string();
-        assert!(
-            err.starts_with("accounts.toml:2: daemon.max_games: invalid type"),
-            "{err}"
-        );
-        let err = parse(&format!(
-            "{MINIMAL}[accounts.challenge]\nspeeds = \"blitz\"\n"
-        ))
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains(":7: accounts[0].challenge.speeds: invalid type"),
-            "{err}"
-        );
+        let cases = [
+            (
+                MINIMAL.replace("level = 1", "level = \"one\""),
+                ":5: accounts[0].level: invalid type",
+            ),
+            (
+                MINIMAL.replace("level = 1\n", ""),
+                "accounts[0].level: missing",
+            ),
+            (
+                format!("[daemon]\nmax_games = \"many\"\n{MINIMAL}"),
+                ":2: daemon.max_games: invalid type",
+            ),
+            (
+                format!("{MINIMAL}[accounts.challenge]\nspeeds = \"blitz\"\n"),
+                ":7: accounts[0].challenge.speeds: invalid type",
+            ),
+        ];
+        for (text, want) in cases {
+            let err = refusal(&text);
+            assert!(
+                err.starts_with("accounts.toml:") && err.contains(want),
+                "{err}"
+            );
+        }
     }
 
     #[test]
     fn correspondence_and_unlimited_are_refused_with_the_reason() {
         for name in ["correspondence", "unlimited"] {
-            let err = parse(&format!(
+            let err = refusal(&format!(
                 "{MINIMAL}[accounts.challenge]\nspeeds = [\"blitz\", \"{name}\"]\n"
-            ))
-            .unwrap_err()
-            .to_string();
+            ));
             assert!(
                 err.contains(":7: accounts[0].challenge.speeds: ")
                     && err.contains(&format!("{name:?} games are not played"))
@@ -1186,17 +1182,13 @@ level = 1
     #[test]
     fn a_token_pasted_into_token_env_is_refused_without_being_shown() {
         let token = "lip_Zx8kQ2mN5pR7tV9wY1aB";
-        let err = parse(&MINIMAL.replace("LADDER_TOKEN_L1", token))
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&MINIMAL.replace("LADDER_TOKEN_L1", token));
         assert!(
             err.starts_with("accounts.toml:4: accounts[0].token_env: looks like a token"),
             "{err}"
         );
         assert!(!err.contains("Zx8kQ2mN5pR7tV9wY1aB"), "{err}");
-        let err = parse(&MINIMAL.replace("LADDER_TOKEN_L1", "my token"))
-            .unwrap_err()
-            .to_string();
+        let err = refusal(&MINIMAL.replace("LADDER_TOKEN_L1", "my token"));
         assert!(
             err.contains("token_env: must be the name of an environment variable"),
             "{err}"
@@ -1228,7 +1220,7 @@ level = 1
             "token_env = \"LADDER_TOKEN_L1\"",
             "token_file = \"credential:../x\"",
         );
-        let err = parse(&bad).unwrap_err().to_string();
+        let err = refusal(&bad);
         assert!(
             err.starts_with("accounts.toml:4: accounts[0].token_file:"),
             "{err}"

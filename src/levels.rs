@@ -750,6 +750,23 @@ fn opponent_has_bare_king(game: &Game) -> bool {
     them.count() == 1 && us.count() > 1
 }
 
+/// A bottom of the ladder for the tests of the levels and of calibration.
+#[cfg(test)]
+impl Coefficients {
+    /// These coefficients with the noise capped at `max_noise_cp` and up to 60 % of threats
+    /// missed at the bottom (half that at exponent 0.5).
+    pub(crate) fn with_test_bottom(mut self, max_noise_cp: f64) -> Coefficients {
+        self.max_noise_cp = Some(max_noise_cp);
+        self.blindness = Some(BlindnessCurve {
+            max: 0.6,
+            mid: 0.5,
+            width: 0.7,
+            min: 0.0,
+        });
+        self
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -824,34 +841,48 @@ mod tests {
         assert!(err.starts_with("c.toml:1: version: invalid type"), "{err}");
     }
 
-    #[test]
-    fn levels_play_with_the_evaluation_weights_they_were_calibrated_with() {
-        // A file without `eval_weights` predates the tuned weights: its levels keep version 0.
-        let shipped = Coefficients::builtin();
-        let text = Coefficients::DEFAULT_TOML.replace("\neval_weights = 2\n", "\n");
-        let old = Coefficients::parse(&text, "c.toml").unwrap();
-        assert_eq!(LevelParams::new(&old, 5.0).eval_weights, 0);
-        assert_eq!(
-            LevelParams::new(&shipped, 5.0).eval_weights,
-            shipped.eval_weights
-        );
-        let text = text.replacen("[blindness]", "eval_weights = 99\n[blindness]", 1);
-        let err = refusal(&text);
-        assert!(err.contains("eval_weights: no evaluation weights"), "{err}");
-    }
+    /// A version a level plays with: its key in the file, where the file's value goes and where
+    /// the level's, the version a file without the key plays, the refusal of an unknown one.
+    type Version = (
+        &'static str,
+        fn(&Coefficients) -> u32,
+        fn(&LevelParams) -> u32,
+        u32,
+        &'static str,
+    );
 
     #[test]
-    fn levels_play_with_the_search_they_were_calibrated_with() {
-        // A file without `search` predates search versions: its levels keep the first search.
+    fn levels_play_with_the_evaluation_and_search_they_were_calibrated_with() {
+        // A file without `eval_weights` predates the tuned weights: its levels keep version 0.
+        // One without `search` predates search versions: its levels keep the first search.
+        let versions: [Version; 2] = [
+            (
+                "eval_weights",
+                |c| c.eval_weights,
+                |p| p.eval_weights,
+                0,
+                "no evaluation weights",
+            ),
+            (
+                "search",
+                |c| c.search,
+                |p| p.search,
+                1,
+                "no search of that version",
+            ),
+        ];
         let shipped = Coefficients::builtin();
-        let text = Coefficients::DEFAULT_TOML.replace("\nsearch = 2\n", "\n");
-        let old = Coefficients::parse(&text, "c.toml").unwrap();
-        assert_eq!(LevelParams::new(&old, 5.0).search, 1);
-        assert_eq!(LevelParams::new(&shipped, 5.0).search, shipped.search);
-        let text =
-            Coefficients::DEFAULT_TOML.replacen("[blindness]", "search = 99\n[blindness]", 1);
-        let err = refusal(&text.replace("\nsearch = 2\n", "\n"));
-        assert!(err.contains("search: no search of that version"), "{err}");
+        for (key, in_file, in_level, before, unknown) in versions {
+            let line = format!("\n{key} = {}\n", in_file(&shipped));
+            let text = Coefficients::DEFAULT_TOML.replace(&line, "\n");
+            let old = Coefficients::parse(&text, "c.toml").unwrap();
+            assert_eq!(in_level(&LevelParams::new(&old, 5.0)), before, "{key}");
+            let level = LevelParams::new(&shipped, 5.0);
+            assert_eq!(in_level(&level), in_file(&shipped), "{key}");
+            let text = text.replacen("[blindness]", &format!("{key} = 99\n[blindness]"), 1);
+            let err = refusal(&text);
+            assert!(err.contains(&format!("{key}: {unknown}")), "{err}");
+        }
     }
 
     #[test]
@@ -893,20 +924,9 @@ mod tests {
         assert!(err.contains("hash[0].mb: invalid value"), "{err}");
     }
 
-    fn with_bottom(mut c: Coefficients) -> Coefficients {
-        c.max_noise_cp = Some(300.0);
-        c.blindness = Some(BlindnessCurve {
-            max: 0.6,
-            mid: 0.5,
-            width: 0.7,
-            min: 0.0,
-        });
-        c
-    }
-
     #[test]
     fn the_bottom_weakens_smoothly_and_monotonely_below_level_one() {
-        let c = with_bottom(Coefficients::builtin());
+        let c = Coefficients::builtin().with_test_bottom(300.0);
         let mut previous: Option<LevelParams> = None;
         let mut level = -4.0;
         while level <= 12.0 {
@@ -932,7 +952,7 @@ mod tests {
 
     #[test]
     fn a_blindness_floor_keeps_a_lapse_at_every_level_and_is_absent_by_default() {
-        let mut c = with_bottom(Coefficients::builtin());
+        let mut c = Coefficients::builtin().with_test_bottom(300.0);
         c.blindness.as_mut().unwrap().min = 0.03;
         for level in [1.0, 6.0, 10.0, 12.0, 30.0] {
             let p = LevelParams::new(&c, level).blind_probability;
@@ -957,7 +977,7 @@ mod tests {
 
     #[test]
     fn blindness_fades_as_material_comes_off() {
-        let c = with_bottom(Coefficients::builtin());
+        let c = Coefficients::builtin().with_test_bottom(300.0);
         let p = LevelParams::new(&c, 0.0);
         assert!(p.blindness_at(0.25) < p.blindness_at(0.5));
         assert!(p.blindness_at(0.5) < p.blindness_at(1.0));
@@ -966,7 +986,7 @@ mod tests {
 
     #[test]
     fn a_bare_king_is_beaten_at_full_strength_by_every_level() {
-        let c = with_bottom(Coefficients::builtin());
+        let c = Coefficients::builtin().with_test_bottom(300.0);
         // White: king and rook; black: bare king.
         let game = Game::new(Some("8/8/8/3k4/8/8/8/R3K3 w - - 0 1"), false).unwrap();
         for level in [-3.0, 1.0, 4.0] {

@@ -8,6 +8,7 @@
 //! anonymous challenger is answered; each account names itself in the User-Agent.
 
 mod common {
+    pub mod challenges;
     pub mod config;
     pub mod daemon;
     pub mod files;
@@ -19,6 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use common::challenges::{as_white, declined_reason, game_under_way, game_under_way_with};
 use common::config::{account_table, ladder_toml};
 use common::daemon::{bounded_by, launch, spec};
 use common::files::shipped_coefficients;
@@ -29,8 +31,8 @@ use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonHandle, DaemonSpec};
 use ladder::levels::Coefficients;
 use ladder::lichess::{
-    BackoffPolicy, ChallengeColor, ChallengeId, ClientConfig, GameId, GameStatus, PacingPolicy,
-    ReconnectPolicy, RetryPolicy, TimeControl,
+    BackoffPolicy, ClientConfig, GameId, GameStatus, PacingPolicy, ReconnectPolicy, RetryPolicy,
+    TimeControl,
 };
 use ladder::results::{Outcome, ResultsLog, sample_record};
 use ladder::sandbox::{
@@ -76,7 +78,6 @@ fn config_text(url: &str, bots: &[&str], max_games: usize) -> String {
 /// Short timeouts, pauses and retries, so faults resolve within a test.
 fn tuned(c: ClientConfig) -> ClientConfig {
     let mut c = quick(c);
-    c.rate_limit.pause = Duration::from_secs(1);
     c.backoff = BackoffPolicy {
         cap: Duration::from_millis(300),
         max_attempts: 3,
@@ -145,63 +146,18 @@ async fn stream_open(sb: &Sandbox, bot: &str, timeout: Duration) {
     sb.wait_event_stream(bot, timeout).await.unwrap();
 }
 
-/// The running game between `player` and `bot`, once the bot has made a move in it (so its
-/// actor is under way).
-async fn game_under_way(sb: &Sandbox, id: &GameId, timeout: Duration) {
-    sb.wait_until(&format!("game {id} under way"), timeout, |w| {
-        w.summary(id)
-            .filter(|g| g.status == GameStatus::Started && !g.moves.is_empty())
-            .map(|_| ())
-    })
-    .await
-    .unwrap();
-}
-
-/// A casual 1+0 game that `from` challenges `to` to, once under way.
-async fn game_under_way_with(sb: &Sandbox, from: &str, to: &str) -> GameId {
-    let game = sb
-        .challenge(from, to, &ChallengeSpec::clock(60, 0))
-        .unwrap()
-        .id
-        .game_id();
-    game_under_way(sb, &game, Duration::from_secs(10)).await;
-    game
-}
-
 /// Lichess back: the event stream of `bot` opens within 30 s and Rita's game is under way;
 /// then the daemon stops.
 async fn plays_when_back(sb: &Sandbox, bot: &str, daemon: DaemonHandle) {
     stream_open(sb, bot, Duration::from_secs(30)).await;
-    game_under_way_with(sb, "Rita", bot).await;
+    game_under_way_with(sb, "Rita", bot, 60).await;
     stop_now(daemon).await;
-}
-
-async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
-    sb.wait_until(
-        &format!("challenge {id} declined"),
-        Duration::from_secs(10),
-        |w| {
-            w.declined
-                .iter()
-                .find(|c| c.id == *id)
-                .and_then(|c| c.decline_reason_key.clone())
-        },
-    )
-    .await
-    .unwrap()
 }
 
 /// A challenge (`from` white) that the daemon declines with `later`.
 async fn later(sb: &Sandbox, from: &str, to: &str) {
     let id = as_white(sb, from, to);
     assert_eq!(declined_reason(sb, &id).await, "later", "{from} -> {to}");
-}
-
-/// A casual 1+0 challenge in which `from` plays white.
-fn as_white(sb: &Sandbox, from: &str, to: &str) -> ChallengeId {
-    let mut spec = ChallengeSpec::clock(60, 0);
-    spec.color = ChallengeColor::White;
-    sb.challenge(from, to, &spec).unwrap().id
 }
 
 // ---------------------------------------------------------------- one bad account
@@ -247,7 +203,7 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
         assert!(!status.contains("okay1 ("), "okay1 is fine: {status}");
 
         // The healthy account plays on.
-        game_under_way_with(&sb, "Rita", "okay1").await;
+        game_under_way_with(&sb, "Rita", "okay1", 60).await;
 
         // Retried with backoff while revoked (several checks), then it recovers by itself.
         tokio::time::sleep(Duration::from_secs(2)).await;
@@ -262,7 +218,7 @@ async fn revoked_and_closed_accounts_never_stop_the_others_and_recover_by_themse
             l.contains("revoked1") && l.contains("plays again")
         })
         .await;
-        game_under_way_with(&sb, "Rita", "revoked1").await;
+        game_under_way_with(&sb, "Rita", "revoked1", 60).await;
         // The closed account is still retried, never playing.
         assert!(!sb.with_world(|w| w.event_streams.contains_key("closed1")));
 
@@ -363,19 +319,21 @@ async fn lowering_max_games_by_reload_waits_for_games_to_end_and_raising_never_e
             running.push((human, id));
         }
 
-        let reload_to = |max: usize| {
+        // Rewrites the file with `max_games = to` and reloads until the daemon applies it.
+        let reload_cap = |from: usize, to: usize| {
             std::fs::write(
                 dir.path().join("accounts.toml"),
-                config_text(sb.base_url(), &bots, max),
+                config_text(sb.base_url(), &bots, to),
             )
             .unwrap();
+            let daemon = &daemon;
+            async move {
+                daemon.reload().await;
+                let change = format!("max_games {from} -> {to}");
+                wait_log(&change, Duration::from_secs(5), |l| l.contains(&change)).await;
+            }
         };
-        reload_to(1);
-        daemon.reload().await;
-        wait_log("applying the lower cap", Duration::from_secs(5), |l| {
-            l.contains("max_games 3 -> 1")
-        })
-        .await;
+        reload_cap(3, 1).await;
 
         // Ends the oldest running game and waits until the daemon counts `left` games (the
         // status line, every second, counts the games the accounts still hold).
@@ -403,12 +361,7 @@ async fn lowering_max_games_by_reload_waits_for_games_to_end_and_raising_never_e
         .await
         .unwrap();
 
-        reload_to(2);
-        daemon.reload().await;
-        wait_log("applying the higher cap", Duration::from_secs(5), |l| {
-            l.contains("max_games 1 -> 2")
-        })
-        .await;
+        reload_cap(1, 2).await;
         let second = as_white(&sb, "hank", "cap1").game_id();
         sb.wait_until("hank's game starts", Duration::from_secs(10), |w| {
             w.summary(&second).map(|_| ())
@@ -476,13 +429,13 @@ async fn bot_games_stop_at_lichess_daily_limit_counted_across_restarts() {
         }
         let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
         stream_open(&sb, "botday1", Duration::from_secs(10)).await;
-        game_under_way_with(&sb, "RoboRita", "botday1").await;
+        game_under_way_with(&sb, "RoboRita", "botday1", 60).await;
         let over = sb
             .challenge("RoboRon", "botday1", &ChallengeSpec::clock(60, 0))
             .unwrap()
             .id;
         assert_eq!(declined_reason(&sb, &over).await, "later");
-        game_under_way_with(&sb, "Rita", "botday1").await;
+        game_under_way_with(&sb, "Rita", "botday1", 60).await;
         stop_now(daemon).await;
     })
     .await;
@@ -697,10 +650,7 @@ async fn the_bot_limit_answer_closes_bot_challenges_and_never_delays_running_gam
         game_under_way(&sb, &human, Duration::from_secs(10)).await;
         sb.bot_limit_reached("cap1", Duration::from_secs(3600));
         let log_at = logs().len();
-        let refused = sb
-            .challenge("RoboRita", "cap1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id;
+        let refused = as_white(&sb, "RoboRita", "cap1");
         wait_log_after(
             log_at,
             "the bot-game limit refusal",

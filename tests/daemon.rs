@@ -5,6 +5,7 @@
 //! and idle timeouts.
 
 mod common {
+    pub mod alice;
     pub mod config;
     pub mod daemon;
     pub mod files;
@@ -17,6 +18,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
+use common::alice::{
+    alice_challenges, alice_leaves_and_is_claimed_against, alice_opens, open_game_with_alice,
+};
 use common::config::{account_table, ladder_toml};
 use common::daemon::{Running, bounded_by, launch, spec};
 use common::files::shipped_coefficients;
@@ -27,7 +31,9 @@ use ladder::config::Config;
 use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonSpec, start};
 use ladder::levels::Coefficients;
-use ladder::lichess::{ChallengeId, ClientConfig, Color, GameId, GameStatus, Token};
+use ladder::lichess::{
+    ChallengeColor, ChallengeId, ClientConfig, Color, GameId, GameStatus, Token,
+};
 use ladder::results::{GameRecord, Outcome, read_results};
 use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
 
@@ -106,13 +112,7 @@ fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> Stri
 
 /// Sandbox tokens, with short timeouts and pauses so faults resolve within a test.
 fn clients(sandbox: &Sandbox, names: &[&str]) -> ClientFactory {
-    token_clients(sandbox, names, tuned)
-}
-
-fn tuned(c: ClientConfig) -> ClientConfig {
-    let mut c = quick(c);
-    c.rate_limit.pause = Duration::from_secs(1);
-    c
+    token_clients(sandbox, names, quick)
 }
 
 async fn start_daemon(
@@ -657,13 +657,7 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         .await
         .unwrap();
         // Alice never moves: her game stays open across the reload.
-        let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ladder::lichess::ChallengeColor::White;
-        let old = sb
-            .challenge("alice", "reload1", &spec)
-            .unwrap()
-            .id
-            .game_id();
+        let old = alice_challenges(&sb, "reload1", ChallengeColor::White);
         // The game actor (and its parameters) exist once it logs its start.
         let tag = format!("game={old}");
         wait_log("of the game actor's start", Duration::from_secs(10), |l| {
@@ -726,42 +720,6 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
 
 // ---------------------------------------------------------------- games Lichess ends for us
 
-/// Alice challenges `bot` with White (1+0) and plays `first` as soon as the game lets her.
-async fn alice_opens(sb: &Sandbox, bot: &str, first: &str) -> GameId {
-    let mut spec = ChallengeSpec::clock(60, 0);
-    spec.color = ladder::lichess::ChallengeColor::White;
-    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while sb
-            .act(
-                "alice",
-                &id,
-                Action::Move {
-                    uci: first.to_string(),
-                    offering_draw: false,
-                },
-            )
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("Alice could not open");
-    id
-}
-
-/// Alice (white) opens, or the bot does; the game is under way once both have moved.
-async fn open_game_with_alice(sb: &Sandbox, bot: &str) -> GameId {
-    let id = alice_opens(sb, bot, "e2e4").await;
-    sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
-        w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
-    })
-    .await
-    .unwrap();
-    id
-}
-
 /// Alice leaves (`opponentGone`, claimable after 1 s): the bot claims the game once Lichess
 /// allows it instead of waiting out her clock, the slot is free again, and the record says
 /// why the game ended (calibration leaves such a game out).
@@ -780,12 +738,7 @@ async fn an_opponent_who_left_is_claimed_against_once_lichess_allows_it() {
             .await
             .unwrap();
         let id = open_game_with_alice(&sb, "claim1").await;
-        sb.set_gone(&id, "alice", true, Duration::from_secs(1))
-            .unwrap();
-        // Her clock has most of its minute left: only a claim ends the game this soon.
-        let games = sb.wait_finished(1, Duration::from_secs(8)).await.unwrap();
-        let game = games.iter().find(|g| g.id == id).unwrap();
-        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        let game = alice_leaves_and_is_claimed_against(&sb, &id, Duration::from_secs(8)).await;
         // The account's one slot is free again (once the game actor has said goodbye):
         // Rita's challenge is played.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
@@ -816,7 +769,7 @@ async fn an_opponent_who_left_is_claimed_against_once_lichess_allows_it() {
         run.daemon.join().await.unwrap();
         let records = read_results(&[run.results]).unwrap().records;
         let r = records.iter().find(|r| r.game_id == id).expect("recorded");
-        assert_eq!(r.result, expected(game, "claim1"));
+        assert_eq!(r.result, expected(&game, "claim1"));
         assert!(matches!(r.result, Outcome::Win | Outcome::Draw), "{r:?}");
         assert_eq!(r.fault_kind(), Some("opponent_gone"), "{r:?}");
     })
@@ -840,13 +793,7 @@ async fn a_game_stream_refused_with_400_is_settled_not_retried() {
             .await
             .unwrap();
         // Alice has black: the bot would move first, and never can.
-        let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ladder::lichess::ChallengeColor::Black;
-        let id = sb
-            .challenge("alice", "refuse1", &spec)
-            .unwrap()
-            .id
-            .game_id();
+        let id = alice_challenges(&sb, "refuse1", ChallengeColor::Black);
         sb.refuse_game_stream(&id, 400);
         let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
         assert_eq!(games[0].status, GameStatus::NoStart, "{:?}", games[0]);
@@ -932,7 +879,7 @@ async fn bad_token_and_non_bot_account_are_clear_errors_without_the_token() {
             } else {
                 base.token.clone()
             };
-            Ok(tuned(ClientConfig::new(base_url, token)))
+            Ok(quick(ClientConfig::new(base_url, token)))
         });
         let daemon = start(DaemonSpec {
             results_path: dir.path().join("r.jsonl"),

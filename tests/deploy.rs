@@ -203,6 +203,14 @@ fn good_lichess() -> Arc<Sandbox> {
     ])
 }
 
+/// Ladder-L1 is a bot; ladder-l2 has a bot:play token but is not upgraded yet.
+fn l2_not_yet_a_bot() -> Arc<Sandbox> {
+    sandbox(vec![
+        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
+        account("ladder-l2", TOKEN_L2, false, &["bot:play"]),
+    ])
+}
+
 // ---- a deployment on disk ----
 
 struct Deployment {
@@ -214,6 +222,13 @@ struct Deployment {
 /// A deployment against a Lichess that knows both accounts as bots with good tokens.
 fn good_deployment() -> Deployment {
     deployment(good_lichess().base_url())
+}
+
+/// [`good_deployment`], its token file's mode set to `mode` (600 there).
+fn good_deployment_with_token_mode(mode: u32) -> Deployment {
+    let d = good_deployment();
+    set_mode(&d.token_file, mode);
+    d
 }
 
 /// Replaces `from` with `to` in the deployment's accounts.toml.
@@ -385,8 +400,7 @@ fn missing_token_fails_and_says_how_to_provide_it() {
 
 #[test]
 fn unreadable_token_file_fails() {
-    let d = good_deployment();
-    set_mode(&d.token_file, 0o000);
+    let d = good_deployment_with_token_mode(0o000);
     // Root reads any file: run as nobody then, which is what a service user meets.
     let is_root = Command::new("id")
         .arg("-u")
@@ -420,8 +434,7 @@ fn unreadable_token_file_fails() {
 
 #[test]
 fn token_file_readable_by_others_is_a_warning() {
-    let d = good_deployment();
-    set_mode(&d.token_file, 0o644);
+    let d = good_deployment_with_token_mode(0o644);
     let (ok, out) = check(&d, &[ENV_L1]);
     assert!(ok, "a warning alone does not fail:\n{out}");
     assert_contains_all(
@@ -438,8 +451,7 @@ fn token_file_readable_by_others_is_a_warning() {
 /// `ladder run` says at start-up what `ladder check` says about a token file others can read.
 #[test]
 fn run_warns_about_a_token_file_others_can_read() {
-    let d = good_deployment();
-    set_mode(&d.token_file, 0o644);
+    let d = good_deployment_with_token_mode(0o644);
     let mut child = Command::new(LADDER)
         .args(["run", "--config", d.config.to_str().unwrap()])
         .env_clear()
@@ -473,10 +485,7 @@ fn a_token_pasted_into_token_env_is_never_shown() {
 
 #[test]
 fn non_bot_account_fails_and_points_to_upgrade() {
-    let lichess = sandbox(vec![
-        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
-        account("ladder-l2", TOKEN_L2, false, &["bot:play"]),
-    ]);
+    let lichess = l2_not_yet_a_bot();
     let d = deployment(lichess.base_url());
     check_fails(
         &d,
@@ -584,10 +593,7 @@ fn offline_check_does_not_ask_lichess() {
 
 #[test]
 fn upgrade_asks_first_and_then_makes_a_bot() {
-    let lichess = sandbox(vec![
-        account("Ladder-L1", TOKEN_L1, true, &["bot:play"]),
-        account("ladder-l2", TOKEN_L2, false, &["bot:play"]),
-    ]);
+    let lichess = l2_not_yet_a_bot();
     let d = deployment(lichess.base_url());
     let config = d.config.to_str().unwrap();
     let is_bot = || lichess.with_world(|w| w.account("ladder-l2").unwrap().bot);

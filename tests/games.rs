@@ -158,15 +158,7 @@ async fn game_with_lost_start(sb: &Sandbox, bot: &str) -> GameId {
 }
 
 fn play(sb: &Sandbox, who: &str, id: &GameId, uci: &str) {
-    sb.act(
-        who,
-        id,
-        Action::Move {
-            uci: uci.into(),
-            offering_draw: false,
-        },
-    )
-    .unwrap();
+    sb.play_move(who, id, uci).unwrap();
 }
 
 async fn wait_plies(sb: &Sandbox, id: &GameId, plies: usize) -> GameSummary {

@@ -41,6 +41,17 @@ fn accounts_toml(dir: &Path, results: &str) -> std::path::PathBuf {
     path
 }
 
+/// `ladder check --offline` in `dir` on the repository's accounts.toml written there with
+/// `results` as daemon.results: its exit code and stdout.
+fn check_offline(dir: &Path, results: &str) -> (Option<i32>, String) {
+    let config = accounts_toml(dir, results);
+    let (code, stdout, _) = ladder_in(
+        dir,
+        &["check", "--offline", "--config", config.to_str().unwrap()],
+    );
+    (code, stdout)
+}
+
 #[test]
 fn every_printing_command_ends_quietly_when_its_reader_is_gone() {
     let missing = tempfile::tempdir().unwrap();
@@ -149,11 +160,7 @@ fn a_missing_accounts_toml_says_how_to_create_one() {
 #[test]
 fn check_without_coefficients_says_so_instead_of_printing_nan() {
     let dir = tempfile::tempdir().unwrap();
-    let config = accounts_toml(dir.path(), "results.jsonl");
-    let (code, stdout, _) = ladder_in(
-        dir.path(),
-        &["check", "--offline", "--config", config.to_str().unwrap()],
-    );
+    let (code, stdout) = check_offline(dir.path(), "results.jsonl");
     assert_eq!(code, Some(1), "{stdout}");
     assert!(!stdout.contains("NaN"), "{stdout}");
     assert!(
@@ -170,11 +177,7 @@ fn check_without_coefficients_says_so_instead_of_printing_nan() {
 #[test]
 fn check_says_run_will_create_a_missing_results_directory() {
     let dir = tempfile::tempdir().unwrap();
-    let config = accounts_toml(dir.path(), "state/results.jsonl");
-    let (_, stdout, _) = ladder_in(
-        dir.path(),
-        &["check", "--offline", "--config", config.to_str().unwrap()],
-    );
+    let (_, stdout) = check_offline(dir.path(), "state/results.jsonl");
     assert!(
         !stdout.contains("error: results"),
         "a directory `run` creates is called an error:\n{stdout}"
@@ -185,9 +188,6 @@ fn check_says_run_will_create_a_missing_results_directory() {
     );
     // A path through a file cannot be created: that is a problem.
     std::fs::write(dir.path().join("state"), "").unwrap();
-    let (_, stdout, _) = ladder_in(
-        dir.path(),
-        &["check", "--offline", "--config", config.to_str().unwrap()],
-    );
+    let (_, stdout) = check_offline(dir.path(), "state/results.jsonl");
     assert!(stdout.contains("error: results: directory"), "{stdout}");
 }

@@ -6,6 +6,8 @@
 //! chat commands answered in their room, no goodbye after an abort.
 
 mod common {
+    pub mod alice;
+    pub mod challenges;
     pub mod config;
     pub mod daemon;
     pub mod logs;
@@ -16,6 +18,8 @@ mod common {
 use std::path::Path;
 use std::time::Duration;
 
+use common::alice::{alice_challenges, alice_leaves_and_is_claimed_against, open_game_with_alice};
+use common::challenges::{as_white, declined_reason, game_under_way_with};
 use common::config::{account_table, ladder_toml};
 use common::daemon::{Running, bounded_by, launch, spec};
 use common::logs::{capture_logs, logs, wait_log, wait_log_after};
@@ -23,15 +27,16 @@ use common::sandbox::{challenger, quick, sandbox_config};
 use common::tokens::token_clients;
 use ladder::config::Config;
 use ladder::lichess::{
-    ChallengeColor, ChallengeId, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy,
-    ReconnectPolicy,
+    ChallengeColor, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy, ReconnectPolicy,
 };
 use ladder::results::read_results;
-use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
+use ladder::sandbox::{AccountConfig, Action, GameSummary, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
+/// Runs the test `f` with the daemon's logs captured, failing it past [`TEST_TIMEOUT`].
 async fn bounded<F: std::future::Future<Output = ()>>(f: F) {
+    capture_logs();
     bounded_by(TEST_TIMEOUT, f).await;
 }
 
@@ -50,41 +55,14 @@ async fn sandbox(bots: &[&str], challengers: &[&str]) -> Sandbox {
     Sandbox::start(config).await.unwrap()
 }
 
-fn tuned(c: ClientConfig) -> ClientConfig {
-    let mut c = quick(c);
-    c.rate_limit.pause = Duration::from_secs(1);
-    c
-}
-
-/// The daemon playing `bots` at level 1 from `dir`, its clients configured by `tune`.
+/// The daemon playing `bots` at level 1 from `dir`, its clients configured by `tune`, aborting
+/// a game whose opponent makes no first move in `abort_after_s`.
 async fn start_daemon(
     sb: &Sandbox,
     dir: &Path,
     bots: &[&str],
     tune: fn(ClientConfig) -> ClientConfig,
-) -> anyhow::Result<Running> {
-    start_daemon_aborting_after(sb, dir, bots, tune, 20).await
-}
-
-/// [`start_daemon`], aborting a game whose opponent makes no first move in `abort_after_s`.
-async fn start_daemon_aborting_after(
-    sb: &Sandbox,
-    dir: &Path,
-    bots: &[&str],
-    tune: fn(ClientConfig) -> ClientConfig,
     abort_after_s: u64,
-) -> anyhow::Result<Running> {
-    start_daemon_with(sb, dir, bots, tune, abort_after_s, 4).await
-}
-
-/// The daemon with `account_max_games` games per account at once.
-async fn start_daemon_with(
-    sb: &Sandbox,
-    dir: &Path,
-    bots: &[&str],
-    tune: fn(ClientConfig) -> ClientConfig,
-    abort_after_s: u64,
-    account_max_games: usize,
 ) -> anyhow::Result<Running> {
     let mut text = ladder_toml(
         sb.base_url(),
@@ -92,10 +70,7 @@ async fn start_daemon_with(
             "search_threads = 2\nmax_games = 20\nabort_after_s = {abort_after_s}\n\
              shutdown_grace_s = 30\n"
         ),
-        &format!(
-            "accept_bots = true\nmin_initial_s = 30\nmax_games = {account_max_games}\n\
-             max_games_per_opponent = 2\n"
-        ),
+        "accept_bots = true\nmin_initial_s = 30\nmax_games = 4\nmax_games_per_opponent = 2\n",
     );
     for bot in bots {
         text.push_str(&account_table(
@@ -107,6 +82,30 @@ async fn start_daemon_with(
     }
     let config = Config::parse(&text, &dir.join("accounts.toml"))?;
     launch(spec(config, token_clients(sb, bots, tune), dir)).await
+}
+
+/// The first-move abort (seconds) of the tests that do not wait for one.
+const ABORT_AFTER_S: u64 = 20;
+
+/// The sandbox of `bots`, `challengers` and Alice, and the daemon playing `bots` from a new
+/// temporary directory (as [`start_daemon`]), once it follows each bot's event stream.
+async fn playing(
+    bots: &[&str],
+    challengers: &[&str],
+    tune: fn(ClientConfig) -> ClientConfig,
+    abort_after_s: u64,
+) -> (Sandbox, tempfile::TempDir, Running) {
+    let sb = sandbox(bots, challengers).await;
+    let dir = tempfile::tempdir().unwrap();
+    let run = start_daemon(&sb, dir.path(), bots, tune, abort_after_s)
+        .await
+        .unwrap();
+    for bot in bots {
+        sb.wait_event_stream(bot, Duration::from_secs(10))
+            .await
+            .unwrap();
+    }
+    (sb, dir, run)
 }
 
 async fn stop_now(run: Running) {
@@ -133,7 +132,7 @@ fn most_in_window(opens: &[tokio::time::Instant], window: Duration) -> usize {
 /// A budget of 4 opens per 5 s and reconnects that would come every 0.1-0.2 s: the budget
 /// holds, whatever the pacing does.
 fn small_budget(c: ClientConfig) -> ClientConfig {
-    let mut c = tuned(c);
+    let mut c = quick(c);
     c.event_stream_opens = OpenBudgetPolicy {
         max: 4,
         window: Duration::from_secs(5),
@@ -151,17 +150,9 @@ fn small_budget(c: ClientConfig) -> ClientConfig {
 /// then a 429 that pauses the whole account); once the stream holds again, the account plays.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
-    capture_logs();
     bounded(async {
         let bots = ["flap1"];
-        let sb = sandbox(&bots, &["Rita"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, small_budget)
-            .await
-            .unwrap();
-        sb.wait_event_stream("flap1", Duration::from_secs(10))
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], small_budget, ABORT_AFTER_S).await;
         let offset = logs().len();
         sb.flap_event_stream("flap1", Duration::from_secs(8));
         tokio::time::sleep(Duration::from_secs(8)).await;
@@ -184,16 +175,7 @@ async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
         sb.wait_event_stream("flap1", Duration::from_secs(10))
             .await
             .unwrap();
-        let game = sb
-            .challenge("Rita", "flap1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
-            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
-        })
-        .await
-        .unwrap();
+        game_under_way_with(&sb, "Rita", "flap1", 60).await;
         stop_now(run).await;
     })
     .await;
@@ -205,26 +187,11 @@ async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
 /// have made at least 8.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_replay_on_a_stream_that_closes_at_once_does_not_reset_the_waits() {
-    capture_logs();
     bounded(async {
         let bots = ["flap2"];
-        let sb = sandbox(&bots, &["Rita"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
-        sb.wait_event_stream("flap2", Duration::from_secs(10))
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["Rita"], quick, ABORT_AFTER_S).await;
         // A running game: every reopened stream replays its gameStart.
-        let game = sb
-            .challenge("Rita", "flap2", &ChallengeSpec::clock(600, 0))
-            .unwrap()
-            .id
-            .game_id();
-        sb.wait_until("the game under way", Duration::from_secs(10), |w| {
-            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
-        })
-        .await
-        .unwrap();
+        game_under_way_with(&sb, "Rita", "flap2", 600).await;
         let before = sb.event_stream_opens("flap2").len();
         sb.flap_event_stream("flap2", Duration::from_secs(12));
         tokio::time::sleep(Duration::from_secs(12)).await;
@@ -244,13 +211,10 @@ async fn a_replay_on_a_stream_that_closes_at_once_does_not_reset_the_waits() {
 /// start with an error naming the process that holds them; the first plays on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_daemon_on_the_same_results_log_is_refused_naming_the_first() {
-    capture_logs();
     bounded(async {
         let bots = ["twice1"];
-        let sb = sandbox(&bots, &["Rita"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let first = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
-        let err = match start_daemon(&sb, dir.path(), &bots, tuned).await {
+        let (sb, dir, first) = playing(&bots, &["Rita"], quick, ABORT_AFTER_S).await;
+        let err = match start_daemon(&sb, dir.path(), &bots, quick, ABORT_AFTER_S).await {
             Ok(_) => panic!("a second daemon started on the same results log"),
             Err(e) => format!("{e:#}"),
         };
@@ -259,19 +223,13 @@ async fn a_second_daemon_on_the_same_results_log_is_refused_naming_the_first() {
             "{err}"
         );
         assert!(err.contains("results.jsonl"), "{err}");
-        let game = sb
-            .challenge("Rita", "twice1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        sb.wait_until("the first daemon's game", Duration::from_secs(10), |w| {
-            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
-        })
-        .await
-        .unwrap();
+        // The first daemon plays.
+        game_under_way_with(&sb, "Rita", "twice1", 60).await;
         stop_now(first).await;
         // Once the first has stopped, the log is free.
-        let again = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
+        let again = start_daemon(&sb, dir.path(), &bots, quick, ABORT_AFTER_S)
+            .await
+            .unwrap();
         stop_now(again).await;
     })
     .await;
@@ -279,53 +237,20 @@ async fn a_second_daemon_on_the_same_results_log_is_refused_naming_the_first() {
 
 // ---------------------------------------------------------------- the challenger's bot limit
 
-async fn declined_reason(sb: &Sandbox, id: &ChallengeId) -> String {
-    sb.wait_until(
-        &format!("challenge {id} declined"),
-        Duration::from_secs(10),
-        |w| {
-            w.declined
-                .iter()
-                .find(|c| c.id == *id)
-                .and_then(|c| c.decline_reason_key.clone())
-        },
-    )
-    .await
-    .unwrap()
-}
-
 /// lila answers the accept of a bot's challenge with HTTP 400 (`ratelimit.key`
 /// `bot.vsBot.day`) when the *challenger* played its 100 bot games today: the challenge is
 /// declined (`later`) at once instead of left to expire, and our own bot games go on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_accept_refused_for_the_challengers_bot_limit_declines_the_challenge() {
-    capture_logs();
     bounded(async {
         let bots = ["lim1"];
-        let sb = sandbox(&bots, &["RoboRita", "RoboRon"]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
-        sb.wait_event_stream("lim1", Duration::from_secs(10))
-            .await
-            .unwrap();
+        let (sb, _dir, run) = playing(&bots, &["RoboRita", "RoboRon"], quick, ABORT_AFTER_S).await;
         sb.challenger_bot_limit_reached("lim1", Duration::from_secs(3600));
-        let refused = sb
-            .challenge("RoboRita", "lim1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id;
+        let refused = as_white(&sb, "RoboRita", "lim1");
         assert_eq!(declined_reason(&sb, &refused).await, "later");
         // The limit was the challenger's: another bot's challenge is played.
         sb.clear_faults("lim1");
-        let game = sb
-            .challenge("RoboRon", "lim1", &ChallengeSpec::clock(60, 0))
-            .unwrap()
-            .id
-            .game_id();
-        sb.wait_until("RoboRon's game", Duration::from_secs(10), |w| {
-            w.summary(&game).filter(|g| !g.moves.is_empty()).map(|_| ())
-        })
-        .await
-        .unwrap();
+        game_under_way_with(&sb, "RoboRon", "lim1", 60).await;
         stop_now(run).await;
     })
     .await;
@@ -333,54 +258,16 @@ async fn an_accept_refused_for_the_challengers_bot_limit_declines_the_challenge(
 
 // ---------------------------------------------------------------- a refused claim
 
-/// Alice challenges `bot` with White (1+0) and plays `first` as soon as the game lets her.
-async fn alice_opens(sb: &Sandbox, bot: &str, first: &str) -> GameId {
-    let mut spec = ChallengeSpec::clock(60, 0);
-    spec.color = ChallengeColor::White;
-    let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
-    tokio::time::timeout(Duration::from_secs(10), async {
-        while sb
-            .act(
-                "alice",
-                &id,
-                Action::Move {
-                    uci: first.to_string(),
-                    offering_draw: false,
-                },
-            )
-            .is_err()
-        {
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-    })
-    .await
-    .expect("Alice could not open");
-    id
-}
-
 /// Alice leaves and Lichess refuses the first two claims (our turn, or not allowed yet): the
 /// bot claims again until Lichess allows it, instead of waiting out her whole clock.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_claim_is_tried_again_until_lichess_allows_it() {
-    capture_logs();
     bounded(async {
         let bots = ["reclaim1"];
-        let sb = sandbox(&bots, &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon(&sb, dir.path(), &bots, tuned).await.unwrap();
-        let id = alice_opens(&sb, "reclaim1", "e2e4").await;
-        sb.wait_until("the bot's reply", Duration::from_secs(10), |w| {
-            w.summary(&id).filter(|g| g.moves.len() >= 2).map(|_| ())
-        })
-        .await
-        .unwrap();
+        let (sb, _dir, run) = playing(&bots, &[], quick, ABORT_AFTER_S).await;
+        let id = open_game_with_alice(&sb, "reclaim1").await;
         sb.refuse_next_claims(&id, 2);
-        sb.set_gone(&id, "alice", true, Duration::from_secs(1))
-            .unwrap();
-        // Her clock has most of its minute left: only a claim ends the game this soon.
-        let games = sb.wait_finished(1, Duration::from_secs(20)).await.unwrap();
-        let game = games.iter().find(|g| g.id == id).unwrap();
-        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        alice_leaves_and_is_claimed_against(&sb, &id, Duration::from_secs(20)).await;
         // The record follows the game's end: wait for it.
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         let record = loop {
@@ -437,20 +324,10 @@ fn lines_of(game: Option<GameSummary>, who: &str, room: ChatRoom) -> Vec<String>
 /// command is answered once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
-    capture_logs();
     bounded(async {
         let bots = ["chat1"];
-        let sb = sandbox(&bots, &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 3)
-            .await
-            .unwrap();
-        sb.wait_event_stream("chat1", Duration::from_secs(10))
-            .await
-            .unwrap();
-        let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ChallengeColor::White;
-        let id = sb.challenge("alice", "chat1", &spec).unwrap().id.game_id();
+        let (sb, _dir, run) = playing(&bots, &[], quick, 3).await;
+        let id = alice_challenges(&sb, "chat1", ChallengeColor::White);
         // Said once the bot follows the game: a line before its stream opens is not its.
         sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
             w.games
@@ -510,20 +387,10 @@ async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
 /// A game the bot aborts (no first move from the opponent) gets no goodbye: there was no game.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_the_bot_aborts_gets_no_goodbye() {
-    capture_logs();
     bounded(async {
         let bots = ["bye1"];
-        let sb = sandbox(&bots, &[]).await;
-        let dir = tempfile::tempdir().unwrap();
-        let run = start_daemon_aborting_after(&sb, dir.path(), &bots, tuned, 2)
-            .await
-            .unwrap();
-        sb.wait_event_stream("bye1", Duration::from_secs(10))
-            .await
-            .unwrap();
-        let mut spec = ChallengeSpec::clock(60, 0);
-        spec.color = ChallengeColor::White;
-        let id = sb.challenge("alice", "bye1", &spec).unwrap().id.game_id();
+        let (sb, _dir, run) = playing(&bots, &[], quick, 2).await;
+        let id = alice_challenges(&sb, "bye1", ChallengeColor::White);
         let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
         let game = games.iter().find(|g| g.id == id).unwrap();
         assert_eq!(game.status, GameStatus::Aborted, "{game:?}");

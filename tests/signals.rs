@@ -300,17 +300,7 @@ async fn killed_during_a_game_lost_on_time_meanwhile_the_restart_records_it_once
         mut daemon,
         game,
     } = daemon_with_open_game(bot).await;
-    let play = |uci: &str| {
-        sb.act(
-            "alice",
-            &game,
-            ladder::sandbox::Action::Move {
-                uci: uci.into(),
-                offering_draw: false,
-            },
-        )
-        .unwrap()
-    };
+    let play = |uci: &str| sb.play_move("alice", &game, uci).unwrap();
     play("e2e4");
     sb.wait_until("the bot's reply", Duration::from_secs(20), |w| {
         w.summary(&game).filter(|g| g.moves.len() >= 2).map(|_| ())

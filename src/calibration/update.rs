@@ -795,14 +795,7 @@ mod tests {
 
     #[test]
     fn a_level_at_the_floor_that_is_too_strong_stays_put() {
-        let mut c = base();
-        c.max_noise_cp = Some(600.0);
-        c.blindness = Some(BlindnessCurve {
-            max: 0.6,
-            mid: 0.5,
-            width: 0.7,
-            min: 0.0,
-        });
+        let mut c = base().with_test_bottom(600.0);
         let floor = weakest_exponent(&c).unwrap();
         // At the floor: one node, the noise at its cap, blindness at its maximum.
         c.offsets.insert("1".into(), floor - 1.0 - 0.5);

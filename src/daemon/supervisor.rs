@@ -326,6 +326,18 @@ impl Life {
         self.starter.results.open_games().await.unwrap_or_default()
     }
 
+    /// What a stop leaves behind: `N games left open: id (account), …; ` and what becomes of
+    /// them.
+    async fn left_open(&self) -> String {
+        let open = self.open_games().await;
+        format!(
+            "{} left open{}; {}",
+            games(open.len()),
+            named(&open),
+            self.after_leaving()
+        )
+    }
+
     /// What becomes of the games left open, in this daemon's world.
     fn after_leaving(&self) -> &'static str {
         match self.starter.source {
@@ -453,13 +465,8 @@ impl Life {
                             let report = drain_report_every(grace);
                             drain_tick = tokio::time::interval_at(tokio::time::Instant::now() + report, report);
                         } else {
-                            let open = self.open_games().await;
-                            tracing::warn!(
-                                "stopping now: {} left open{}; {}",
-                                games(open.len()),
-                                named(&open),
-                                self.after_leaving()
-                            );
+                            let left = self.left_open().await;
+                            tracing::warn!("stopping now: {left}");
                             self.notifier.stopping("stopping now");
                             self.set_state(RunState::Stopped);
                         }
@@ -479,13 +486,10 @@ impl Life {
                     grace_end = Some(tokio::time::Instant::now() + ENDING_LIMIT);
                 }
                 _ = async { tokio::time::sleep_until(grace_end.expect("guarded")).await }, if grace_end.is_some() && self.state == RunState::Ending => {
-                    let open = self.open_games().await;
+                    let left = self.left_open().await;
                     tracing::warn!(
-                        "aborts not confirmed within {}: stopping now; {} left open{}; {}",
-                        show_wait(ENDING_LIMIT),
-                        games(open.len()),
-                        named(&open),
-                        self.after_leaving()
+                        "aborts not confirmed within {}: stopping now; {left}",
+                        show_wait(ENDING_LIMIT)
                     );
                     self.set_state(RunState::Stopped);
                 }

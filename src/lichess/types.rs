@@ -25,18 +25,20 @@ pub enum Color {
 }
 
 impl Color {
-    pub fn other(self) -> Color {
+    /// `white` for White, `black` for Black: this side's one of a pair.
+    pub fn fold_wb<T>(self, white: T, black: T) -> T {
         match self {
-            Color::White => Color::Black,
-            Color::Black => Color::White,
+            Color::White => white,
+            Color::Black => black,
         }
     }
 
+    pub fn other(self) -> Color {
+        self.fold_wb(Color::Black, Color::White)
+    }
+
     pub fn as_str(self) -> &'static str {
-        match self {
-            Color::White => "white",
-            Color::Black => "black",
-        }
+        self.fold_wb("white", "black")
     }
 }
 
@@ -48,19 +50,13 @@ impl fmt::Display for Color {
 
 impl From<shakmaty::Color> for Color {
     fn from(c: shakmaty::Color) -> Color {
-        match c {
-            shakmaty::Color::White => Color::White,
-            shakmaty::Color::Black => Color::Black,
-        }
+        c.fold_wb(Color::White, Color::Black)
     }
 }
 
 impl From<Color> for shakmaty::Color {
     fn from(c: Color) -> shakmaty::Color {
-        match c {
-            Color::White => shakmaty::Color::White,
-            Color::Black => shakmaty::Color::Black,
-        }
+        c.fold_wb(shakmaty::Color::White, shakmaty::Color::Black)
     }
 }
 
@@ -573,54 +569,50 @@ struct ChallengeHolder {
     compat: Option<Compat>,
 }
 
-/// The `type` field of a tagged line, or `""` when it has none.
-fn type_of(value: &Value) -> String {
-    value
+/// A tagged line (`{"type": …, …}`) read as a JSON object, with its `type` (`""` when it has
+/// none).
+fn tagged_line<'de, D: serde::Deserializer<'de>>(d: D) -> Result<(String, Value), D::Error> {
+    use serde::de::Error;
+    let value = Value::deserialize(d)?;
+    if !value.is_object() {
+        return Err(D::Error::custom("an event must be a JSON object"));
+    }
+    let kind = value
         .get("type")
         .and_then(Value::as_str)
         .unwrap_or_default()
-        .to_string()
+        .to_string();
+    Ok((kind, value))
+}
+
+/// The body of a tagged line as a `T`, its error as the deserializer's `E`.
+fn body<T: serde::de::DeserializeOwned, E: serde::de::Error>(value: Value) -> Result<T, E> {
+    serde_json::from_value(value).map_err(E::custom)
 }
 
 impl<'de> Deserialize<'de> for Event {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Event, D::Error> {
-        use serde::de::Error;
-        let value = Value::deserialize(d)?;
-        if !value.is_object() {
-            return Err(D::Error::custom("an event must be a JSON object"));
-        }
-        let kind = type_of(&value);
-        let event = match kind.as_str() {
-            "gameStart" => Event::GameStart {
-                game: GameHolder::deserialize(value)
-                    .map_err(D::Error::custom)?
-                    .game,
-            },
-            "gameFinish" => Event::GameFinish {
-                game: GameHolder::deserialize(value)
-                    .map_err(D::Error::custom)?
-                    .game,
-            },
+        let (kind, value) = tagged_line(d)?;
+        let game = |value| body::<GameHolder, D::Error>(value).map(|h| h.game);
+        let challenge = |value| body::<ChallengeHolder, D::Error>(value);
+        Ok(match kind.as_str() {
+            "gameStart" => Event::GameStart { game: game(value)? },
+            "gameFinish" => Event::GameFinish { game: game(value)? },
             "challenge" => {
-                let h = ChallengeHolder::deserialize(value).map_err(D::Error::custom)?;
+                let h = challenge(value)?;
                 Event::Challenge {
                     challenge: h.challenge,
                     compat: h.compat,
                 }
             }
             "challengeCanceled" => Event::ChallengeCanceled {
-                challenge: ChallengeHolder::deserialize(value)
-                    .map_err(D::Error::custom)?
-                    .challenge,
+                challenge: challenge(value)?.challenge,
             },
             "challengeDeclined" => Event::ChallengeDeclined {
-                challenge: ChallengeHolder::deserialize(value)
-                    .map_err(D::Error::custom)?
-                    .challenge,
+                challenge: challenge(value)?.challenge,
             },
             _ => Event::Unknown { kind, raw: value },
-        };
-        Ok(event)
+        })
     }
 }
 
@@ -744,34 +736,22 @@ impl GameState {
 
     /// Remaining time (ms) of a side.
     pub fn time_of(&self, color: Color) -> u64 {
-        match color {
-            Color::White => self.wtime,
-            Color::Black => self.btime,
-        }
+        color.fold_wb(self.wtime, self.btime)
     }
 
     /// Increment (ms) of a side.
     pub fn increment_of(&self, color: Color) -> u64 {
-        match color {
-            Color::White => self.winc,
-            Color::Black => self.binc,
-        }
+        color.fold_wb(self.winc, self.binc)
     }
 
     /// Whether a side is offering a draw.
     pub fn draw_offer_of(&self, color: Color) -> bool {
-        match color {
-            Color::White => self.wdraw,
-            Color::Black => self.bdraw,
-        }
+        color.fold_wb(self.wdraw, self.bdraw)
     }
 
     /// Whether a side is proposing a takeback.
     pub fn takeback_of(&self, color: Color) -> bool {
-        match color {
-            Color::White => self.wtakeback,
-            Color::Black => self.btakeback,
-        }
+        color.fold_wb(self.wtakeback, self.btakeback)
     }
 }
 
@@ -815,10 +795,7 @@ impl GameFull {
     }
 
     pub fn player(&self, color: Color) -> &GameEventPlayer {
-        match color {
-            Color::White => &self.white,
-            Color::Black => &self.black,
-        }
+        color.fold_wb(&self.white, &self.black)
     }
 }
 
@@ -879,28 +856,14 @@ pub enum GameEvent {
 
 impl<'de> Deserialize<'de> for GameEvent {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<GameEvent, D::Error> {
-        use serde::de::Error;
-        let value = Value::deserialize(d)?;
-        if !value.is_object() {
-            return Err(D::Error::custom("an event must be a JSON object"));
-        }
-        let kind = type_of(&value);
-        let event = match kind.as_str() {
-            "gameFull" => GameEvent::GameFull(Box::new(
-                GameFull::deserialize(value).map_err(D::Error::custom)?,
-            )),
-            "gameState" => {
-                GameEvent::GameState(GameState::deserialize(value).map_err(D::Error::custom)?)
-            }
-            "chatLine" => {
-                GameEvent::ChatLine(ChatLine::deserialize(value).map_err(D::Error::custom)?)
-            }
-            "opponentGone" => {
-                GameEvent::OpponentGone(OpponentGone::deserialize(value).map_err(D::Error::custom)?)
-            }
+        let (kind, value) = tagged_line(d)?;
+        Ok(match kind.as_str() {
+            "gameFull" => GameEvent::GameFull(Box::new(body::<_, D::Error>(value)?)),
+            "gameState" => GameEvent::GameState(body::<_, D::Error>(value)?),
+            "chatLine" => GameEvent::ChatLine(body::<_, D::Error>(value)?),
+            "opponentGone" => GameEvent::OpponentGone(body::<_, D::Error>(value)?),
             _ => GameEvent::Unknown { kind, raw: value },
-        };
-        Ok(event)
+        })
     }
 }
 
@@ -1066,10 +1029,7 @@ pub struct GamePlayers {
 
 impl GamePlayers {
     pub fn get(&self, color: Color) -> &GamePlayer {
-        match color {
-            Color::White => &self.white,
-            Color::Black => &self.black,
-        }
+        color.fold_wb(&self.white, &self.black)
     }
 }
 

@@ -76,6 +76,7 @@ mod tests {
     use crate::engine::NoStop;
     use crate::levels::{Coefficients, LevelParams};
     use crate::player::LevelPlayer;
+    use crate::player::tests::self_play;
 
     /// The candidate coefficients with the model on (the measurements' file).
     const CANDIDATE: &str = include_str!("../../calibration/humane/coefficients.toml");
@@ -119,26 +120,12 @@ mod tests {
         assert!(Coefficients::parse(&text, "c.toml").is_err());
     }
 
-    fn play(coefficients: &Coefficients, level: f64, seed: u64, plies: usize) -> Vec<String> {
-        let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), seed);
-        let mut game = Game::startpos();
-        let mut moves = Vec::new();
-        for _ in 0..plies {
-            let Some(m) = player.choose(&game, &mut NoStop).best_move else {
-                break;
-            };
-            moves.push(game.to_uci(m));
-            game.play(m);
-        }
-        moves
-    }
-
     #[test]
     fn with_the_model_on_a_game_replays_from_its_seed() {
         let c = candidate();
-        let game = play(&c, 1.0, 7, 40);
-        assert_eq!(game, play(&c, 1.0, 7, 40));
-        assert_ne!(game, play(&c, 1.0, 8, 40));
+        let game = self_play(&c, 1.0, 7, 40);
+        assert_eq!(game, self_play(&c, 1.0, 7, 40));
+        assert_ne!(game, self_play(&c, 1.0, 8, 40));
     }
 
     #[test]

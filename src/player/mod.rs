@@ -168,9 +168,15 @@ mod tests {
     use crate::engine::NoStop;
     use crate::levels::Coefficients;
 
-    fn play(level: f64, seed: u64, plies: usize) -> Vec<String> {
-        let params = LevelParams::new(&Coefficients::builtin(), level);
-        let mut player = LevelPlayer::new(params, seed);
+    /// The moves (UCI) of a game the level plays against itself from the start, `plies` long
+    /// at most: one seed, one game.
+    pub(super) fn self_play(
+        coefficients: &Coefficients,
+        level: f64,
+        seed: u64,
+        plies: usize,
+    ) -> Vec<String> {
+        let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), seed);
         let mut game = Game::startpos();
         let mut moves = Vec::new();
         for _ in 0..plies {
@@ -185,7 +191,8 @@ mod tests {
 
     #[test]
     fn same_seed_same_game_other_seed_other_game() {
-        assert_eq!(play(1.0, 7, 24), play(1.0, 7, 24));
-        assert_ne!(play(1.0, 7, 24), play(1.0, 8, 24));
+        let play = |seed| self_play(&Coefficients::builtin(), 1.0, seed, 24);
+        assert_eq!(play(7), play(7));
+        assert_ne!(play(7), play(8));
     }
 }

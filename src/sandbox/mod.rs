@@ -196,6 +196,15 @@ impl Sandbox {
         self.lock().game_action(&player, game_id, action)
     }
 
+    /// Plays the move `uci` as a player, offering no draw.
+    pub fn play_move(&self, player: &str, game_id: &GameId, uci: &str) -> Result<(), ApiError> {
+        let action = Action::Move {
+            uci: uci.to_string(),
+            offering_draw: false,
+        };
+        self.act(player, game_id, action)
+    }
+
     /// Waits until at least `n` games have finished (ended in any way, aborts included).
     pub async fn wait_finished(
         &self,

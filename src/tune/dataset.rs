@@ -4,10 +4,9 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess};
+use shakmaty::Chess;
 
-use super::sample::Sample;
+use super::sample::{Sample, is_held_out, parse_position, report_skipped, skip_line};
 use super::trace::Trace;
 use crate::engine::Weights;
 
@@ -78,12 +77,10 @@ pub fn load(files: &[PathBuf], weights: &Weights, options: LoadOptions) -> anyho
                 split.games += 1;
                 continue;
             }
-            match parse_line(line) {
+            match parse_position(line) {
                 Ok(None) => {}
                 Ok(Some((sample, pos))) => {
-                    let held = options.holdout_every > 0
-                        && split.games % options.holdout_every == options.holdout_every - 1;
-                    let part = if held {
+                    let part = if is_held_out(split.games, options.holdout_every) {
                         &mut split.held_out
                     } else {
                         &mut split.train
@@ -91,32 +88,12 @@ pub fn load(files: &[PathBuf], weights: &Weights, options: LoadOptions) -> anyho
                     let trace = Trace::of(&pos, weights);
                     part.push(trace, &sample, options.keep_positions.then_some(pos));
                 }
-                Err(e) => {
-                    split.skipped_lines += 1;
-                    if split.skipped_lines <= 10 {
-                        tracing::warn!("{}:{}: {e}; line skipped", file.display(), number + 1);
-                    }
-                }
+                Err(e) => skip_line(&mut split.skipped_lines, file, number, &e),
             }
         }
     }
-    if split.skipped_lines > 10 {
-        tracing::warn!("{} broken lines skipped in all", split.skipped_lines);
-    }
+    report_skipped(split.skipped_lines);
     Ok(split)
-}
-
-fn parse_line(line: &str) -> Result<Option<(Sample, Chess)>, String> {
-    let Some(sample) = Sample::parse(line)? else {
-        return Ok(None);
-    };
-    let pos: Chess = sample
-        .fen
-        .parse::<Fen>()
-        .map_err(|e| format!("bad FEN: {e}"))?
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("illegal position: {e}"))?;
-    Ok(Some((sample, pos)))
 }
 
 /// σ(K · x): the expected score of an evaluation of `x` centipawns.

@@ -11,8 +11,16 @@
 //! position. A block of positions ends with its game's `#game` line, written in one piece after
 //! the game is over, so a file cut by a kill ends in a whole block or in a partial one that
 //! resuming drops ([`complete_prefix`]).
+//!
+//! Both loaders (the tuner's [`super::dataset`] and the trainer's [`super::net::data`]) read it
+//! through here: a line with its position ([`parse_position`]), the held-out games
+//! ([`is_held_out`]) and broken lines logged and skipped ([`skip_line`]).
 
 use std::fmt::Write as _;
+use std::path::Path;
+
+use shakmaty::fen::Fen;
+use shakmaty::{CastlingMode, Chess};
 
 use crate::shard::Shard;
 
@@ -210,6 +218,46 @@ impl Sample {
     }
 }
 
+/// Parses one data line with its position; `None` for a comment or game marker, an error for
+/// a broken line or an unreadable or illegal FEN.
+pub fn parse_position(line: &str) -> Result<Option<(Sample, Chess)>, String> {
+    let Some(sample) = Sample::parse(line)? else {
+        return Ok(None);
+    };
+    let position: Chess = sample
+        .fen
+        .parse::<Fen>()
+        .map_err(|e| format!("bad FEN: {e}"))?
+        .into_position(CastlingMode::Standard)
+        .map_err(|e| format!("illegal position: {e}"))?;
+    Ok(Some((sample, position)))
+}
+
+/// Whether the game after `games_before` finished ones is held out when one game in `every`
+/// is (0: none): the last of each `every`.
+pub fn is_held_out(games_before: u64, every: u64) -> bool {
+    every > 0 && games_before % every == every - 1
+}
+
+/// How many broken lines a load logs one by one; the rest are only counted.
+const SKIPS_LOGGED: usize = 10;
+
+/// Counts a broken line of a data file (`number` from 0), logging it with its file and line
+/// while few have been.
+pub fn skip_line(skipped: &mut usize, file: &Path, number: usize, error: &str) {
+    *skipped += 1;
+    if *skipped <= SKIPS_LOGGED {
+        tracing::warn!("{}:{}: {error}; line skipped", file.display(), number + 1);
+    }
+}
+
+/// After a load: the count of broken lines, when more were skipped than logged.
+pub fn report_skipped(skipped: usize) {
+    if skipped > SKIPS_LOGGED {
+        tracing::warn!("{skipped} broken lines skipped in all");
+    }
+}
+
 /// The result's text in a data line.
 pub fn result_text(result: f64) -> &'static str {
     if result > 0.75 {
@@ -272,6 +320,7 @@ pub fn complete_prefix(text: &str, first: u64) -> Result<(usize, u64), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use shakmaty::Position;
 
     #[test]
     fn a_block_reads_back_and_a_cut_block_is_dropped() {
@@ -336,5 +385,26 @@ mod tests {
         assert!(Sample::parse("fen;twelve;1").is_err());
         assert!(Sample::parse("fen;12;2").is_err());
         assert_eq!(Sample::parse("#game 1 1 40"), Ok(None));
+    }
+
+    #[test]
+    fn a_line_reads_with_its_position_and_a_bad_fen_is_named() {
+        let start = "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1";
+        let (sample, position) = parse_position(&format!("{start};15;0.5")).unwrap().unwrap();
+        assert_eq!((sample.score_cp, sample.result), (15, 0.5));
+        assert_eq!(position.board(), Chess::default().board());
+        assert!(matches!(parse_position("#game 0 1 40"), Ok(None)));
+        let bad = parse_position("8/8/8/x/8/8/8/8 w - - 0 1;0;1").unwrap_err();
+        assert!(bad.starts_with("bad FEN"), "{bad}");
+        // Both kings missing: a FEN that reads but is no legal position.
+        let illegal = parse_position("8/8/8/8/8/8/8/8 w - - 0 1;0;1").unwrap_err();
+        assert!(illegal.starts_with("illegal position"), "{illegal}");
+    }
+
+    #[test]
+    fn the_last_game_of_each_group_is_held_out() {
+        let held: Vec<bool> = (0..6).map(|g| is_held_out(g, 3)).collect();
+        assert_eq!(held, [false, false, true, false, false, true]);
+        assert!((0..6).all(|g| !is_held_out(g, 0)));
     }
 }

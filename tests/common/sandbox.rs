@@ -25,10 +25,11 @@ pub fn challenger(name: &str) -> ChallengerConfig {
     c
 }
 
-/// Short stream idle timeout, backoff and request timeout, so faults resolve within a test
-/// (the 429 pause is left as it is).
+/// Short stream idle timeout, backoff, request timeout and 429 pause (1 s, not lila's minute),
+/// so faults resolve within a test.
 pub fn quick(mut c: ClientConfig) -> ClientConfig {
     c.stream_idle_timeout = Duration::from_millis(1500);
+    c.rate_limit.pause = Duration::from_secs(1);
     c.backoff = BackoffPolicy {
         base: Duration::from_millis(50),
         cap: Duration::from_millis(500),

@@ -11,10 +11,9 @@ use std::io::BufRead as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use shakmaty::fen::Fen;
-use shakmaty::{CastlingMode, Chess, Color, Position};
+use shakmaty::{Chess, Color, Position};
 
-use super::super::sample::Sample;
+use super::super::sample::{is_held_out, parse_position, report_skipped, skip_line};
 use crate::engine::nnue::{self, PieceSquare, feature_index};
 
 /// Labelled positions, packed: the inputs of position `i` are `features[ends[i-1]..ends[i]]`.
@@ -138,7 +137,7 @@ pub fn load(files: &[PathBuf], options: LoadOptions) -> anyhow::Result<Data> {
                 data.games += 1;
                 continue;
             }
-            let parsed = parse_line(&line).and_then(|parsed| {
+            let parsed = parse_position(&line).and_then(|parsed| {
                 let Some((sample, position)) = parsed else {
                     return Ok(());
                 };
@@ -150,9 +149,7 @@ pub fn load(files: &[PathBuf], options: LoadOptions) -> anyhow::Result<Data> {
                 } else {
                     (1.0 - result, -score)
                 };
-                let held = options.holdout_every > 0
-                    && data.games % options.holdout_every == options.holdout_every - 1;
-                let part = if held {
+                let part = if is_held_out(data.games, options.holdout_every) {
                     &mut data.validation
                 } else {
                     &mut data.train
@@ -160,16 +157,11 @@ pub fn load(files: &[PathBuf], options: LoadOptions) -> anyhow::Result<Data> {
                 part.push(&position, label(options.wdl, result, score))
             });
             if let Err(e) = parsed {
-                data.skipped_lines += 1;
-                if data.skipped_lines <= 10 {
-                    tracing::warn!("{}:{}: {e}; line skipped", file.display(), number + 1);
-                }
+                skip_line(&mut data.skipped_lines, file, number, &e);
             }
         }
     }
-    if data.skipped_lines > 10 {
-        tracing::warn!("{} broken lines skipped in all", data.skipped_lines);
-    }
+    report_skipped(data.skipped_lines);
     if data.train.is_empty() {
         bail!(
             "no training positions in {} (lines are `FEN;score;result` as `ladder tune datagen` \
@@ -182,19 +174,6 @@ pub fn load(files: &[PathBuf], options: LoadOptions) -> anyhow::Result<Data> {
         );
     }
     Ok(data)
-}
-
-fn parse_line(line: &str) -> Result<Option<(Sample, Chess)>, String> {
-    let Some(sample) = Sample::parse(line)? else {
-        return Ok(None);
-    };
-    let position: Chess = sample
-        .fen
-        .parse::<Fen>()
-        .map_err(|e| format!("bad FEN: {e}"))?
-        .into_position(CastlingMode::Standard)
-        .map_err(|e| format!("illegal position: {e}"))?;
-    Ok(Some((sample, position)))
 }
 
 #[cfg(test)]
