@@ -3,7 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::engine::{Engine, Game, Limits, NoStop, Noise, SearchConstants, SearchParams};
+use crate::engine::evaluator::SHIPPED_NETWORK;
+use crate::engine::weights::SHIPPED_VERSION;
+use crate::engine::{
+    Engine, Evaluator, Game, Limits, NoStop, Noise, SearchConstants, SearchParams,
+};
 
 /// Default depth of `ladder bench`.
 pub const DEFAULT_DEPTH: u32 = 8;
@@ -85,17 +89,25 @@ pub fn bench(depth: u32) -> BenchResult {
 
 /// [`bench`] with a chosen hash size and noise.
 pub fn bench_with(depth: u32, hash_mb: usize, noise: Noise) -> BenchResult {
-    bench_search(depth, hash_mb, noise, SearchConstants::shipped())
+    bench_search(
+        depth,
+        hash_mb,
+        noise,
+        SearchConstants::shipped(),
+        Evaluator::shipped(),
+    )
 }
 
-/// [`bench_with`] with a chosen set of search constants (an older search version's).
+/// [`bench_with`] with a chosen set of search constants (an older search version's) and
+/// evaluation.
 pub fn bench_search(
     depth: u32,
     hash_mb: usize,
     noise: Noise,
     constants: SearchConstants,
+    evaluator: Evaluator,
 ) -> BenchResult {
-    let mut engine = Engine::new(hash_mb);
+    let mut engine = Engine::with_evaluator(hash_mb, evaluator);
     engine.set_search_constants(constants);
     let params = SearchParams {
         limits: Limits::depth(depth),
@@ -145,6 +157,10 @@ pub struct BenchArgs {
     /// that an older one still searches exactly as it was calibrated.
     #[arg(long)]
     pub search: Option<u32>,
+    /// A built-in network to evaluate with (`network` in a coefficients file; 0 = the
+    /// hand-crafted evaluation, whose signature is the one commits quote).
+    #[arg(long, default_value_t = 0)]
+    pub network: u32,
 }
 
 pub fn run(args: BenchArgs) -> anyhow::Result<()> {
@@ -163,7 +179,13 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
         .unwrap_or(crate::engine::constants::SHIPPED_SEARCH_VERSION);
     let constants = SearchConstants::of_known_version(version)
         .map_err(|unknown| anyhow::anyhow!("--search {version}: {unknown}"))?;
-    let result = bench_search(args.depth, args.hash, noise, constants);
+    let evaluator = Evaluator::of_versions(SHIPPED_VERSION, args.network).ok_or_else(|| {
+        anyhow::anyhow!(
+            "--network {}: no such built-in network (0 to {SHIPPED_NETWORK})",
+            args.network
+        )
+    })?;
+    let result = bench_search(args.depth, args.hash, noise, constants, evaluator);
     for (i, line) in result.lines.iter().enumerate() {
         println!(
             "{:>2} {:>10} nodes {:>7.3}s  {:<6} {}",

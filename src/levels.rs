@@ -83,6 +83,11 @@ pub struct Coefficients {
     /// so a retuned evaluation moves no level until the ladder is recalibrated with it.
     #[serde(default)]
     pub eval_weights: u32,
+    /// The built-in network these coefficients were calibrated with (0, the default: none, the
+    /// hand-crafted evaluation with [`Coefficients::eval_weights`]). See
+    /// [`crate::engine::Evaluator::of_versions`].
+    #[serde(default, skip_serializing_if = "is_zero_version")]
+    pub network: u32,
     /// The version of the search these coefficients were calibrated with (1, the default for
     /// older files: the first search; [`crate::engine::constants::SHIPPED_SEARCH_VERSION`]).
     /// Like the weights, the levels play with that version until the ladder is recalibrated.
@@ -157,6 +162,10 @@ pub struct BlindnessCurve {
     /// a level without it errs only by searching less.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min: f64,
+}
+
+fn is_zero_version(version: &u32) -> bool {
+    *version == 0
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -300,6 +309,16 @@ impl Coefficients {
         }
         if let Err(unknown) = crate::engine::SearchConstants::of_known_version(self.search) {
             return bad("search", unknown);
+        }
+        if crate::engine::evaluator::network_of_version(self.network).is_none() && self.network != 0
+        {
+            return bad(
+                "network",
+                format!(
+                    "no built-in network of that version (known: 0 = none, 1 to {})",
+                    crate::engine::evaluator::SHIPPED_NETWORK
+                ),
+            );
         }
         if crate::engine::Weights::of_version(self.eval_weights).is_none() {
             return bad(
@@ -584,6 +603,8 @@ pub struct LevelParams {
     pub coefficients_version: u32,
     /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
     pub eval_weights: u32,
+    /// The network the level plays with, 0 for none ([`Coefficients::network`]).
+    pub network: u32,
     /// The search version the level plays with ([`Coefficients::search`]).
     pub search: u32,
     /// The humane error model and the rating it plays (the level's target), when it is on
@@ -621,6 +642,7 @@ impl LevelParams {
                 .map_or(0.0, |curve| curve.probability(exponent)),
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
+            network: coefficients.network,
             search: coefficients.search,
             humane: coefficients
                 .humane
@@ -850,6 +872,27 @@ mod tests {
         u32,
         &'static str,
     );
+
+    #[test]
+    fn a_network_is_named_only_when_the_levels_play_with_one() {
+        let shipped = Coefficients::builtin();
+        assert_eq!(LevelParams::new(&shipped, 5.0).network, shipped.network);
+        // Files without the key write none: they keep their bytes.
+        let plain = Coefficients::parse(Coefficients::DEFAULT_TOML, "c.toml").unwrap();
+        assert_eq!(plain.network, 0);
+        assert!(!toml::to_string(&plain).unwrap().contains("network"));
+        let named =
+            Coefficients::DEFAULT_TOML.replacen("\nsearch = ", "\nnetwork = 1\nsearch = ", 1);
+        let with_network = Coefficients::parse(&named, "c.toml").unwrap();
+        assert_eq!(LevelParams::new(&with_network, 3.0).network, 1);
+        assert!(
+            toml::to_string(&with_network)
+                .unwrap()
+                .contains("network = 1")
+        );
+        let err = refusal(&named.replace("network = 1", "network = 77"));
+        assert!(err.contains("network: no built-in network"), "{err}");
+    }
 
     #[test]
     fn levels_play_with_the_evaluation_and_search_they_were_calibrated_with() {

@@ -21,7 +21,9 @@ use std::time::{Duration, Instant};
 use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Color, Move, Position};
 
-use crate::engine::{Engine, Game, Limits, SearchInfo, SearchObserver, SearchParams};
+use crate::engine::evaluator::SHIPPED_NETWORK;
+use crate::engine::weights::SHIPPED_VERSION;
+use crate::engine::{Engine, Evaluator, Game, Limits, SearchInfo, SearchObserver, SearchParams};
 use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
 use crate::player::LevelPlayer;
 use crate::player::deadline::{Deadline, TimeBudget};
@@ -109,6 +111,8 @@ struct Options {
     limit_strength: bool,
     elo: u32,
     move_overhead_ms: u64,
+    /// The evaluation at full strength: 0 the hand-crafted one, otherwise a built-in network.
+    network: u32,
     coefficients: Arc<Coefficients>,
     coefficients_source: String,
 }
@@ -125,6 +129,7 @@ impl Options {
             limit_strength: false,
             elo: 1500u32.clamp(min_elo, max_elo),
             move_overhead_ms: DEFAULT_OVERHEAD_MS,
+            network: 0,
             coefficients: Arc::new(coefficients),
             coefficients_source: BUILTIN.to_string(),
         }
@@ -236,6 +241,7 @@ impl Session {
             format!(
                 "option name Move Overhead type spin default {DEFAULT_OVERHEAD_MS} min 0 max {MAX_OVERHEAD_MS}"
             ),
+            format!("option name Network type spin default 0 min 0 max {SHIPPED_NETWORK}"),
             "option name UCI_Chess960 type check default false".to_string(),
             "option name UCI_LimitStrength type check default false".to_string(),
             format!(
@@ -295,6 +301,10 @@ impl Session {
             }
             "move overhead" => {
                 options.move_overhead_ms = parse_spin(&name, value.as_deref(), 0, MAX_OVERHEAD_MS)?;
+            }
+            "network" => {
+                options.network =
+                    parse_spin(&name, value.as_deref(), 0, SHIPPED_NETWORK.into())? as u32;
             }
             "uci_chess960" => options.chess960 = parse_check(&name, value.as_deref())?,
             "uci_limitstrength" => options.limit_strength = parse_check(&name, value.as_deref())?,
@@ -366,6 +376,7 @@ impl Session {
                 }
             }
             None => SearchMode::FullStrength {
+                network: self.options.network,
                 hash_mb: self.options.hash_mb,
             },
         };
@@ -588,7 +599,7 @@ enum Job {
 /// engine at full strength.
 enum SearchMode {
     Level { params: LevelParams, seed: u64 },
-    FullStrength { hash_mb: usize },
+    FullStrength { hash_mb: usize, network: u32 },
 }
 
 struct SearchJob {
@@ -712,9 +723,14 @@ fn search(
             let player = player.as_mut().expect("just made");
             player.choose_within(&job.game, job.cap, &mut observer)
         }
-        SearchMode::FullStrength { hash_mb } => {
+        SearchMode::FullStrength { hash_mb, network } => {
             if engine.hash_mb() != *hash_mb {
                 engine.set_hash_mb(*hash_mb);
+            }
+            let evaluator = Evaluator::of_versions(SHIPPED_VERSION, *network)
+                .expect("the option's range holds only built-in networks");
+            if *engine.evaluator() != evaluator {
+                engine.set_evaluator(evaluator);
             }
             let params = SearchParams::full_strength(job.cap);
             engine.search(&job.game, &params, &mut observer)

@@ -6,9 +6,12 @@ use std::process::Command;
 
 use shakmaty::Position;
 
+use ladder::engine::evaluator::SHIPPED_NETWORK;
+use ladder::engine::position::GameEnd;
+use ladder::engine::weights::SHIPPED_VERSION;
 use ladder::engine::{
-    Engine, Game, Limits, NoStop, Noise, Score, SearchInfo, SearchObserver, SearchParams,
-    SearchResult,
+    Engine, Evaluator, Game, Limits, NoStop, Noise, Score, SearchInfo, SearchObserver,
+    SearchParams, SearchResult,
 };
 use ladder::levels::{Coefficients, LevelParams};
 
@@ -243,6 +246,44 @@ fn different_seeds_change_the_move_at_a_noisy_level() {
 
 #[test]
 fn finds_known_mates() {
+    assert_finds_known_mates(|| Engine::new(1));
+}
+
+fn network() -> Evaluator {
+    Evaluator::of_versions(SHIPPED_VERSION, SHIPPED_NETWORK).expect("built in")
+}
+
+/// The network evaluation keeps what the search and the endings need: known mates are found,
+/// and a lone king is mated in self-play (the mop-up the hand-crafted evaluation has), the same
+/// way twice.
+#[test]
+fn the_network_evaluation_finds_mates_and_mates_a_lone_king() {
+    assert_finds_known_mates(|| Engine::with_evaluator(1, network()));
+    for fen in [
+        "8/8/8/4k3/8/8/8/R3K3 w - - 0 1",
+        "8/8/3k4/8/8/8/8/3QK3 b - - 0 1",
+    ] {
+        let self_play = || {
+            let mut game = game(fen);
+            let mut engine = Engine::with_evaluator(1, network());
+            while game.outcome().is_none() && game.moves().len() < 120 {
+                let result = engine.search(&game, &nodes(4_000), &mut NoStop);
+                game.play(result.best_move.expect("a legal move"));
+            }
+            game
+        };
+        let played = self_play();
+        assert!(
+            matches!(played.outcome(), Some(GameEnd::Checkmate { .. })),
+            "{fen}: {:?} after {} plies",
+            played.outcome(),
+            played.moves().len()
+        );
+        assert_eq!(played.moves(), self_play().moves(), "{fen}");
+    }
+}
+
+fn assert_finds_known_mates(new_engine: impl Fn() -> Engine) {
     let text = include_str!("fixtures/engine/mates.txt");
     let mut count = 0;
     for line in text
@@ -252,9 +293,10 @@ fn finds_known_mates() {
         let fields: Vec<&str> = line.split(';').map(str::trim).collect();
         let (fen, n, best) = (fields[0], fields[1].parse::<i32>().unwrap(), fields[2]);
         let game = game(fen);
-        let result = search(
+        let result = new_engine().search(
             &game,
             &SearchParams::full_strength(Limits::depth(2 * n as u32 + 2)),
+            &mut NoStop,
         );
         assert_eq!(result.score, Score::Mate(n), "{fen}");
         let m = result.best_move.unwrap();
@@ -405,7 +447,10 @@ fn every_search_version_searches_exactly_as_when_it_was_made() {
         scale_cp: 80.0,
         seed: 3,
     };
-    let nodes = |noise, constants| ladder::bench::bench_search(5, 1, noise, constants).total_nodes;
+    let classical = ladder::engine::Evaluator::shipped;
+    let nodes = |noise, constants| {
+        ladder::bench::bench_search(5, 1, noise, constants, classical()).total_nodes
+    };
     // Node counts at depth 5 (1 MB hash), without and with noise, as the binary of the time
     // printed them: version 1 before version 2 existed, version 2 since it was made.
     let pinned = [(1, 221_412, 506_169), (2, 101_568, 217_654)];

@@ -189,6 +189,7 @@ fn full_conversation() {
         "option name UCI_LimitStrength type check",
         "option name UCI_Elo type spin",
         "option name Coefficients type string",
+        "option name Network type spin default 0 min 0",
     ] {
         assert!(
             hello.iter().any(|l| l.starts_with(option)),
@@ -259,6 +260,12 @@ fn go_nodes_is_exact() {
         let (lines, _) = uci.go(&format!("nodes {nodes}"));
         assert_eq!(final_nodes(&lines), Some(nodes), "{lines:?}");
     }
+    // With the network evaluation too.
+    uci.set("Network", "1");
+    let (lines, best) = uci.go("nodes 3000");
+    assert_eq!(final_nodes(&lines), Some(3_000), "{lines:?}");
+    assert_legal("startpos moves d2d4 g8f6 c2c4", &best);
+    uci.set("Network", "0");
     // At a level the level's budget applies, capped by go nodes (out of the opening book,
     // whose moves are not searched).
     uci.set("Level", "4");
@@ -331,6 +338,7 @@ fn bad_input_is_reported_and_changes_nothing() {
         "setoption name Level value -1",
         "setoption name Hash value 0",
         "setoption name Threads value 4",
+        "setoption name Network value 9999",
         "setoption name UCI_Elo value 99999",
         "setoption name UCI_LimitStrength value maybe",
         "setoption name Coefficients value /nonexistent/coefficients.toml",

@@ -255,6 +255,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             .min(c.max_nodes as f64)
     };
     a.eval_weights == b.eval_weights
+        && a.network == b.network
         && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))
         && close(bare_king(a, &pa), bare_king(b, &pb))

@@ -457,6 +457,12 @@ pub fn mop_up(board: &Board) -> i32 {
     0
 }
 
+/// Whether one side has only its king left against at least a rook's worth: the endings
+/// [`mop_up`] drives to mate.
+pub fn is_mop_up_ending(board: &Board) -> bool {
+    mop_up(board) != 0
+}
+
 fn manhattan(a: Square, b: Square) -> i32 {
     (a.file() as i32 - b.file() as i32).abs() + (a.rank() as i32 - b.rank() as i32).abs()
 }

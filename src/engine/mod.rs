@@ -8,6 +8,7 @@
 pub mod blindness;
 pub mod constants;
 pub mod eval;
+pub mod evaluator;
 pub mod humane;
 pub mod limits;
 pub mod movegen;
@@ -25,6 +26,7 @@ pub mod weights;
 
 pub use blindness::Blindness;
 pub use constants::SearchConstants;
+pub use evaluator::Evaluator;
 pub use limits::{Limits, NoStop, SearchInfo, SearchObserver};
 pub use noise::Noise;
 pub use params::SearchParams;

@@ -24,7 +24,8 @@ use super::blindness::Blindness;
 use super::constants::{self, SearchConstants};
 use std::sync::Arc;
 
-use super::eval::{add_noise, evaluate_with};
+use super::eval::add_noise;
+use super::evaluator::{Evaluator, PathEvaluation};
 use super::limits::{SearchInfo, SearchObserver};
 use super::movegen::captures_and_promotions;
 use super::movepack::PackedMove;
@@ -52,7 +53,7 @@ pub struct SearchResult {
 /// A single-threaded search with its own transposition table.
 pub struct Engine {
     hash_mb: usize,
-    weights: Arc<Weights>,
+    evaluator: Evaluator,
     constants: SearchConstants,
     tt: Tt,
     heuristics: Heuristics,
@@ -72,13 +73,22 @@ impl Engine {
 
     /// An engine evaluating with `weights` instead of the shipped ones (the tuner's matches).
     pub fn with_weights(hash_mb: usize, weights: Arc<Weights>) -> Engine {
+        Engine::with_evaluator(hash_mb, Evaluator::Classical(weights))
+    }
+
+    /// An engine searching with `evaluator` (the hand-crafted evaluation or a network).
+    pub fn with_evaluator(hash_mb: usize, evaluator: Evaluator) -> Engine {
         Engine {
             hash_mb,
-            weights,
+            evaluator,
             constants: SearchConstants::shipped(),
             tt: Tt::new(hash_mb),
             heuristics: Heuristics::default(),
         }
+    }
+
+    pub fn evaluator(&self) -> &Evaluator {
+        &self.evaluator
     }
 
     pub fn hash_mb(&self) -> usize {
@@ -88,6 +98,13 @@ impl Engine {
     /// Searches with `constants` instead of the shipped ones (the genetic tuner's candidates).
     pub fn set_search_constants(&mut self, constants: SearchConstants) {
         self.constants = constants;
+    }
+
+    /// Searches with `evaluator` from now on. The table is cleared: its static evaluations are
+    /// the old evaluator's.
+    pub fn set_evaluator(&mut self, evaluator: Evaluator) {
+        self.evaluator = evaluator;
+        self.tt.clear();
     }
 
     /// Resizes (and clears) the transposition table.
@@ -165,7 +182,7 @@ impl Engine {
         let mut keys = Vec::with_capacity(game.keys().len() + MAX_PLY + 2);
         keys.extend_from_slice(game.keys());
         let mut searcher = Searcher {
-            weights: &self.weights,
+            eval: PathEvaluation::new(&self.evaluator, root),
             constants: &self.constants,
             tt: &mut self.tt,
             heuristics: &mut self.heuristics,
@@ -196,7 +213,8 @@ impl Engine {
 
 /// Everything one search needs, bundled so the recursive functions keep short signatures.
 struct Searcher<'a> {
-    weights: &'a Weights,
+    /// The static evaluation, with its state along the current path.
+    eval: PathEvaluation<'a>,
     constants: &'a SearchConstants,
     tt: &'a mut Tt,
     heuristics: &'a mut Heuristics,
@@ -372,6 +390,7 @@ impl Searcher<'_> {
         let mut best_index = 0;
         for (i, &m) in root_moves.iter().enumerate() {
             let child = Node::child(pos, key, m);
+            self.eval.push(0, pos, Some(m));
             self.played[1] = Some(PieceTo::of(pos.turn(), m));
             let new_depth = depth - 1 + i32::from(child.in_check);
             self.keys.push(child.key);
@@ -424,7 +443,7 @@ impl Searcher<'_> {
                 0,
                 Some(PackedMove::new(root_moves[0])),
                 best_score,
-                evaluate_with(pos, self.weights),
+                self.eval.evaluate(pos, 0),
                 depth,
                 bound,
             );
@@ -456,7 +475,7 @@ impl Searcher<'_> {
         if child.pos.legal_moves().is_empty() {
             return if child.in_check { mated_in(1) } else { DRAW };
         }
-        self.noisy(evaluate_with(&child.pos, self.weights), child.key)
+        self.noisy(self.eval.evaluate(&child.pos, 1), child.key)
     }
 
     /// Whether the node at the end of `self.keys` is drawn by the rules (checkmate excepted).
@@ -523,7 +542,7 @@ impl Searcher<'_> {
 
         let raw_eval = match hit {
             Some(h) => h.eval,
-            None => evaluate_with(pos, self.weights),
+            None => self.eval.evaluate(pos, ply),
         };
         let eval = if in_check {
             -INFINITE
@@ -640,7 +659,7 @@ impl Searcher<'_> {
             return Err(DRAW);
         }
         if ply >= MAX_PLY - 1 {
-            return Err(evaluate_with(&node.pos, self.weights));
+            return Err(self.eval.evaluate(&node.pos, ply));
         }
         let (alpha, beta) = (alpha.max(mated_in(ply)), beta.min(mate_in(ply + 1)));
         if alpha >= beta {
@@ -754,6 +773,7 @@ impl Searcher<'_> {
             key: null_key,
             in_check: false,
         };
+        self.eval.push(ply, pos, None);
         self.keys.push(null_key);
         self.played[ply + 1] = None;
         let child_floor = self.keys.len() - 1;
@@ -787,6 +807,7 @@ impl Searcher<'_> {
         floor: usize,
     ) -> i32 {
         let child = Node::child(&node.pos, node.key, m);
+        self.eval.push(ply, &node.pos, Some(m));
         self.played[ply + 1] = Some(PieceTo::of(node.pos.turn(), m));
         let gives_check = child.in_check;
         let new_depth = depth - 1 + i32::from(gives_check);
@@ -884,7 +905,7 @@ impl Searcher<'_> {
             return DRAW;
         }
         if ply >= MAX_PLY - 1 {
-            return evaluate_with(pos, self.weights);
+            return self.eval.evaluate(pos, ply);
         }
         let mut moves;
         let mut scores = [0i32; 256];
@@ -907,7 +928,7 @@ impl Searcher<'_> {
             best_score = -INFINITE;
             stand_pat = -INFINITE;
         } else {
-            stand_pat = self.noisy(evaluate_with(pos, self.weights), key);
+            stand_pat = self.noisy(self.eval.evaluate(pos, ply), key);
             if stand_pat >= beta {
                 return stand_pat;
             }
@@ -932,6 +953,7 @@ impl Searcher<'_> {
                 }
             }
             let child = Node::child(pos, key, m);
+            self.eval.push(ply, pos, Some(m));
             let score = -self.qsearch(&child, ply + 1, -beta, -alpha);
             if self.stopped {
                 return 0;

@@ -9,7 +9,7 @@
 use shakmaty::Move;
 
 use crate::engine::humane::{ClockLeft, HumaneCoefficients, look_at, score_moves};
-use crate::engine::{Engine, Game, SearchConstants, Weights};
+use crate::engine::{Engine, Evaluator, Game, SearchConstants};
 use crate::seed::mix64;
 
 /// The look's table (MB): a few thousand nodes per move need no more.
@@ -29,10 +29,10 @@ impl SecondLook {
     pub fn new(
         model: HumaneCoefficients,
         rating: f64,
-        weights: std::sync::Arc<Weights>,
+        evaluator: Evaluator,
         constants: SearchConstants,
     ) -> SecondLook {
-        let mut engine = Engine::with_weights(LOOK_HASH_MB, weights);
+        let mut engine = Engine::with_evaluator(LOOK_HASH_MB, evaluator);
         engine.set_search_constants(constants);
         SecondLook {
             engine,

@@ -30,8 +30,8 @@ use std::time::Instant;
 
 use crate::engine::humane::ClockLeft;
 use crate::engine::{
-    Engine, Game, Limits, Score, SearchConstants, SearchObserver, SearchParams, SearchResult,
-    Weights,
+    Engine, Evaluator, Game, Limits, Score, SearchConstants, SearchObserver, SearchParams,
+    SearchResult,
 };
 use crate::levels::LevelParams;
 use deadline::{Deadline, TimeBudget};
@@ -51,16 +51,18 @@ pub struct LevelPlayer {
 impl LevelPlayer {
     /// A player for a new game: a fresh engine sized by the level, the game's seed.
     pub fn new(params: LevelParams, seed: u64) -> LevelPlayer {
-        let weights = Weights::of_version(params.eval_weights).unwrap_or_else(Weights::shipped);
+        // Validated coefficients name a known evaluation; the shipped one is the fallback.
+        let evaluator = Evaluator::of_versions(params.eval_weights, params.network)
+            .unwrap_or_else(Evaluator::shipped);
         // Validated coefficients name a known version; the newest is the fallback.
         let constants =
             SearchConstants::of_version(params.search).unwrap_or_else(SearchConstants::shipped);
-        let mut engine = Engine::with_weights(params.hash_mb, weights.clone());
+        let mut engine = Engine::with_evaluator(params.hash_mb, evaluator.clone());
         engine.set_search_constants(constants.clone());
         let second_look = params
             .humane
             .as_deref()
-            .map(|&(model, rating)| SecondLook::new(model, rating, weights, constants));
+            .map(|&(model, rating)| SecondLook::new(model, rating, evaluator, constants));
         LevelPlayer {
             engine,
             params,

@@ -25,8 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use super::matches::{Player, run_match};
 use super::sets::start_weights;
-use crate::engine::SearchConstants;
 use crate::engine::constants::TUNABLES;
+use crate::engine::{Evaluator, SearchConstants};
 use crate::seed::{SplitMix, mix64};
 
 /// Members of each generation carried over unchanged.
@@ -228,7 +228,7 @@ pub fn run(args: SearchArgs) -> anyhow::Result<()> {
                 ),
                 None => {
                     let player = Player {
-                        weights: weights.clone(),
+                        evaluator: Evaluator::Classical(weights.clone()),
                         constants: SearchConstants::from_values(*values)
                             .map_err(|e| anyhow::anyhow!(e))?,
                     };
@@ -305,7 +305,7 @@ fn finish(args: &SearchArgs, last: &[(Values, f64)], baseline: &Player) -> anyho
     );
     if args.confirm_pairs > 0 {
         let player = Player {
-            weights: baseline.weights.clone(),
+            evaluator: baseline.evaluator.clone(),
             constants: best.clone(),
         };
         // Openings no generation played.

@@ -18,16 +18,19 @@ use anyhow::bail;
 use shakmaty::Color;
 
 use super::datagen::{Adjudicator, DatagenSettings, opening, result_by_rules, white_view};
-use super::sets::{start_constants, start_weights};
-use crate::engine::{Engine, Game, Limits, NoStop, SearchConstants, SearchParams, Weights};
+use super::sets::{start_constants, start_evaluator};
+use crate::engine::{
+    Engine, Evaluator, Game, Limits, NoStop, SearchConstants, SearchParams, Weights,
+};
 
 /// `ladder tune match` options.
 #[derive(Debug, clap::Args)]
 pub struct MatchArgs {
-    /// The first weight set: `shipped`, `handwritten` or a weights file.
+    /// The first evaluation: a weight set (`shipped`, `handwritten` or a weights file) or a
+    /// network (`net:1` built in, `net:FILE` a file `ladder tune net` wrote).
     #[arg(long, default_value = "shipped")]
     pub first: String,
-    /// The second weight set, the baseline.
+    /// The second evaluation, the baseline.
     #[arg(long, default_value = "handwritten")]
     pub second: String,
     /// The first player's search constants: `shipped` or a file `ladder tune search` wrote.
@@ -123,7 +126,7 @@ pub fn play(start: &Game, engines: [&mut Engine; 2], nodes: u64) -> f64 {
 /// One side of a match: how it evaluates and how it searches.
 #[derive(Clone, Debug)]
 pub struct Player {
-    pub weights: Arc<Weights>,
+    pub evaluator: Evaluator,
     pub constants: SearchConstants,
 }
 
@@ -131,13 +134,13 @@ impl Player {
     /// The shipped engine with other weights.
     pub fn with_weights(weights: Arc<Weights>) -> Player {
         Player {
-            weights,
+            evaluator: Evaluator::Classical(weights),
             constants: SearchConstants::shipped(),
         }
     }
 
     fn engine(&self) -> Engine {
-        let mut engine = Engine::with_weights(16, self.weights.clone());
+        let mut engine = Engine::with_evaluator(16, self.evaluator.clone());
         engine.set_search_constants(self.constants.clone());
         engine
     }
@@ -188,11 +191,11 @@ pub fn run(args: MatchArgs) -> anyhow::Result<()> {
         bail!("--nodes and --pairs must be at least 1");
     }
     let first = Player {
-        weights: Arc::new(start_weights(&args.first)?),
+        evaluator: start_evaluator(&args.first)?,
         constants: start_constants(&args.first_constants)?,
     };
     let second = Player {
-        weights: Arc::new(start_weights(&args.second)?),
+        evaluator: start_evaluator(&args.second)?,
         constants: start_constants(&args.second_constants)?,
     };
     let progress = crate::logging::Progress::new(args.pairs, "pairs");
