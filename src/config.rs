@@ -157,6 +157,9 @@ pub struct ChallengePolicy {
     pub max_games: usize,
     /// Games of this account against the same opponent at once.
     pub max_games_per_opponent: usize,
+    /// People's challenges that wait, unanswered, while every slot is busy, to be accepted
+    /// (the oldest first) when one frees; 0: busy means an at-once `later` decline.
+    pub max_waiting: usize,
     /// Lichess user ids (lowercase) whose challenges are declined.
     pub block: Vec<String>,
 }
@@ -178,6 +181,7 @@ impl Default for ChallengePolicy {
             accept_anonymous: false,
             max_games: 2,
             max_games_per_opponent: 1,
+            max_waiting: 2,
             block: Vec::new(),
         }
     }
@@ -371,6 +375,7 @@ struct RawChallenge {
     accept_anonymous: Option<bool>,
     max_games: Option<Spanned<i64>>,
     max_games_per_opponent: Option<Spanned<i64>>,
+    max_waiting: Option<Spanned<i64>>,
     block: Option<Vec<String>>,
 }
 
@@ -903,6 +908,12 @@ impl Validator<'_> {
         ] {
             *field = self.count(value, &key(name), 1..=MAX_GAMES, *field as u64)? as usize;
         }
+        p.max_waiting = self.count(
+            &raw.max_waiting,
+            &key("max_waiting"),
+            0..=MAX_GAMES,
+            p.max_waiting as u64,
+        )? as usize;
         Ok(())
     }
 

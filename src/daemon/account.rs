@@ -12,7 +12,9 @@
 //! Concurrency limits, and what happens over them: a challenge is only accepted when a global
 //! slot (slots.rs), an account slot and an opponent slot are free, and, from a bot, while the
 //! account is under Lichess's daily bot-game limit (bot_limit.rs); the slot is reserved until
-//! the game starts. A `gameStart` that arrives anyway (a game that was running before a
+//! the game starts. A person's challenge that finds no slot waits for one instead of being
+//! declined (waiting.rs), up to the account's `max_waiting`, and is accepted when a game ends
+//! or the one-second tick finds a slot free. A `gameStart` that arrives anyway (a game that was running before a
 //! restart, one started from the website) is played at once, over the limit if need be (and
 //! counted): lichess-bot queued such games behind running ones until they lost on time, and a
 //! game that has started costs the same whether we like it or not. A `gameStart` for a game
@@ -67,6 +69,7 @@ use super::shutdown::{RunState, sleep_or_stop};
 use super::slots::{GameSlots, Slot};
 use super::status::{AccountProblem, AccountStatus, DailyTally};
 use super::tracker::GameSetup;
+use super::waiting::Waiting;
 use crate::logging::show_duration;
 use crate::logging::show_wait;
 
@@ -152,6 +155,8 @@ struct Actor {
     answers: JoinSet<Answered>,
     /// The answers not sent yet, to drop when their challenge is canceled.
     answering: HashMap<ChallengeId, tokio::task::AbortHandle>,
+    /// People's challenges, unanswered, waiting for a slot (waiting.rs).
+    waiting: Waiting,
     games: JoinSet<(GameId, GameExit)>,
     /// Game id of each game task, to clean up after a panic.
     tasks: HashMap<tokio::task::Id, GameId>,
@@ -199,6 +204,7 @@ pub async fn run(ctx: AccountContext) {
         answered: HashMap::new(),
         answers: JoinSet::new(),
         answering: HashMap::new(),
+        waiting: Waiting::default(),
         games: JoinSet::new(),
         tasks: HashMap::new(),
         unplayable: HashSet::new(),
@@ -400,6 +406,7 @@ impl Actor {
                     if self.should_exit() {
                         return PlayEnd::Exit;
                     }
+                    self.serve_waiting();
                 }
                 Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
                     self.on_answered(answered);
@@ -417,6 +424,7 @@ impl Actor {
                 },
                 _ = tick.tick() => {
                     self.purge();
+                    self.serve_waiting();
                     self.publish_status();
                     if self.should_exit() {
                         return PlayEnd::Exit;
@@ -629,6 +637,9 @@ impl Actor {
                 if self.reserved.remove(&challenge.id.game_id()).is_some() {
                     tracing::info!(challenge = %challenge.id, "challenge canceled; slot released");
                 }
+                if self.waiting.remove(&challenge.id) {
+                    tracing::info!(challenge = %challenge.id, "challenge canceled while it waited for a slot; forgotten");
+                }
             }
             Event::ChallengeDeclined { .. } | Event::Unknown { .. } => {}
         }
@@ -662,9 +673,11 @@ impl Actor {
         let Some(connected) = &self.connected else {
             return;
         };
-        // Our own outgoing challenges, and challenges answered before the stream reopened.
+        // Our own outgoing challenges, challenges answered before the stream reopened, and
+        // those waiting for a slot (Lichess re-sends open challenges on reconnect).
         if c.challenger.id.eq_ignore_ascii_case(&connected.user_id)
             || self.answered.contains_key(&c.id)
+            || self.waiting.contains(&c.id)
         {
             return;
         }
@@ -672,76 +685,150 @@ impl Actor {
         self.answered.insert(c.id.clone(), Instant::now());
         let facts = facts_of(&c);
         let settings = Arc::clone(&self.ctx.settings.borrow());
-        let mut decision = policy::decide(
+        let decision = policy::decide(
             &settings.account.challenge,
             &facts,
             self.load_for(&facts.challenger_id),
         );
-        let tc = facts.time_control.to_string();
-        let slot = match decision {
-            Decision::Accept => {
-                let slot = self.ctx.slots.try_take();
-                if slot.is_none() {
-                    decision = Decision::Decline(policy::Reason::Later);
-                }
-                slot
-            }
-            Decision::Decline(_) => None,
+        let reason = match decision {
+            Decision::Accept => match self.ctx.slots.try_take() {
+                Some(slot) => return self.accept(client, &c, facts, slot),
+                None => policy::Reason::Later,
+            },
+            Decision::Decline(reason) => reason,
         };
-        let id = c.id.clone();
-        let challenger = c.challenger.name.clone();
-        match (decision, slot) {
-            (Decision::Accept, Some(slot)) => {
-                tracing::info!(
-                    challenge = %c.id, challenger = %c.challenger.name,
-                    variant = %facts.variant, tc = %tc, rated = facts.rated, "challenge accepted"
-                );
-                // Remembered and reserved before the call: the `gameStart` may arrive before
-                // its answer, or never.
-                let remembered = self
-                    .setup(c.id.game_id(), rand::random())
-                    .map(|setup| OpenGame::accepted(&setup, crate::unix_time::unix_ms()));
-                let results = self.ctx.results.clone();
-                self.reserved.insert(
-                    c.id.game_id(),
-                    Reservation {
-                        opponent: facts.challenger_id,
-                        bot: facts.challenger_is_bot,
-                        at: Instant::now(),
-                        _slot: slot,
-                    },
-                );
-                let answer = self.answers.spawn(async move {
-                    if let Some(game) = remembered
-                        && let Err(e) = results.remember_accepted(game).await
-                    {
-                        tracing::error!(
-                            "cannot remember the accepted challenge ({e}); if its gameStart is \
-                             lost, the game goes unrecorded"
-                        );
-                    }
-                    let result = client.accept_challenge(&id).await;
-                    Answered {
-                        challenge: id,
-                        challenger,
-                        accepted: true,
-                        result,
-                    }
-                });
-                self.answering.insert(c.id.clone(), answer);
-            }
-            (Decision::Decline(_), _) | (Decision::Accept, None) => {
-                let reason = match decision {
-                    Decision::Decline(r) => r,
-                    Decision::Accept => policy::Reason::Later,
-                };
-                tracing::info!(
-                    challenge = %c.id, challenger = %c.challenger.name,
-                    variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
-                );
-                self.decline(client, id, challenger, reason);
+        let tc = facts.time_control.to_string();
+        // Busy: a person waits for a slot (bots never do, so they never stand ahead of one).
+        if reason == policy::Reason::Later
+            && !facts.challenger_is_bot
+            && *self.ctx.run_state.borrow() == RunState::Running
+            && self.waiting.push(
+                c.clone(),
+                settings.account.challenge.max_waiting,
+                Instant::now(),
+            )
+        {
+            tracing::info!(
+                challenge = %c.id, challenger = %c.challenger.name, variant = %facts.variant,
+                tc = %tc, waiting = self.waiting.len(),
+                "every slot is busy: the challenge waits for one"
+            );
+            return;
+        }
+        tracing::info!(
+            challenge = %c.id, challenger = %c.challenger.name,
+            variant = %facts.variant, tc = %tc, reason = reason.as_str(), "challenge declined"
+        );
+        self.decline(client, c.id.clone(), c.challenger.name.clone(), reason);
+    }
+
+    /// Accepts the waiting challenges that fit now, the oldest first, and declines (`later`)
+    /// those that waited too long, or all of them once the daemon drains. A waiting challenge
+    /// that the policy now refuses for good (a reload changed it) is declined with its reason.
+    fn serve_waiting(&mut self) {
+        if self.waiting.is_empty() {
+            return;
+        }
+        let Some(connected) = &self.connected else {
+            return;
+        };
+        let client = connected.client.clone();
+        let late = if *self.ctx.run_state.borrow() == RunState::Running {
+            self.waiting.take_expired(Instant::now())
+        } else {
+            self.waiting.take_all()
+        };
+        for c in late {
+            tracing::info!(
+                challenge = %c.id, challenger = %c.challenger.name, reason = "later",
+                "challenge declined after waiting for a slot"
+            );
+            let (id, name) = (c.id.clone(), c.challenger.name.clone());
+            self.decline(client.clone(), id, name, policy::Reason::Later);
+        }
+        let settings = Arc::clone(&self.ctx.settings.borrow());
+        while !self.ctx.slots.is_full() {
+            // The oldest challenge the policy no longer calls busy.
+            let Some((index, decision)) = self.waiting.iter().enumerate().find_map(|(i, c)| {
+                let facts = facts_of(c);
+                let load = self.load_for(&facts.challenger_id);
+                match policy::decide(&settings.account.challenge, &facts, load) {
+                    Decision::Decline(policy::Reason::Later) => None,
+                    decision => Some((i, decision)),
+                }
+            }) else {
+                break;
+            };
+            let Some((c, since)) = self.waiting.take(index) else {
+                break;
+            };
+            match decision {
+                Decision::Accept => {
+                    let Some(slot) = self.ctx.slots.try_take() else {
+                        // Another account took the last global slot meanwhile: wait on.
+                        self.waiting.restore(index, c, since);
+                        break;
+                    };
+                    tracing::info!(
+                        challenge = %c.id, challenger = %c.challenger.name,
+                        waited = %show_duration(since.elapsed()),
+                        "a slot freed: the waiting challenge goes first"
+                    );
+                    let facts = facts_of(&c);
+                    self.accept(client.clone(), &c, facts, slot);
+                }
+                Decision::Decline(reason) => {
+                    tracing::info!(
+                        challenge = %c.id, challenger = %c.challenger.name,
+                        reason = reason.as_str(), "waiting challenge declined: the policy changed"
+                    );
+                    let (id, name) = (c.id.clone(), c.challenger.name.clone());
+                    self.decline(client.clone(), id, name, reason);
+                }
             }
         }
+    }
+
+    /// Accepts a challenge the policy accepts, holding `slot` for its game.
+    fn accept(&mut self, client: Client, c: &ChallengeJson, facts: ChallengeFacts, slot: Slot) {
+        tracing::info!(
+            challenge = %c.id, challenger = %c.challenger.name, variant = %facts.variant,
+            tc = %facts.time_control.to_string(), rated = facts.rated, "challenge accepted"
+        );
+        // Remembered and reserved before the call: the `gameStart` may arrive before its
+        // answer, or never.
+        let remembered = self
+            .setup(c.id.game_id(), rand::random())
+            .map(|setup| OpenGame::accepted(&setup, crate::unix_time::unix_ms()));
+        let results = self.ctx.results.clone();
+        self.reserved.insert(
+            c.id.game_id(),
+            Reservation {
+                opponent: facts.challenger_id,
+                bot: facts.challenger_is_bot,
+                at: Instant::now(),
+                _slot: slot,
+            },
+        );
+        let (id, challenger) = (c.id.clone(), c.challenger.name.clone());
+        let answer = self.answers.spawn(async move {
+            if let Some(game) = remembered
+                && let Err(e) = results.remember_accepted(game).await
+            {
+                tracing::error!(
+                    "cannot remember the accepted challenge ({e}); if its gameStart is lost, \
+                     the game goes unrecorded"
+                );
+            }
+            let result = client.accept_challenge(&id).await;
+            Answered {
+                challenge: id,
+                challenger,
+                accepted: true,
+                result,
+            }
+        });
+        self.answering.insert(c.id.clone(), answer);
     }
 
     /// Sends the decline of a challenge, as one of the account's answers.

@@ -44,6 +44,7 @@ pub mod slots;
 pub mod status;
 pub mod supervisor;
 pub mod tracker;
+pub mod waiting;
 
 pub use run::{RunArgs, run};
 pub use supervisor::{DaemonHandle, DaemonSpec, Summary, start};

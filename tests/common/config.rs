@@ -4,11 +4,18 @@ use std::fmt::Display;
 
 /// The `[lichess]`, `[daemon]` and `[challenge]` tables: Lichess at `base_url`, a move
 /// overhead of 100 ms and the given lines of `[daemon]` and `[challenge]` (each line ending in
-/// a newline); the accounts follow ([`account_table`]).
+/// a newline; `max_waiting = 0` unless they set it); the accounts follow ([`account_table`]).
 pub fn ladder_toml(base_url: &str, daemon: &str, challenge: &str) -> String {
+    // A busy account declines at once (`later`) unless the test is about the queue: the
+    // tests of load, limits and faults expect the decline.
+    let queue = if challenge.contains("max_waiting") {
+        ""
+    } else {
+        "max_waiting = 0\n"
+    };
     format!(
         "\n[lichess]\nbase_url = \"{base_url}\"\n\n[daemon]\nmove_overhead_ms = 100\n{daemon}\n\
-         [challenge]\n{challenge}"
+         [challenge]\n{queue}{challenge}"
     )
 }
 
