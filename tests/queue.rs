@@ -29,14 +29,11 @@ use ladder::sandbox::{Action, ChallengeSpec, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
-/// The sandbox of `bot`, `humans`, Rita and the bot RoboRita, and the daemon playing `bot`
-/// one game at a time with `max_waiting` people allowed to wait.
-async fn playing(
-    bot: &str,
-    humans: &[&str],
-    max_waiting: usize,
-) -> (Sandbox, tempfile::TempDir, Running) {
-    let mut config = one_bot_config(bot, humans);
+/// The sandbox of `bot`, Ann, Bob, Cat, Rita and the bot RoboRita, and the daemon playing
+/// `bot` one game at a time with `max_waiting` people allowed to wait, busy with Ann's game
+/// (Ann, White, never moves: it runs until she resigns).
+async fn busy(bot: &str, max_waiting: usize) -> (Sandbox, tempfile::TempDir, Running, GameId) {
+    let mut config = one_bot_config(bot, &["Ann", "Bob", "Cat"]);
     let mut robo = challenger("RoboRita");
     robo.title = Some("BOT".into());
     config.challengers.push(robo);
@@ -46,7 +43,9 @@ async fn playing(
     sb.wait_event_stream(bot, Duration::from_secs(10))
         .await
         .unwrap();
-    (sb, dir, run)
+    let first = challenge(&sb, "ann", bot).game_id();
+    started(&sb, &first).await;
+    (sb, dir, run, first)
 }
 
 async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, max_waiting: usize) -> Running {
@@ -98,6 +97,12 @@ fn is_answered(sb: &Sandbox, id: &ChallengeId) -> bool {
 }
 
 /// Stops the daemon; the first game, resigned, is in its results.
+/// Runs a test with the logs captured, within [`TEST_TIMEOUT`].
+async fn bounded(test: impl std::future::Future<Output = ()>) {
+    capture_logs();
+    bounded_by(TEST_TIMEOUT, test).await;
+}
+
 async fn finish(run: Running, first: &GameId) {
     run.daemon.shutdown().await;
     run.daemon.join().await.unwrap();
@@ -107,12 +112,8 @@ async fn finish(run: Running, first: &GameId) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_person_who_challenges_while_every_slot_is_busy_plays_when_one_frees() {
-    capture_logs();
-    bounded_by(TEST_TIMEOUT, async {
-        let (sb, _dir, run) = playing("queue1", &["Ann", "Bob", "Cat"], 1).await;
-        let first = challenge(&sb, "ann", "queue1").game_id();
-        started(&sb, &first).await;
-
+    bounded(async {
+        let (sb, _dir, run, first) = busy("queue1", 1).await;
         // Bob waits; Cat is one too many; a bot never waits.
         let bob = challenge(&sb, "bob", "queue1");
         wait_log("Bob's challenge waits", Duration::from_secs(5), |l| {
@@ -138,11 +139,8 @@ async fn a_person_who_challenges_while_every_slot_is_busy_plays_when_one_frees()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_challenge_canceled_while_it_waits_is_forgotten() {
-    capture_logs();
-    bounded_by(TEST_TIMEOUT, async {
-        let (sb, _dir, run) = playing("queue2", &["Ann", "Bob", "Cat"], 2).await;
-        let first = challenge(&sb, "ann", "queue2").game_id();
-        started(&sb, &first).await;
+    bounded(async {
+        let (sb, _dir, run, first) = busy("queue2", 2).await;
         let bob = challenge(&sb, "bob", "queue2");
         let cat = challenge(&sb, "cat", "queue2");
         wait_log("both wait", Duration::from_secs(5), |l| {

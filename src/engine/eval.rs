@@ -160,12 +160,13 @@ pub fn evaluate_with(pos: &Chess, weights: &Weights) -> i32 {
     if is_drawish(board, score) {
         score /= 4;
     }
-    let stm = if pos.turn() == Color::White {
-        score
-    } else {
-        -score
-    };
-    stm + taper(weights.get(w::TEMPO), phase)
+    seen_by(pos.turn(), score) + taper(weights.get(w::TEMPO), phase)
+}
+
+/// A score from White's view as `side` sees it, and back (the same sign change both ways).
+#[inline]
+pub fn seen_by(side: Color, score: i32) -> i32 {
+    if side == Color::White { score } else { -score }
 }
 
 /// A (mg, eg) pair blended by the game phase (`MAX_PHASE` = all pieces on the board).

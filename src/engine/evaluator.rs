@@ -12,9 +12,9 @@
 
 use std::sync::{Arc, LazyLock};
 
-use shakmaty::{Chess, Color, Move, Position};
+use shakmaty::{Chess, Move, Position};
 
-use super::eval::{evaluate_with, is_drawish, is_mop_up_ending};
+use super::eval::{evaluate_with, is_drawish, is_mop_up_ending, seen_by};
 use super::nnue::{Accumulator, MoveFeatures, Network};
 use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
@@ -143,36 +143,19 @@ fn network_score(network: &Network, accumulator: &Accumulator, pos: &Chess) -> i
     if is_mop_up_ending(board) {
         return evaluate_with(pos, &SHIPPED_WEIGHTS);
     }
-    let stm = accumulator.evaluate(network, pos.turn());
-    let mut white = if pos.turn() == Color::White {
-        stm
-    } else {
-        -stm
-    };
+    let mut white = seen_by(pos.turn(), accumulator.evaluate(network, pos.turn()));
     if is_drawish(board, white) {
         white /= 4;
     }
-    let stm = if pos.turn() == Color::White {
-        white
-    } else {
-        -white
-    };
     // Far from any real score, but never a mate score.
-    stm.clamp(-MATE_BOUND / 2, MATE_BOUND / 2)
+    seen_by(pos.turn(), white).clamp(-MATE_BOUND / 2, MATE_BOUND / 2)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::CastlingMode;
-    use shakmaty::fen::Fen;
+    use crate::engine::position::position_of as position;
 
-    fn position(fen: &str) -> Chess {
-        fen.parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Standard)
-            .unwrap()
-    }
 
     #[test]
     fn every_version_the_coefficients_may_name_is_built_in() {

@@ -125,14 +125,11 @@ pub fn captures_and_promotions(pos: &Chess, out: &mut MoveList) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use shakmaty::CastlingMode;
     use shakmaty::fen::Fen;
 
     fn position(fen: &str) -> Chess {
-        fen.parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Chess960)
-            .unwrap()
+        let game = crate::engine::Game::new(Some(fen), true).expect("a valid FEN");
+        game.position().clone()
     }
 
     fn sorted(moves: impl IntoIterator<Item = Move>) -> Vec<String> {

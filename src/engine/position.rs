@@ -234,6 +234,13 @@ impl GameEnd {
     }
 }
 
+/// The position of a FEN a test knows to be valid (standard castling).
+#[cfg(test)]
+pub(crate) fn position_of(fen: &str) -> Chess {
+    let game = Game::new(Some(fen), false).expect("a valid FEN");
+    game.position().clone()
+}
+
 fn key_of(position: &Chess) -> u64 {
     let key: Zobrist64 = position.zobrist_hash(EnPassantMode::Legal);
     key.0

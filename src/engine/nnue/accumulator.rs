@@ -58,27 +58,27 @@ impl Accumulator {
     /// A piece put on the board.
     #[inline]
     pub fn add(&mut self, network: &Network, piece: PieceSquare) {
-        add_row(
-            &mut self.white,
-            network.feature_row(feature_index(Color::White, piece)),
-        );
-        add_row(
-            &mut self.black,
-            network.feature_row(feature_index(Color::Black, piece)),
-        );
+        self.update(network, piece, i16::wrapping_add);
     }
 
     /// A piece taken off the board.
     #[inline]
     pub fn remove(&mut self, network: &Network, piece: PieceSquare) {
-        sub_row(
-            &mut self.white,
-            network.feature_row(feature_index(Color::White, piece)),
-        );
-        sub_row(
-            &mut self.black,
-            network.feature_row(feature_index(Color::Black, piece)),
-        );
+        self.update(network, piece, i16::wrapping_sub);
+    }
+
+    /// Both perspectives' accumulators combined with the piece's rows by `op`.
+    #[inline]
+    fn update(&mut self, network: &Network, piece: PieceSquare, op: impl Fn(i16, i16) -> i16) {
+        for (accumulator, perspective) in [
+            (&mut self.white, Color::White),
+            (&mut self.black, Color::Black),
+        ] {
+            let row = network.feature_row(feature_index(perspective, piece));
+            for (value, &weight) in accumulator.iter_mut().zip(row) {
+                *value = op(*value, weight);
+            }
+        }
     }
 
     /// Makes a move's changes (undo with [`Accumulator::revert`], or keep a copy).
@@ -109,33 +109,13 @@ pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> 
     accumulator.evaluate(network, side_to_move)
 }
 
-#[inline]
-fn add_row(accumulator: &mut [i16], row: &[i16]) {
-    for (value, &weight) in accumulator.iter_mut().zip(row) {
-        *value = value.wrapping_add(weight);
-    }
-}
-
-#[inline]
-fn sub_row(accumulator: &mut [i16], row: &[i16]) {
-    for (value, &weight) in accumulator.iter_mut().zip(row) {
-        *value = value.wrapping_sub(weight);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::position::position_of as position;
     use crate::engine::nnue::network::random_network;
-    use shakmaty::fen::Fen;
-    use shakmaty::{CastlingMode, Chess, Move, Position};
+    use shakmaty::{Chess, Move, Position};
 
-    fn position(fen: &str) -> Chess {
-        fen.parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Standard)
-            .unwrap()
-    }
 
     fn refreshed(network: &Network, pos: &Chess) -> Accumulator {
         let mut accumulator = Accumulator::new(network);

@@ -295,18 +295,12 @@ pub(crate) fn random_network(hidden: usize, seed: u64) -> Network {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::position::position_of as position;
     use crate::engine::nnue::accumulator::evaluate_board;
     use crate::engine::nnue::features::{feature_index, pieces};
-    use shakmaty::fen::Fen;
     use shakmaty::{Board, Color};
-    use shakmaty::{CastlingMode, Chess, Position};
+    use shakmaty::Position;
 
-    fn position(fen: &str) -> Chess {
-        fen.parse::<Fen>()
-            .unwrap()
-            .into_position(CastlingMode::Standard)
-            .unwrap()
-    }
 
     #[test]
     fn a_network_reads_back_from_its_bytes() {
