@@ -156,7 +156,6 @@ mod tests {
     use super::*;
     use crate::engine::position::position_of as position;
 
-
     #[test]
     fn every_version_the_coefficients_may_name_is_built_in() {
         assert!(network_of_version(0).is_none());

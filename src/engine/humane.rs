@@ -21,6 +21,9 @@
 //!   low-time alarm sounds (Antiochian's study of 68M Lichess games, chess-blunders on GitHub):
 //!   from the alarm ([`alarm_ms`], lila's threshold) the miss chance is multiplied by
 //!   `alarm_factor`, rising linearly to `flag_factor` at zero.
+//! - **What replaces a noticed error** — the look's best move (`replacement = "best"`), or any
+//!   move the look finds sound, drawn evenly (`"safe"`): a beginner who sees that a move hangs a
+//!   piece plays another sound move, rarely the best, so the level keeps its own weakness.
 //! - **What kind** — the look is shallow (`look_depth` plies and quiescence), so what it catches
 //!   are hung pieces and missed captures, the beginner's errors; as the rating rises it catches
 //!   more of them and the errors that survive are the ones it cannot see: quiet, deeper ones.
@@ -57,6 +60,23 @@ pub struct HumaneCoefficients {
     pub alarm_factor: f64,
     /// ...rising linearly to this at zero.
     pub flag_factor: f64,
+    /// What the player plays once it notices an error (absent: `best`).
+    #[serde(default)]
+    pub replacement: Replacement,
+}
+
+/// The move played instead of a noticed error.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Replacement {
+    /// The look's best move: every noticed error becomes the clean 3-ply choice, which makes
+    /// the bottom levels several hundred Elo stronger than their weakened search.
+    #[default]
+    Best,
+    /// Any move the look finds no error in (within `notice_cp` of its best), drawn evenly: a
+    /// beginner who sees that a move hangs a piece plays some other sound move, not the best
+    /// one, so the level keeps the weakness of its own choices and loses only the blunder.
+    Safe,
 }
 
 impl HumaneCoefficients {
@@ -277,18 +297,23 @@ impl HumaneCoefficients {
         self.alarm_factor + (self.flag_factor - self.alarm_factor) * used
     }
 
-    /// The move a person rated `rating` plays where the search chose `chosen`: the look's best
-    /// when `chosen` is at least `notice_cp` below it and the draw `u` (uniform in [0, 1), the
-    /// caller's, from the game's seed) falls beyond the miss chance; else `chosen`.
+    /// The move a person rated `rating` plays where the search chose `chosen`, given the
+    /// look's moves `scored` (from [`score_moves`], best first): when `chosen` is at least
+    /// `notice_cp` below the best and the draw `u` (uniform in [0, 1), the caller's, from the
+    /// game's seed) falls beyond the miss chance, the [`Replacement`] (drawn by `v` when there
+    /// is a choice); else `chosen`.
     pub fn decide(
         &self,
         rating: f64,
         game: &Game,
-        look: &Look,
+        scored: &[(Move, i32)],
         chosen: Move,
         clock: Option<ClockLeft>,
-        u: f64,
+        (u, v): (f64, f64),
     ) -> Move {
+        let Some(look) = look_at(scored, &chosen) else {
+            return chosen;
+        };
         if f64::from(look.best_cp - look.chosen_cp) < self.notice_cp {
             return chosen;
         }
@@ -297,9 +322,20 @@ impl HumaneCoefficients {
             .is_none_or(|second| f64::from(look.best_cp - second) >= self.easy_gap_cp);
         let kinds = Protected::kinds(game.position(), game.moves().last(), &look.best);
         if u < self.miss_chance(rating, easy, &kinds, clock) {
-            chosen
-        } else {
-            look.best
+            return chosen;
+        }
+        match self.replacement {
+            Replacement::Best => look.best,
+            Replacement::Safe => {
+                let safe: Vec<Move> = scored
+                    .iter()
+                    .take_while(|&&(_, cp)| f64::from(look.best_cp - cp) < self.notice_cp)
+                    .map(|&(m, _)| m)
+                    .collect();
+                // The best is always safe, so the list is never empty.
+                let index = ((v * safe.len() as f64) as usize).min(safe.len().saturating_sub(1));
+                safe.get(index).copied().unwrap_or(look.best)
+            }
         }
     }
 }
@@ -318,6 +354,7 @@ mod tests {
             easy_factor: 0.5,
             protect_width: 150.0,
             alarm_factor: 1.5,
+            replacement: Replacement::Best,
             flag_factor: 2.5,
         }
     }
@@ -447,7 +484,8 @@ mod tests {
         let stands = |rating: f64| {
             (0..1000)
                 .filter(|i| {
-                    k.decide(rating, &g, &look, quiet, None, (*i as f64 + 0.5) / 1000.0) == quiet
+                    let u = (*i as f64 + 0.5) / 1000.0;
+                    k.decide(rating, &g, &scored, quiet, None, (u, 0.5)) == quiet
                 })
                 .count() as f64
                 / 1000.0
@@ -457,8 +495,32 @@ mod tests {
         assert!(low > 0.1 && low < 0.6, "{low}");
         assert!(stands(700.0) < low);
         // A move as good as the best is never replaced, whatever the draw.
-        let good = look_at(&scored, &recapture).unwrap();
-        assert_eq!(k.decide(450.0, &g, &good, recapture, None, 0.99), recapture);
+        assert_eq!(
+            k.decide(450.0, &g, &scored, recapture, None, (0.99, 0.5)),
+            recapture
+        );
+        // Noticed, the error gives way to the look's best, or with `safe` to any move the
+        // look finds sound, drawn by the second draw: never a move that loses the knight.
+        let noticed =
+            |k: &HumaneCoefficients, v: f64| k.decide(450.0, &g, &scored, quiet, None, (0.999, v));
+        assert_eq!(noticed(&k, 0.3), recapture);
+        let safe = HumaneCoefficients {
+            replacement: Replacement::Safe,
+            ..k
+        };
+        let played: std::collections::BTreeSet<String> = (0..20)
+            .map(|i| g.to_uci(noticed(&safe, f64::from(i) / 20.0)))
+            .collect();
+        let best_cp = scored[0].1;
+        for m in &played {
+            let cp = scored.iter().find(|(s, _)| g.to_uci(*s) == *m).unwrap().1;
+            assert!(
+                f64::from(best_cp - cp) < safe.notice_cp,
+                "{m} loses {}",
+                best_cp - cp
+            );
+        }
+        assert!(played.len() >= 2, "{played:?}");
     }
 
     #[test]

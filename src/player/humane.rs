@@ -8,7 +8,7 @@
 
 use shakmaty::Move;
 
-use crate::engine::humane::{ClockLeft, HumaneCoefficients, look_at, score_moves};
+use crate::engine::humane::{ClockLeft, HumaneCoefficients, score_moves};
 use crate::engine::{Engine, Evaluator, Game, SearchConstants};
 use crate::seed::mix64;
 
@@ -53,12 +53,11 @@ impl SecondLook {
             return chosen;
         }
         let scored = score_moves(&mut self.engine, game, self.model.look_depth);
-        let Some(look) = look_at(&scored, &chosen) else {
-            return chosen;
-        };
-        let u = draw(seed, game.moves().len());
+        let ply = game.moves().len();
+        // Two independent draws: whether the error stands, and which move replaces it.
+        let draws = (draw(seed, ply), draw(seed ^ 0x9e37_79b9_7f4a_7c15, ply));
         self.model
-            .decide(self.rating, game, &look, chosen, clock, u)
+            .decide(self.rating, game, &scored, chosen, clock, draws)
     }
 }
 

@@ -112,10 +112,9 @@ pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::position::position_of as position;
     use crate::engine::nnue::network::random_network;
+    use crate::engine::position::position_of as position;
     use shakmaty::{Chess, Move, Position};
-
 
     fn refreshed(network: &Network, pos: &Chess) -> Accumulator {
         let mut accumulator = Accumulator::new(network);

@@ -295,12 +295,11 @@ pub(crate) fn random_network(hidden: usize, seed: u64) -> Network {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::position::position_of as position;
     use crate::engine::nnue::accumulator::evaluate_board;
     use crate::engine::nnue::features::{feature_index, pieces};
-    use shakmaty::{Board, Color};
+    use crate::engine::position::position_of as position;
     use shakmaty::Position;
-
+    use shakmaty::{Board, Color};
 
     #[test]
     fn a_network_reads_back_from_its_bytes() {
