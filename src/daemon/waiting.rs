@@ -122,7 +122,7 @@ mod tests {
         );
         // Taken out and put back, a challenge keeps its place and its age.
         let (taken, since) = waiting.take(0).unwrap();
-        assert_eq!(ids(&[taken.clone()]), ["aaaa1111"]);
+        assert_eq!(ids(std::slice::from_ref(&taken)), ["aaaa1111"]);
         assert_eq!(
             ids(&waiting.iter().cloned().collect::<Vec<_>>()),
             ["bbbb2222"]
