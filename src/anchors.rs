@@ -73,14 +73,21 @@ pub struct Anchor {
     /// How the arena builds it: a built-in mover or an external engine, never one of our
     /// levels (the file has no key for one, and the levels are what the anchors measure).
     pub kind: PlayerKind,
-    /// Rating on the file's scale (absent: not yet fitted).
+    pub fitted: Fitted,
+    pub note: Option<String>,
+}
+
+/// What the last fit of the games between the anchors gave one anchor (each absent: not yet
+/// fitted).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Fitted {
+    /// Rating on the file's scale.
     pub rating: Option<f64>,
     /// Standard error of the rating from the games, relative to the pins (the scale's own
     /// uncertainty is `scale_sd`).
     pub se: Option<f64>,
     /// Games this anchor played in the fit.
     pub games: Option<u64>,
-    pub note: Option<String>,
 }
 
 /// A problem with an anchors file; always names the file and the line.
@@ -212,13 +219,13 @@ fn write_anchor(out: &mut String, a: &Anchor) {
         PlayerKind::Uci { command, limits } => write_uci(out, command, limits),
         PlayerKind::Level(_) => unreachable!("an anchors file never holds a level"),
     }
-    if let Some(r) = a.rating {
+    if let Some(r) = a.fitted.rating {
         let _ = writeln!(out, "rating = {}", toml_num(r.round()));
     }
-    if let Some(se) = a.se {
+    if let Some(se) = a.fitted.se {
         let _ = writeln!(out, "se = {}", toml_num(se.round()));
     }
-    if let Some(g) = a.games {
+    if let Some(g) = a.fitted.games {
         let _ = writeln!(out, "games = {g}");
     }
     if let Some(note) = &a.note {
@@ -344,9 +351,6 @@ struct RawAnchor {
     note: Option<String>,
 }
 
-/// An anchor's rating, the rating's standard error and its games, as a fit gave them.
-type FitFields = (Option<f64>, Option<f64>, Option<u64>);
-
 /// Turns the file as written into an [`AnchorsFile`], checking every value where its span is
 /// known.
 struct Validator<'a> {
@@ -437,13 +441,11 @@ impl Validator<'_> {
                 );
             }
         };
-        let (rating, se, games) = self.fitted(a, key)?;
+        let fitted = self.fitted(a, key)?;
         Ok(Anchor {
             name,
             kind,
-            rating,
-            se,
-            games,
+            fitted,
             note: a.note.clone(),
         })
     }
@@ -571,11 +573,7 @@ impl Validator<'_> {
     }
 
     /// What a fit gave the anchor: its rating, the rating's standard error and its games.
-    fn fitted(
-        &self,
-        a: &RawAnchor,
-        key: impl Fn(&str) -> String,
-    ) -> Result<FitFields, AnchorsError> {
+    fn fitted(&self, a: &RawAnchor, key: impl Fn(&str) -> String) -> Result<Fitted, AnchorsError> {
         let rating = match &a.rating {
             Some(r) if !r.get_ref().is_finite() => {
                 return self
@@ -605,7 +603,7 @@ impl Validator<'_> {
             }
             g => g.as_ref().map(|g| *g.get_ref() as u64),
         };
-        Ok((rating, se, games))
+        Ok(Fitted { rating, se, games })
     }
 
     /// Pin `i`: an anchor of this file, a finite rating, a positive sd and a source.

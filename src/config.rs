@@ -138,15 +138,13 @@ pub struct DaemonConfig {
 pub struct ChallengePolicy {
     pub variants: Vec<String>,
     pub speeds: Vec<Speed>,
-    /// Initial clock, seconds, inclusive.
-    pub min_initial_s: u64,
-    pub max_initial_s: u64,
-    /// Increment, seconds, inclusive.
-    pub min_increment_s: u64,
-    pub max_increment_s: u64,
-    /// Correspondence days per move, inclusive (only if "correspondence" is in `speeds`).
-    pub min_days: u64,
-    pub max_days: u64,
+    /// Initial clock, seconds (`min_initial_s`, `max_initial_s`).
+    pub initial_s: Bounds,
+    /// Increment, seconds (`min_increment_s`, `max_increment_s`).
+    pub increment_s: Bounds,
+    /// Correspondence days per move (`min_days`, `max_days`; only if "correspondence" is in
+    /// `speeds`).
+    pub days: Bounds,
     pub rated: bool,
     pub casual: bool,
     pub accept_bots: bool,
@@ -164,17 +162,22 @@ pub struct ChallengePolicy {
     pub block: Vec<String>,
 }
 
+/// The least and the most a challenge's clock or days per move may be, both inclusive; in
+/// accounts.toml the keys `min_NAME` and `max_NAME`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bounds {
+    pub min: u64,
+    pub max: u64,
+}
+
 impl Default for ChallengePolicy {
     fn default() -> Self {
         ChallengePolicy {
             variants: vec!["standard".into()],
             speeds: vec![Speed::Bullet, Speed::Blitz, Speed::Rapid],
-            min_initial_s: 60,
-            max_initial_s: 1800,
-            min_increment_s: 0,
-            max_increment_s: 30,
-            min_days: 1,
-            max_days: 14,
+            initial_s: Bounds { min: 60, max: 1800 },
+            increment_s: Bounds { min: 0, max: 30 },
+            days: Bounds { min: 1, max: 14 },
             rated: true,
             casual: true,
             accept_bots: true,
@@ -225,6 +228,16 @@ impl TokenSource {
     }
 }
 
+/// What an account says to its opponent in the player room, each line with `{me}`/`{opponent}`
+/// substituted; `None`: nothing.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ChatLines {
+    /// Sent when a game starts.
+    pub greeting: Option<String>,
+    /// Sent when a game ends (not after an abort: there was no game).
+    pub goodbye: Option<String>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Account {
     /// Lichess username (as displayed).
@@ -233,10 +246,7 @@ pub struct Account {
     /// The account's level; its target is the ladder's for that level (the coefficients'
     /// `[targets]`, [`crate::levels::Coefficients::targets`]), never set per account.
     pub level: f64,
-    /// Sent to the player room when a game starts; `{me}`/`{opponent}` are substituted.
-    pub greeting: Option<String>,
-    /// Sent when a game ends.
-    pub goodbye: Option<String>,
+    pub chat_lines: ChatLines,
     pub challenge: ChallengePolicy,
     /// `think_time` and `max_think_s`: how the account paces its moves.
     pub think: ThinkSettings,
@@ -548,8 +558,10 @@ impl Validator<'_> {
                 .invalid(a.level.span(), &key("level"), "must be > 0");
         }
         self.no_own_target(a, key)?;
-        let greeting = self.chat_line(&a.greeting, &key("greeting"))?;
-        let goodbye = self.chat_line(&a.goodbye, &key("goodbye"))?;
+        let chat_lines = ChatLines {
+            greeting: self.chat_line(&a.greeting, &key("greeting"))?,
+            goodbye: self.chat_line(&a.goodbye, &key("goodbye"))?,
+        };
         let challenge = match &a.challenge {
             None => defaults.clone(),
             Some(c) => self.challenge(c, defaults.clone(), &key("challenge"))?,
@@ -560,8 +572,7 @@ impl Validator<'_> {
             username,
             token,
             level,
-            greeting,
-            goodbye,
+            chat_lines,
             challenge,
             think,
             conduct,
@@ -786,30 +797,20 @@ impl Validator<'_> {
         if let Some(v) = &raw.block {
             p.block = v.iter().map(|u| u.to_lowercase()).collect();
         }
-        for (lo, hi, hi_name, hi_raw, lo_raw) in [
+        for (name, bounds, (lo_raw, hi_raw)) in [
             (
-                p.min_initial_s,
-                p.max_initial_s,
-                "max_initial_s",
-                &raw.max_initial_s,
-                &raw.min_initial_s,
+                "initial_s",
+                p.initial_s,
+                (&raw.min_initial_s, &raw.max_initial_s),
             ),
             (
-                p.min_increment_s,
-                p.max_increment_s,
-                "max_increment_s",
-                &raw.max_increment_s,
-                &raw.min_increment_s,
+                "increment_s",
+                p.increment_s,
+                (&raw.min_increment_s, &raw.max_increment_s),
             ),
-            (
-                p.min_days,
-                p.max_days,
-                "max_days",
-                &raw.max_days,
-                &raw.min_days,
-            ),
+            ("days", p.days, (&raw.min_days, &raw.max_days)),
         ] {
-            self.min_not_above_max(lo, hi, &key(hi_name), hi_raw, lo_raw)?;
+            self.min_not_above_max(bounds, &key(&format!("max_{name}")), hi_raw, lo_raw)?;
         }
         Ok(p)
     }
@@ -868,35 +869,33 @@ impl Validator<'_> {
         p: &mut ChallengePolicy,
         key: impl Fn(&str) -> String,
     ) -> Result<(), ConfigError> {
-        for (value, name, bounds, field) in [
+        for (name, limits, bounds, (lo_raw, hi_raw)) in [
             (
-                &raw.min_initial_s,
-                "min_initial_s",
+                "initial_s",
                 0..=DAY_S,
-                &mut p.min_initial_s,
+                &mut p.initial_s,
+                (&raw.min_initial_s, &raw.max_initial_s),
             ),
             (
-                &raw.max_initial_s,
-                "max_initial_s",
+                "increment_s",
                 0..=DAY_S,
-                &mut p.max_initial_s,
+                &mut p.increment_s,
+                (&raw.min_increment_s, &raw.max_increment_s),
             ),
             (
-                &raw.min_increment_s,
-                "min_increment_s",
-                0..=DAY_S,
-                &mut p.min_increment_s,
+                "days",
+                1..=MAX_DAYS,
+                &mut p.days,
+                (&raw.min_days, &raw.max_days),
             ),
-            (
-                &raw.max_increment_s,
-                "max_increment_s",
-                0..=DAY_S,
-                &mut p.max_increment_s,
-            ),
-            (&raw.min_days, "min_days", 1..=MAX_DAYS, &mut p.min_days),
-            (&raw.max_days, "max_days", 1..=MAX_DAYS, &mut p.max_days),
         ] {
-            *field = self.count(value, &key(name), bounds, *field)?;
+            bounds.min = self.count(
+                lo_raw,
+                &key(&format!("min_{name}")),
+                limits.clone(),
+                bounds.min,
+            )?;
+            bounds.max = self.count(hi_raw, &key(&format!("max_{name}")), limits, bounds.max)?;
         }
         for (value, name, field) in [
             (&raw.max_games, "max_games", &mut p.max_games),
@@ -921,8 +920,7 @@ impl Validator<'_> {
     /// line, or the minimum's when only that one was given.
     fn min_not_above_max(
         &self,
-        lo: u64,
-        hi: u64,
+        Bounds { min: lo, max: hi }: Bounds,
         hi_key: &str,
         hi_raw: &Option<Spanned<i64>>,
         lo_raw: &Option<Spanned<i64>>,

@@ -52,11 +52,11 @@ fn the_shipped_anchors_file_loads_and_every_anchor_is_buildable() {
     for a in &file.anchors {
         let player = PlayerSpec::from(a);
         assert_eq!(player.name, a.name);
-        assert_eq!(player.rating, a.rating);
+        assert_eq!(player.rating, a.fitted.rating);
         if let PlayerKind::Uci { limits, .. } = &a.kind {
             assert!(!limits.is_empty(), "{} has no per-move limit", a.name);
         }
-        if let (Some(rating), Some(se)) = (a.rating, a.se) {
+        if let (Some(rating), Some(se)) = (a.fitted.rating, a.fitted.se) {
             assert!(rating.is_finite() && se >= 0.0);
         }
     }
@@ -207,10 +207,13 @@ fn an_anchor_match_records_its_games_resumes_and_feeds_the_fit() {
     let fitted = AnchorsFile::load(&anchors).unwrap();
     let greedy = fitted.get("greedy").unwrap();
     let random = fitted.get("random").unwrap();
-    assert!((greedy.rating.unwrap() - 500.0).abs() < 1e-6, "{greedy:?}");
-    assert!(random.rating.unwrap() < 500.0, "{random:?}");
-    assert_eq!(random.games, Some(4));
-    assert!(random.se.unwrap() > 0.0);
+    assert!(
+        (greedy.fitted.rating.unwrap() - 500.0).abs() < 1e-6,
+        "{greedy:?}"
+    );
+    assert!(random.fitted.rating.unwrap() < 500.0, "{random:?}");
+    assert_eq!(random.fitted.games, Some(4));
+    assert!(random.fitted.se.unwrap() > 0.0);
     assert_eq!(fitted.fit.as_ref().unwrap().games, 4);
     assert_eq!(fitted.scale_sd, Some(200.0));
 }

@@ -117,8 +117,8 @@ fn anchors_near(anchors: &AnchorsFile, target: f64, k: usize) -> Vec<&Anchor> {
     let mut rated: Vec<(&Anchor, f64)> = anchors
         .anchors
         .iter()
-        .filter(|a| a.se.unwrap_or(0.0) <= MAX_ANCHOR_SE)
-        .filter_map(|a| Some((a, a.rating?)))
+        .filter(|a| a.fitted.se.unwrap_or(0.0) <= MAX_ANCHOR_SE)
+        .filter_map(|a| Some((a, a.fitted.rating?)))
         .collect();
     rated.sort_by(|a, b| (a.1 - target).abs().total_cmp(&(b.1 - target).abs()));
     rated.into_iter().take(k).map(|(a, _)| a).collect()

@@ -1065,7 +1065,7 @@ fn analyse(soak: &Soak, wall: Duration) -> Report {
                     ended: e.ended_at,
                     flagged,
                     plies: g.moves.len(),
-                    clock: g.clock.map_or("-".into(), |c| {
+                    clock: g.clock().map_or("-".into(), |c| {
                         format!("{}+{}", c.initial_ms / 1000, c.increment_ms / 1000)
                     }),
                 }

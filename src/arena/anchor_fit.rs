@@ -14,14 +14,14 @@ use serde::{Deserialize, Serialize};
 
 use super::report::{JointFit, Scored};
 use super::roster::PlayerSpec;
-use crate::anchors::{Anchor, AnchorsFile, FitProvenance, Pin};
+use crate::anchors::{Anchor, AnchorsFile, FitProvenance, Fitted, Pin};
 
 impl From<&Anchor> for PlayerSpec {
     /// The arena player an anchor is, carrying its rating.
     fn from(anchor: &Anchor) -> PlayerSpec {
         PlayerSpec {
             name: anchor.name.clone(),
-            rating: anchor.rating,
+            rating: anchor.fitted.rating,
             kind: anchor.kind.clone(),
         }
     }
@@ -266,9 +266,11 @@ pub fn updated(file: &AnchorsFile, fit: &PinnedFit, provenance: FitProvenance) -
     let mut out = file.clone();
     for a in &mut out.anchors {
         if let Some(i) = fit.names.iter().position(|n| *n == a.name) {
-            a.rating = Some(fit.ratings[i]);
-            a.se = Some(fit.se[i]);
-            a.games = Some(fit.games[i]);
+            a.fitted = Fitted {
+                rating: Some(fit.ratings[i]),
+                se: Some(fit.se[i]),
+                games: Some(fit.games[i]),
+            };
         }
     }
     out.scale_sd = Some(fit.scale_sd.round());

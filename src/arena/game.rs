@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use crate::unix_time::unix_ms;
 
-use shakmaty::{Color, Position};
+use shakmaty::{ByColor, Color, Position};
 
 use super::roster::Roster;
 use super::schedule::{ScheduledGame, derive};
@@ -88,8 +88,7 @@ pub struct PlayedGame {
     pub winner: Option<Color>,
     pub termination: Termination,
     /// Each side's own seed (the level's noise seed when it is a level).
-    pub white_seed: u64,
-    pub black_seed: u64,
+    pub seeds: ByColor<u64>,
     pub started_at_ms: i64,
     pub finished_at_ms: i64,
 }
@@ -121,13 +120,15 @@ pub async fn play(
     opening: Game,
     tc: Option<Clock>,
 ) -> PlayedGame {
-    let white_seed = derive(scheduled.seed, 1);
-    let black_seed = derive(scheduled.seed, 2);
+    let seeds = ByColor {
+        white: derive(scheduled.seed, 1),
+        black: derive(scheduled.seed, 2),
+    };
     let started_at_ms = unix_ms();
     let opening_plies = opening.moves().len();
     let mut game = opening;
     let mut clocks = Vec::new();
-    let (termination, seats) = match seat_both(roster, scheduled, white_seed, black_seed).await {
+    let (termination, seats) = match seat_both(roster, scheduled, seeds).await {
         Ok(mut seats) => (
             play_moves(&mut game, &mut seats, tc, &mut clocks).await,
             Some(seats),
@@ -153,8 +154,7 @@ pub async fn play(
         clocks,
         winner,
         termination,
-        white_seed,
-        black_seed,
+        seeds,
         started_at_ms,
         finished_at_ms: unix_ms(),
     }
@@ -163,17 +163,16 @@ pub async fn play(
 async fn seat_both(
     roster: &Roster,
     scheduled: ScheduledGame,
-    white_seed: u64,
-    black_seed: u64,
+    seeds: ByColor<u64>,
 ) -> Result<[Seat; 2], Termination> {
     let white = roster
-        .seat(scheduled.white, white_seed)
+        .seat(scheduled.white, seeds.white)
         .await
         .map_err(|fault| Termination::Fault {
             side: Color::White,
             fault,
         })?;
-    match roster.seat(scheduled.black, black_seed).await {
+    match roster.seat(scheduled.black, seeds.black).await {
         Ok(black) => Ok([white, black]),
         Err(fault) => {
             roster.release(scheduled.white, white);

@@ -177,10 +177,11 @@ fn records_of(played: &PlayedGame, roster: &Roster, ctx: &RecordContext<'_>) -> 
         .map(|m| played.game.to_uci(*m))
         .collect();
     let mut out = Vec::new();
-    for (color, me, them, seed) in [
-        (Color::White, s.white, s.black, played.white_seed),
-        (Color::Black, s.black, s.white, played.black_seed),
+    for (color, me, them) in [
+        (Color::White, s.white, s.black),
+        (Color::Black, s.black, s.white),
     ] {
+        let seed = *played.seeds.get(color);
         let Some(params) = roster.level_params(me) else {
             continue;
         };

@@ -335,8 +335,8 @@ fn usable_anchors(cfg: &LoopSettings, file: &AnchorsFile) -> anyhow::Result<Vec<
         .filter_map(|a| {
             Some(RatedAnchor {
                 name: a.name.clone(),
-                rating: a.rating?,
-                se: a.se.unwrap_or(0.0),
+                rating: a.fitted.rating?,
+                se: a.fitted.se.unwrap_or(0.0),
             })
         })
         .filter(|a| a.se <= cfg.max_anchor_se)
@@ -722,10 +722,10 @@ fn write_report(
     let ctx = report::ReportContext {
         perf: "blitz".to_string(),
         versions: format!("{current_version}"),
-        inputs: vec![cfg.results.display().to_string()],
-        read_warnings: Vec::new(),
-        duplicates: 0,
-        fetched: None,
+        reading: report::Reading {
+            inputs: vec![cfg.results.display().to_string()],
+            ..report::Reading::default()
+        },
         lichess: BTreeMap::new(),
         outcome: state.to_string(),
         targets: targets.describe(current),
@@ -811,7 +811,7 @@ fn write_report_files(
     let marks: Vec<(String, f64)> = anchors
         .anchors
         .iter()
-        .filter_map(|a| Some((a.name.clone(), a.rating?)))
+        .filter_map(|a| Some((a.name.clone(), a.fitted.rating?)))
         .collect();
     crate::atomic_file::write_atomically(
         &cfg.report_dir.join("calibration.svg"),

@@ -356,10 +356,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
     let ctx = report::ReportContext {
         perf: args.perf.to_string(),
         versions: settings.filter.versions.describe(),
-        inputs: games.inputs,
-        read_warnings: games.read_warnings,
-        duplicates: games.duplicates,
-        fetched: games.fetched,
+        reading: games.reading,
         lichess,
         outcome,
         targets: targets.describe(&current),
@@ -392,14 +389,7 @@ pub fn run(args: CalibrateArgs) -> anyhow::Result<()> {
 /// The games a pass reads, and what the report says about reading them.
 struct Games {
     records: Vec<GameRecord>,
-    /// Game ids seen more than once across the inputs (counted once).
-    duplicates: usize,
-    /// The results files read and, with --fetch, the Lichess export.
-    inputs: Vec<String>,
-    /// Lines skipped while reading.
-    read_warnings: Vec<String>,
-    /// A line on what --fetch brought, when it ran.
-    fetched: Option<String>,
+    reading: report::Reading,
 }
 
 impl Games {
@@ -422,10 +412,12 @@ impl Games {
         }
         Ok(Games {
             records: read.records,
-            duplicates: read.duplicates,
-            inputs: paths.iter().map(|p| p.display().to_string()).collect(),
-            read_warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
-            fetched: None,
+            reading: report::Reading {
+                inputs: paths.iter().map(|p| p.display().to_string()).collect(),
+                warnings: read.warnings.iter().map(|w| w.to_string()).collect(),
+                duplicates: read.duplicates,
+                fetched: None,
+            },
         })
     }
 
@@ -521,7 +513,7 @@ impl Games {
             .cloned()
             .collect();
         let (added, dup) = merge(&mut self.records, checked);
-        self.duplicates += dup;
+        self.reading.duplicates += dup;
         if let Some(path) = &args.save_fetched {
             let mut log =
                 ResultsLog::open(path).with_context(|| format!("opening {}", path.display()))?;
@@ -530,7 +522,7 @@ impl Games {
                     .with_context(|| format!("appending to {}", path.display()))?;
             }
         }
-        self.fetched = Some(format!(
+        self.reading.fetched = Some(format!(
             "{} games downloaded from {} accounts, {} new after deduplication by game id{}",
             fetched.per_account.values().sum::<usize>(),
             fetched.per_account.len(),
@@ -541,7 +533,8 @@ impl Games {
                 format!("; {} accounts failed", fetched.failures.len())
             }
         ));
-        self.inputs
+        self.reading
+            .inputs
             .push(format!("Lichess export ({})", config.lichess.base_url));
         Ok(())
     }

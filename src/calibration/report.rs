@@ -17,13 +17,7 @@ use crate::levels::level_key;
 pub struct ReportContext {
     pub perf: String,
     pub versions: String,
-    pub inputs: Vec<String>,
-    /// Lines skipped while reading (torn, malformed, unknown schema).
-    pub read_warnings: Vec<String>,
-    /// Game ids seen more than once across inputs (counted once).
-    pub duplicates: usize,
-    /// A line on what --fetch brought, when it ran.
-    pub fetched: Option<String>,
+    pub reading: Reading,
     /// Lichess's current rating by level key, with the account it is for.
     pub lichess: BTreeMap<String, (String, LichessRating)>,
     /// "dry run: nothing written" or what --apply wrote.
@@ -33,6 +27,19 @@ pub struct ReportContext {
     /// The plot beside the report, linked from it; `None` when no plot is written (a dry run
     /// that only prints the report).
     pub svg_name: Option<String>,
+}
+
+/// Where the games came from and what reading them passed over.
+#[derive(Clone, Debug, Default)]
+pub struct Reading {
+    /// The results files read and, with --fetch, the Lichess export.
+    pub inputs: Vec<String>,
+    /// Lines skipped while reading (torn, malformed, unknown schema).
+    pub warnings: Vec<String>,
+    /// Game ids seen more than once across inputs (counted once).
+    pub duplicates: usize,
+    /// A line on what --fetch brought, when it ran.
+    pub fetched: Option<String>,
 }
 
 /// The report as Markdown.
@@ -62,8 +69,8 @@ fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
     );
     let _ = writeln!(out, "{}\n", ctx.outcome);
     let _ = writeln!(out, "Targets: {}\n", ctx.targets);
-    let _ = writeln!(out, "Inputs: {}", ctx.inputs.join(", "));
-    if let Some(f) = &ctx.fetched {
+    let _ = writeln!(out, "Inputs: {}", ctx.reading.inputs.join(", "));
+    if let Some(f) = &ctx.reading.fetched {
         let _ = writeln!(out, "\nFetched: {f}");
     }
     let _ = writeln!(
@@ -71,8 +78,8 @@ fn summary(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
         "\nGames used: {}; left out: {}; duplicate game ids ignored: {}; unreadable lines: {}.\n",
         cal.selection.used,
         cal.selection.excluded.total(),
-        ctx.duplicates,
-        ctx.read_warnings.len()
+        ctx.reading.duplicates,
+        ctx.reading.warnings.len()
     );
     let _ = writeln!(
         out,
@@ -151,13 +158,10 @@ fn level_row(out: &mut String, cal: &Calibration, ctx: &ReportContext, u: &Level
     });
     let _ = writeln!(
         out,
-        "| {key} | {accounts} | {n} | {wdl} | {score} | {perf} | {ci} | {target} | {lichess} | {:+.3} → {:+.3} | {} → {} | {:.1} → {:.1} | {} |",
-        u.offset_old,
-        u.offset_new,
-        u.nodes_old,
-        u.nodes_new,
-        u.noise_old,
-        u.noise_new,
+        "| {key} | {accounts} | {n} | {wdl} | {score} | {perf} | {ci} | {target} | {lichess} | {} | {} | {} | {} |",
+        u.offset.arrow(|o| format!("{o:+.3}")),
+        u.nodes.arrow(u64::to_string),
+        u.noise.arrow(|n| format!("{n:.1}")),
         u.status.label()
     );
 }
@@ -203,14 +207,14 @@ fn method(out: &mut String, cal: &Calibration) {
     let _ = writeln!(
         out,
         "- Gain schedule: cycle {}, gain {:.3} (Robbins–Monro 1/k with a floor).",
-        p.cycle, p.gain
+        p.schedule.cycle, p.schedule.gain
     );
     let c = &p.coefficients;
     let _ = writeln!(
         out,
         "- Proposed: n0 = {:.4}, b = {:.4}, s0 = {:.3}, d = {:.4} (the new exponents, in the old \
          scale, ≈ {:.3} + {:.3} · level; each level's residual is its offset).",
-        c.n0, c.b, c.s0, c.d, p.p, p.q
+        c.n0, c.b, c.s0, c.d, p.rescale.p, p.rescale.q
     );
     for note in &p.notes {
         let _ = writeln!(out, "- Note: {note}.");
@@ -250,20 +254,20 @@ fn left_out(out: &mut String, cal: &Calibration, ctx: &ReportContext) {
     let _ = writeln!(
         out,
         "| duplicate game id (counted once) | {} |",
-        ctx.duplicates
+        ctx.reading.duplicates
     );
     let _ = writeln!(
         out,
         "| unreadable line (torn, not UTF-8, malformed, out of range, newer schema) | {} |",
-        ctx.read_warnings.len()
+        ctx.reading.warnings.len()
     );
-    if !ctx.read_warnings.is_empty() {
+    if !ctx.reading.warnings.is_empty() {
         let _ = writeln!(out, "\nUnreadable lines:\n");
-        for w in ctx.read_warnings.iter().take(20) {
+        for w in ctx.reading.warnings.iter().take(20) {
             let _ = writeln!(out, "- {w}");
         }
-        if ctx.read_warnings.len() > 20 {
-            let _ = writeln!(out, "- … and {} more", ctx.read_warnings.len() - 20);
+        if ctx.reading.warnings.len() > 20 {
+            let _ = writeln!(out, "- … and {} more", ctx.reading.warnings.len() - 20);
         }
     }
 }

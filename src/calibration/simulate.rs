@@ -275,7 +275,7 @@ impl SimConfig {
             let next = result.proposal.coefficients;
             let s = CycleStats {
                 cycle,
-                gain: result.proposal.gain,
+                gain: result.proposal.schedule.gain,
                 rms_before: self.rms_error(&coefficients),
                 floor,
                 rms_after: self.rms_error(&next),

@@ -178,7 +178,7 @@ impl LevelSeries {
             fitted: match cal.proposal.fit {
                 Some(f) => levels
                     .iter()
-                    .map(|u| (u.level, f.at(u.exponent_old)))
+                    .map(|u| (u.level, f.at(u.exponent.old)))
                     .collect(),
                 None => Vec::new(),
             },

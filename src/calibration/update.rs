@@ -93,14 +93,25 @@ pub struct LevelUpdate {
     pub status: Status,
     /// The slope (Elo per unit of x) used for the step, when one was taken.
     pub local_slope: Option<f64>,
-    pub exponent_old: f64,
-    pub exponent_new: f64,
-    pub offset_old: f64,
-    pub offset_new: f64,
-    pub nodes_old: u64,
-    pub nodes_new: u64,
-    pub noise_old: f64,
-    pub noise_new: f64,
+    /// The exponent, both in the current scale.
+    pub exponent: Change<f64>,
+    pub offset: Change<f64>,
+    pub nodes: Change<u64>,
+    pub noise: Change<f64>,
+}
+
+/// A level parameter's value under the current coefficients and under the proposed ones.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Change<T> {
+    pub old: T,
+    pub new: T,
+}
+
+impl<T> Change<T> {
+    /// "old → new", each side written by `show` (the report's way of showing a change).
+    pub fn arrow(&self, show: impl Fn(&T) -> String) -> String {
+        format!("{} → {}", show(&self.old), show(&self.new))
+    }
 }
 
 /// The proposed next coefficients and how they were reached.
@@ -113,13 +124,50 @@ pub struct Proposal {
     pub levels: Vec<LevelUpdate>,
     /// Rating against x over the levels with enough games, when two or more had.
     pub fit: Option<LineFit>,
-    /// This cycle's number in the gain schedule and its gain.
+    pub schedule: GainStep,
+    pub rescale: Rescale,
+    pub notes: Vec<String>,
+}
+
+/// This cycle's place in the gain schedule: its number k and its Robbins–Monro gain 1/k, never
+/// below the floor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct GainStep {
     pub cycle: u32,
     pub gain: f64,
-    /// The reparametrisation x_old = p + q · x_new.
+}
+
+impl GainStep {
+    /// The step after the one `current` was made in (or the first again, when asked).
+    fn after(current: &Coefficients, config: &UpdateConfig) -> GainStep {
+        let cycle = if config.restart_schedule {
+            1
+        } else {
+            current.calibration_cycle + 1
+        };
+        GainStep {
+            cycle,
+            gain: (1.0 / cycle as f64).max(config.gain_floor).min(1.0),
+        }
+    }
+}
+
+/// The reparametrisation of a refit: a level's exponent in the old scale is p + q · its
+/// exponent in the new one.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rescale {
     pub p: f64,
     pub q: f64,
-    pub notes: Vec<String>,
+}
+
+impl Rescale {
+    /// No refit: both scales are the same.
+    pub const IDENTITY: Rescale = Rescale { p: 0.0, q: 1.0 };
+
+    /// An exponent of the new scale in the old one.
+    pub fn old_scale(&self, x_new: f64) -> f64 {
+        self.p + self.q * x_new
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq)]
@@ -143,12 +191,7 @@ pub fn propose(
     }
     let mut inputs = inputs.to_vec();
     inputs.sort_by(|a, b| a.level.total_cmp(&b.level));
-    let cycle = if config.restart_schedule {
-        1
-    } else {
-        current.calibration_cycle + 1
-    };
-    let gain = (1.0 / cycle as f64).max(config.gain_floor).min(1.0);
+    let schedule = GainStep::after(current, config);
     let mut notes = Vec::new();
 
     let measured = measured_points(current, &inputs, config);
@@ -163,7 +206,7 @@ pub fn propose(
         config,
         slope: usable_slope(fit, measured.len(), config, &mut notes),
         measured: &measured,
-        gain,
+        gain: schedule.gain,
         floor: weakest_exponent(current),
     };
     let mut steps: Vec<Step> = inputs
@@ -174,14 +217,14 @@ pub fn propose(
 
     let mut next = current.clone();
     next.version = current.version + 1;
-    next.calibration_cycle = cycle;
+    next.calibration_cycle = schedule.cycle;
     // When no exponent moves, the parametrisation stays as it is: a refit would only shuffle
     // float dust between n0, b and the offsets.
     let moved_any = steps.iter().any(|s| s.x_new != s.x_old);
-    let (p, q) = if moved_any {
+    let rescale = if moved_any {
         refit(current, &steps, &mut next)
     } else {
-        (0.0, 1.0)
+        Rescale::IDENTITY
     };
     record_ratings(&mut next, &steps, config, ratings_source);
     // Round-trip through the validator (finite numbers, ratings and offsets in range): a
@@ -198,10 +241,8 @@ pub fn propose(
         changed,
         levels,
         fit,
-        cycle,
-        gain,
-        p,
-        q,
+        schedule,
+        rescale,
         notes,
     })
 }
@@ -275,14 +316,22 @@ impl Step {
             estimate: self.input.estimate,
             status: self.status,
             local_slope: self.local_slope,
-            exponent_old: self.x_old,
-            exponent_new: new.exponent,
-            offset_old: old.offset,
-            offset_new: new.offset,
-            nodes_old: old.nodes,
-            nodes_new: new.nodes,
-            noise_old: old.noise_cp,
-            noise_new: new.noise_cp,
+            exponent: Change {
+                old: self.x_old,
+                new: new.exponent,
+            },
+            offset: Change {
+                old: old.offset,
+                new: new.offset,
+            },
+            nodes: Change {
+                old: old.nodes,
+                new: new.nodes,
+            },
+            noise: Change {
+                old: old.noise_cp,
+                new: new.noise_cp,
+            },
         }
     }
 }
@@ -379,9 +428,9 @@ fn keep_levels_in_order(steps: &mut [Step], notes: &mut Vec<String>) {
 }
 
 /// Writes the new exponents into `next` in closed form: the best line x_new ≈ p + q·L becomes
-/// the new (n0, b, s0, d); what the line misses stays as the level's offset. Returns (p, q):
-/// x_old-scale exponent = p + q · x_new-scale.
-fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> (f64, f64) {
+/// the new (n0, b, s0, d); what the line misses stays as the level's offset. Returns the
+/// rescale from the new exponents to the old.
+fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> Rescale {
     let pairs: Vec<(f64, f64, f64)> = steps
         .iter()
         .map(|s| (s.input.level, s.x_new, 1.0))
@@ -421,7 +470,7 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> (f6
     }
     offsets.retain(|_, o| *o != 0.0);
     next.offsets = offsets;
-    (p, q)
+    Rescale { p, q }
 }
 
 /// Puts the measured rating of every level with enough games into `next`'s table, and names
@@ -613,19 +662,19 @@ mod tests {
         let p = propose(&c, &inputs, &UpdateConfig::default(), "test").unwrap();
         assert_eq!(p.coefficients.version, c.version + 1);
         assert_eq!(p.coefficients.calibration_cycle, 1);
-        assert_eq!(p.gain, 1.0);
+        assert_eq!(p.schedule.gain, 1.0);
         for u in &p.levels {
             assert_eq!(u.status, Status::Moved);
             // Newton with slope 150: x moves by (T − R)/150.
-            let want = u.exponent_old + (u.target.unwrap() - u.estimate.unwrap().rating) / 150.0;
+            let want = u.exponent.old + (u.target.unwrap() - u.estimate.unwrap().rating) / 150.0;
             // The new file reproduces the wanted exponent in the old scale: nodes match.
             let nodes_want = c.n0 * c.b.powf(want);
             assert!(
-                (u.nodes_new as f64 / nodes_want - 1.0).abs() < 0.01,
+                (u.nodes.new as f64 / nodes_want - 1.0).abs() < 0.01,
                 "{u:?} {nodes_want}"
             );
             let noise_want = c.s0 * c.d.powf(want);
-            assert!((u.noise_new / noise_want - 1.0).abs() < 1e-3);
+            assert!((u.noise.new / noise_want - 1.0).abs() < 1e-3);
         }
         // Targets grow faster than ratings: growth per level goes up.
         assert!(p.coefficients.b > c.b && p.coefficients.d < c.d);
@@ -670,16 +719,16 @@ mod tests {
         );
         for u in &p.levels {
             if u.status != Status::Moved {
-                assert_eq!(u.nodes_new, u.nodes_old, "{u:?}");
-                assert!((u.noise_new - u.noise_old).abs() < 1e-6 * u.noise_old);
+                assert_eq!(u.nodes.new, u.nodes.old, "{u:?}");
+                assert!((u.noise.new - u.noise.old).abs() < 1e-6 * u.noise.old);
             }
         }
         // The cap: a 300 Elo miss with a 100 Elo cap moves 100 Elo worth of x.
         cfg.max_step_elo = 100.0;
         let p = propose(&c, &inputs, &cfg, "test").unwrap();
         let moved = &p.levels[2];
-        let x_new_old_scale = (moved.nodes_new as f64 / c.n0).ln() / c.b.ln();
-        let step = x_new_old_scale - moved.exponent_old;
+        let x_new_old_scale = (moved.nodes.new as f64 / c.n0).ln() / c.b.ln();
+        let step = x_new_old_scale - moved.exponent.old;
         assert!(
             (step * moved.local_slope.unwrap() + 100.0).abs() < 5.0,
             "{step}"
@@ -695,12 +744,15 @@ mod tests {
         let inputs = linear_levels(3, (400.0, 200.0), (400.0, 180.0), 100);
         let mut cfg = UpdateConfig::default();
         c.calibration_cycle = 1;
-        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().gain, 0.5);
+        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().schedule.gain, 0.5);
         c.calibration_cycle = 20;
-        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().gain, 0.2);
+        assert_eq!(propose(&c, &inputs, &cfg, "t").unwrap().schedule.gain, 0.2);
         cfg.restart_schedule = true;
         let p = propose(&c, &inputs, &cfg, "t").unwrap();
-        assert_eq!((p.gain, p.coefficients.calibration_cycle), (1.0, 1));
+        assert_eq!(
+            (p.schedule.gain, p.coefficients.calibration_cycle),
+            (1.0, 1)
+        );
     }
 
     #[test]
@@ -720,7 +772,7 @@ mod tests {
         }];
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert_eq!(p.levels[0].status, Status::Held);
-        assert_eq!(p.levels[0].nodes_new, p.levels[0].nodes_old);
+        assert_eq!(p.levels[0].nodes.new, p.levels[0].nodes.old);
         assert!(!p.notes.is_empty());
     }
 
@@ -754,7 +806,10 @@ mod tests {
         ];
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert!(p.changed);
-        assert_ne!(p.q, 1.0, "the test needs a refit that rescales the levels");
+        assert_ne!(
+            p.rescale.q, 1.0,
+            "the test needs a refit that rescales the levels"
+        );
         for u in &p.levels {
             let alike = plays_alike(&c, &p.coefficients, u.level);
             assert_eq!(alike, u.status != Status::Moved, "{u:?}");
@@ -773,12 +828,14 @@ mod tests {
         // Ratings flatter than the targets: the refit rescales x (q != 1) and shifts it.
         let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
-        assert_ne!(p.q, 1.0);
+        assert_ne!(p.rescale.q, 1.0);
         let curve = c.blindness.unwrap();
         for u in &p.levels {
             // The new file's chance for the level is the old curve read at the level's new
             // exponent in the old scale (where its nodes and noise come from too).
-            let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, u.level).exponent;
+            let x_old_scale = p
+                .rescale
+                .old_scale(LevelParams::new(&p.coefficients, u.level).exponent);
             let want = curve.probability(x_old_scale);
             let got = LevelParams::new(&p.coefficients, u.level).blind_probability;
             assert!(
@@ -826,7 +883,9 @@ mod tests {
         c.offsets.insert("1".into(), floor - 1.0 + 0.3);
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert_eq!(p.levels[0].status, Status::Moved);
-        let x_old_scale = p.p + p.q * LevelParams::new(&p.coefficients, 1.0).exponent;
+        let x_old_scale = p
+            .rescale
+            .old_scale(LevelParams::new(&p.coefficients, 1.0).exponent);
         assert!(
             (x_old_scale - floor).abs() < 1e-6,
             "{x_old_scale} vs {floor}"
@@ -850,7 +909,7 @@ mod tests {
             .collect();
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
         assert!(!p.changed, "{:?}", p.notes);
-        assert_eq!((p.p, p.q), (0.0, 1.0));
+        assert_eq!(p.rescale, Rescale::IDENTITY);
         assert_eq!(p.coefficients.offsets, c.offsets);
         assert_eq!((p.coefficients.n0, p.coefficients.b), (c.n0, c.b));
         // A measured rating alone is a change worth a version.

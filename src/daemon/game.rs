@@ -23,6 +23,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
 
+use crate::config::ChatLines;
 use crate::engine::SearchResult;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{
@@ -51,8 +52,7 @@ pub struct GameContext {
     pub pool: PoolHandle,
     pub results: ResultsStub,
     pub setup: GameSetup,
-    pub greeting: Option<String>,
-    pub goodbye: Option<String>,
+    pub chat_lines: ChatLines,
     pub abort_after: Duration,
     /// How long to take over a move (the search's result waits in this task, not the pool).
     pub think: ThinkSettings,
@@ -667,6 +667,7 @@ impl GameActor {
         // game to say goodbye after.
         if let Some(goodbye) = self
             .ctx
+            .chat_lines
             .goodbye
             .as_ref()
             .filter(|_| self.ended_by_shutdown.is_none() && !aborted)
@@ -942,7 +943,7 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
 }
 
 async fn greet(ctx: &GameContext, tracker: &Tracker) {
-    if let Some(greeting) = &ctx.greeting {
+    if let Some(greeting) = &ctx.chat_lines.greeting {
         say(ctx, tracker, greeting).await;
     }
 }

@@ -107,9 +107,9 @@ fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<R
         TimeControl::Unlimited | TimeControl::Other(_) => Some(Reason::TimeControl),
         TimeControl::Correspondence { days_per_turn } => {
             let days = u64::from(days_per_turn.unwrap_or(0));
-            if days < policy.min_days {
+            if days < policy.days.min {
                 Some(Reason::TooFast)
-            } else if days > policy.max_days {
+            } else if days > policy.days.max {
                 Some(Reason::TooSlow)
             } else {
                 None
@@ -119,9 +119,9 @@ fn time_control_reason(policy: &ChallengePolicy, c: &ChallengeFacts) -> Option<R
             limit, increment, ..
         } => {
             let (limit_s, increment_s) = (u64::from(limit), u64::from(increment));
-            if limit_s < policy.min_initial_s || increment_s < policy.min_increment_s {
+            if limit_s < policy.initial_s.min || increment_s < policy.increment_s.min {
                 Some(Reason::TooFast)
-            } else if limit_s > policy.max_initial_s || increment_s > policy.max_increment_s {
+            } else if limit_s > policy.initial_s.max || increment_s > policy.increment_s.max {
                 Some(Reason::TooSlow)
             } else {
                 None

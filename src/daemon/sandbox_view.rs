@@ -306,6 +306,7 @@ min_initial_s = 180
                 PlayerKind::Mover(style) => crate::anchors::AnchorsFile::builtin()
                     .get(style.name())
                     .unwrap()
+                    .fitted
                     .rating
                     .unwrap(),
                 PlayerKind::Uci { .. } => unreachable!("the demo runs no external engine"),

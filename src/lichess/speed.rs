@@ -433,6 +433,14 @@ impl TimeControl {
         }
     }
 
+    /// Days per move of a correspondence game (`None`: another kind, or no limit).
+    pub fn days_per_turn(&self) -> Option<u32> {
+        match self {
+            TimeControl::Correspondence { days_per_turn } => *days_per_turn,
+            TimeControl::Clock { .. } | TimeControl::Unlimited | TimeControl::Other(_) => None,
+        }
+    }
+
     /// The speed of a game with this time control.
     pub fn speed(&self) -> Speed {
         Speed::of(self.real_time())

@@ -81,6 +81,7 @@ pub fn advertised_rating(player: &PlayerKind) -> Option<i32> {
                 .anchors
                 .iter()
                 .find(|a| a.kind == *kind)?
+                .fitted
                 .rating?
         }
     };
@@ -152,6 +153,7 @@ impl ChallengerConfig {
     /// anchor without a fitted rating cannot pose as a rated person.
     pub fn anchor(name: &str, anchor: &Anchor) -> Result<ChallengerConfig, String> {
         let rating = anchor
+            .fitted
             .rating
             .ok_or_else(|| format!("anchor {} has no fitted rating", anchor.name))?;
         Ok(ChallengerConfig {
@@ -266,12 +268,16 @@ mod tests {
         let anchors = AnchorsFile::builtin();
         let greedy = anchors.get("greedy").unwrap();
         let c = ChallengerConfig::anchor("GreedyGus", greedy).unwrap();
-        assert_eq!(c.rating as f64, greedy.rating.unwrap().round());
+        assert_eq!(c.rating as f64, greedy.fitted.rating.unwrap().round());
         assert_eq!(c.player, PlayerKind::Mover(MoverStyle::Greedy));
         assert_eq!((c.title, c.provisional), (None, false));
         assert_eq!(c.think_time, Duration::ZERO);
         assert_eq!((c.draw_offer_chance, c.takeback_chance), (0.0, 0.0));
-        let unrated = anchors.anchors.iter().find(|a| a.rating.is_none()).unwrap();
+        let unrated = anchors
+            .anchors
+            .iter()
+            .find(|a| a.fitted.rating.is_none())
+            .unwrap();
         let err = ChallengerConfig::anchor("x", unrated).unwrap_err();
         assert!(err.contains(&unrated.name), "{err}");
     }

@@ -64,7 +64,7 @@ impl World {
             rated: g.rated,
             variant: g.variant.clone(),
             speed: g.speed,
-            clock: g.clock,
+            clock: g.clock(),
             moves: g.moves.clone(),
             status: g.status,
             winner: g.winner,
@@ -106,12 +106,12 @@ impl World {
             initial_fen: (g.initial_fen != "startpos").then(|| g.initial_fen.clone()),
             winner: g.winner,
             moves: Some(san_moves(&g.board, lag(g))),
-            clock: g.clock.map(|c| ExportClock {
+            clock: g.clock().map(|c| ExportClock {
                 initial: c.initial_ms / 1000,
                 increment: c.increment_ms / 1000,
                 total_time: c.estimated_seconds(),
             }),
-            days_per_turn: g.days_per_turn,
+            days_per_turn: g.time_control.days_per_turn(),
         })
     }
 }
@@ -127,7 +127,7 @@ impl World {
             (true, Some(Color::Black)) => "0-1",
             (true, None) => "1/2-1/2",
         };
-        let time_control = g.clock.map_or_else(|| "-".to_string(), |c| c.to_string());
+        let time_control = g.clock().map_or_else(|| "-".to_string(), |c| c.to_string());
         let mut pgn = format!(
             "[Event \"{} {} game\"]\n[Site \"{}/{}\"]\n[White \"{}\"]\n[Black \"{}\"]\n\
              [Result \"{result}\"]\n[Variant \"{}\"]\n[TimeControl \"{time_control}\"]\n\

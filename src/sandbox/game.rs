@@ -10,7 +10,7 @@ use tokio::time::Instant;
 use crate::engine::Game;
 use crate::engine::position::GameEnd;
 use crate::lichess::types::{Color, Expiration, GameState, GameStatus};
-use crate::lichess::{Clock, GameId, Perf, Speed};
+use crate::lichess::{Clock, GameId, Perf, Speed, TimeControl};
 
 /// A side as the sandbox knows it.
 #[derive(Clone, Debug, PartialEq)]
@@ -54,9 +54,8 @@ pub struct SandboxGame {
     pub rated: bool,
     pub speed: Speed,
     pub perf: Perf,
-    /// `None` for correspondence/unlimited.
-    pub clock: Option<Clock>,
-    pub days_per_turn: Option<u32>,
+    /// As challenged: a real-time clock, days per move, or neither.
+    pub time_control: TimeControl,
     pub initial_fen: String,
     pub created_at_ms: i64,
     pub last_move_at_ms: i64,
@@ -86,8 +85,7 @@ impl SandboxGame {
         black: Seat,
         variant: String,
         rated: bool,
-        clock: Option<Clock>,
-        days_per_turn: Option<u32>,
+        time_control: TimeControl,
         initial_fen: Option<String>,
         no_start: Duration,
         now: Instant,
@@ -99,6 +97,7 @@ impl SandboxGame {
             Some(fen) if !fen.trim().is_empty() && fen.trim() != "startpos" => fen,
             _ => "startpos".to_string(),
         };
+        let clock = time_control.real_time();
         let speed = Speed::of(clock);
         let perf = Perf::of_game(&variant, speed);
         let initial = clock.map_or(NO_CLOCK_MS, |c| c.initial_ms);
@@ -110,8 +109,7 @@ impl SandboxGame {
             rated,
             speed,
             perf,
-            clock,
-            days_per_turn,
+            time_control,
             initial_fen,
             created_at_ms: now_ms,
             last_move_at_ms: now_ms,
@@ -154,10 +152,15 @@ impl SandboxGame {
         !self.status.is_ongoing()
     }
 
+    /// The real-time clock (`None` for correspondence/unlimited).
+    pub fn clock(&self) -> Option<Clock> {
+        self.time_control.real_time()
+    }
+
     /// Clocks run once both sides have made a move, as on Lichess; before that the
     /// `noStart` timer applies.
     fn clock_running(&self) -> bool {
-        self.clock.is_some() && self.moves.len() >= 2
+        self.clock().is_some() && self.moves.len() >= 2
     }
 
     fn stored(&self, color: Color) -> u64 {
@@ -199,7 +202,7 @@ impl SandboxGame {
 
     /// The wire `gameState` at `now`.
     pub fn state(&self, now: Instant) -> GameState {
-        let increment = self.clock.map_or(0, |c| c.increment_ms);
+        let increment = self.clock().map_or(0, |c| c.increment_ms);
         let expiration = (!self.is_over() && self.moves.len() < 2).then(|| Expiration {
             idle_millis: now.saturating_duration_since(self.turn_started).as_millis() as u64,
             millis_to_move: self.no_start.as_millis() as u64,
@@ -278,7 +281,7 @@ impl SandboxGame {
             .map_err(|_| ActionError::IllegalMove(uci.to_string()))?;
         let canonical = self.board.to_uci(m);
         if running {
-            let increment = self.clock.map_or(0, |c| c.increment_ms);
+            let increment = self.clock().map_or(0, |c| c.increment_ms);
             self.set_stored(color, left + increment);
         }
         self.moves.push(canonical);
@@ -425,18 +428,17 @@ mod tests {
         }
     }
 
-    fn game(clock: Option<(u64, u64)>, now: Instant) -> SandboxGame {
+    /// A game with a clock of (initial, increment) seconds, or unlimited.
+    fn game(clock: Option<(u32, u32)>, now: Instant) -> SandboxGame {
         SandboxGame::new(
             GameId::new("g"),
             seat("w"),
             seat("b"),
             "standard".into(),
             false,
-            clock.map(|(initial_ms, increment_ms)| Clock {
-                initial_ms,
-                increment_ms,
+            clock.map_or(TimeControl::Unlimited, |(limit, increment)| {
+                TimeControl::clock(limit, increment)
             }),
-            None,
             None,
             Duration::from_secs(30),
             now,
@@ -448,7 +450,7 @@ mod tests {
     #[test]
     fn fools_mate_ends_by_mate() {
         let t = Instant::now();
-        let mut g = game(Some((60_000, 0)), t);
+        let mut g = game(Some((60, 0)), t);
         for (i, m) in ["f2f3", "e7e5", "g2g4", "d8h4"].iter().enumerate() {
             let color = if i % 2 == 0 {
                 Color::White
@@ -468,28 +470,28 @@ mod tests {
     #[test]
     fn clock_runs_after_two_moves_adds_increment_and_flags() {
         let t = Instant::now();
-        let mut g = game(Some((1_000, 500)), t);
+        let mut g = game(Some((2, 1)), t);
         g.play(Color::White, "e2e4", false, t + Duration::from_secs(5), 0)
             .unwrap();
         g.play(Color::Black, "e7e5", false, t + Duration::from_secs(6), 0)
             .unwrap();
         // The first moves did not cost clock time.
-        assert_eq!(g.remaining(Color::White, t + Duration::from_secs(6)), 1_000);
+        assert_eq!(g.remaining(Color::White, t + Duration::from_secs(6)), 2_000);
         let t2 = t + Duration::from_secs(6);
         g.play(
             Color::White,
             "g1f3",
             false,
-            t2 + Duration::from_millis(300),
+            t2 + Duration::from_millis(600),
             0,
         )
         .unwrap();
-        // White's clock stands at 1.2 s while Black, to move, runs out.
+        // White's clock stands at 2.4 s (2 − 0.6 + 1) while Black, to move, runs out at 2.6 s.
         flags_between(
             &mut g,
-            (Color::White, 1_200),
-            t2 + Duration::from_millis(1200),
-            t2 + Duration::from_millis(1400),
+            (Color::White, 2_400),
+            t2 + Duration::from_millis(2400),
+            t2 + Duration::from_millis(2800),
         );
     }
 
@@ -507,7 +509,7 @@ mod tests {
     #[test]
     fn set_remaining_lets_time_pass_for_the_side_to_move() {
         let t = Instant::now();
-        let mut g = game(Some((60_000, 0)), t);
+        let mut g = game(Some((60, 0)), t);
         g.play(Color::White, "e2e4", false, t, 0).unwrap();
         g.play(Color::Black, "e7e5", false, t, 0).unwrap();
         let t2 = t + Duration::from_secs(2);
@@ -528,14 +530,14 @@ mod tests {
     #[test]
     fn no_first_move_is_no_start_and_abort_only_early() {
         let t = Instant::now();
-        let mut g = game(Some((60_000, 0)), t);
+        let mut g = game(Some((60, 0)), t);
         assert!(g.tick(t + Duration::from_secs(31), 0));
         assert_eq!(g.status, GameStatus::NoStart);
-        let mut g = game(Some((60_000, 0)), t);
+        let mut g = game(Some((60, 0)), t);
         g.play(Color::White, "e2e4", false, t, 0).unwrap();
         g.abort(t, 0).unwrap();
         assert_eq!(g.status, GameStatus::Aborted);
-        let mut g = game(Some((60_000, 0)), t);
+        let mut g = game(Some((60, 0)), t);
         g.play(Color::White, "e2e4", false, t, 0).unwrap();
         g.play(Color::Black, "e7e5", false, t, 0).unwrap();
         assert_eq!(g.abort(t, 0), Err(ActionError::CannotAbort));

@@ -899,19 +899,13 @@ impl World {
             Color::White => (challenger.seat(perf), dest.seat(perf)),
             Color::Black => (dest.seat(perf), challenger.seat(perf)),
         };
-        let clock = challenge.time_control.real_time();
-        let days = match challenge.time_control {
-            TimeControl::Correspondence { days_per_turn } => days_per_turn,
-            TimeControl::Clock { .. } | TimeControl::Unlimited | TimeControl::Other(_) => None,
-        };
         let game = SandboxGame::new(
             challenge.id.game_id(),
             white,
             black,
             challenge.variant.key.clone(),
             challenge.rated,
-            clock,
-            days,
+            challenge.time_control.clone(),
             challenge.initial_fen.clone(),
             self.config.no_start_timeout,
             Instant::now(),
@@ -998,7 +992,7 @@ impl World {
                 ai: None,
             }),
             is_my_turn: Some(!g.is_over() && g.turn() == color),
-            seconds_left: g.clock.map(|_| (g.remaining(color, now) / 1000) as i64),
+            seconds_left: g.clock().map(|_| (g.remaining(color, now) / 1000) as i64),
             winner: g.winner,
             rating: Some(g.seat(color).rating),
             rating_diff: None,
@@ -1026,7 +1020,7 @@ impl World {
         Some(GameFull {
             id: g.id.clone(),
             variant: Variant::from_key(&g.variant),
-            clock: g.clock.map(|c| GameClock {
+            clock: g.clock().map(|c| GameClock {
                 initial: c.initial_ms,
                 increment: c.increment_ms,
             }),
@@ -1040,7 +1034,7 @@ impl World {
             black: player(&g.black),
             initial_fen: g.initial_fen.clone(),
             state: g.state(Instant::now()),
-            days_per_turn: g.days_per_turn,
+            days_per_turn: g.time_control.days_per_turn(),
             tournament_id: None,
         })
     }
