@@ -236,6 +236,8 @@ pub struct ChatLines {
     pub greeting: Option<String>,
     /// Sent when a game ends (not after an abort: there was no game).
     pub goodbye: Option<String>,
+    /// Sent to the spectators' room when a game starts (who plays, what the level is).
+    pub spectator_greeting: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -403,6 +405,7 @@ struct RawAccount {
     target_perf: Option<Spanned<toml::Value>>,
     greeting: Option<Spanned<String>>,
     goodbye: Option<Spanned<String>>,
+    spectator_greeting: Option<Spanned<String>>,
     think_time: Option<Spanned<String>>,
     max_think_s: Option<Spanned<i64>>,
     takebacks: Option<Spanned<i64>>,
@@ -561,6 +564,8 @@ impl Validator<'_> {
         let chat_lines = ChatLines {
             greeting: self.chat_line(&a.greeting, &key("greeting"))?,
             goodbye: self.chat_line(&a.goodbye, &key("goodbye"))?,
+            spectator_greeting: self
+                .chat_line(&a.spectator_greeting, &key("spectator_greeting"))?,
         };
         let challenge = match &a.challenge {
             None => defaults.clone(),

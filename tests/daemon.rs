@@ -32,7 +32,7 @@ use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonSpec, start};
 use ladder::levels::Coefficients;
 use ladder::lichess::{
-    ChallengeColor, ChallengeId, ClientConfig, Color, GameId, GameStatus, Token,
+    ChallengeColor, ChallengeId, ChatRoom, ClientConfig, Color, GameId, GameStatus, Token,
 };
 use ladder::results::{GameRecord, Outcome, read_results};
 use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
@@ -104,7 +104,8 @@ fn config_text_with_levels(url: &str, bots: &[(&str, u32)], o: &Options) -> Stri
             bot,
             "LADDER_TEST_UNUSED",
             level,
-            "greeting = \"Hi {opponent}, {me} here\"\ngoodbye = \"GG {opponent}\"\n",
+            "greeting = \"Hi {opponent}, {me} here\"\ngoodbye = \"GG {opponent}\"\n\
+             spectator_greeting = \"{me} plays {opponent}\"\n",
         ));
     }
     text
@@ -245,6 +246,14 @@ async fn several_accounts_play_many_games_and_each_is_recorded_once() {
                     .iter()
                     .any(|c| c.text.starts_with("Hi ") && c.text.contains("here")),
                 "no greeting in {}: {:?}",
+                g.id,
+                g.chat
+            );
+            assert!(
+                g.chat
+                    .iter()
+                    .any(|c| c.room == ChatRoom::Spectator && c.text.contains(" plays ")),
+                "no spectator greeting in {}: {:?}",
                 g.id,
                 g.chat
             );

@@ -252,7 +252,7 @@ impl GameActor {
                     return exit;
                 }
                 if self.abort_came_too_late() {
-                    say(&self.ctx, &self.tracker, LEAVE_CHAT).await;
+                    say(&self.ctx, &self.tracker, ChatRoom::Player, LEAVE_CHAT).await;
                     tracing::warn!(
                         "grace period over: the abort came too late (the opponent's move landed \
                          first); game left running at ply {} (not resigned); {}",
@@ -618,7 +618,13 @@ impl GameActor {
     async fn answer_takeback(&mut self, accept: bool) {
         tracing::info!(accept, "answering a takeback");
         if !accept && self.ctx.conduct.takebacks > 0 {
-            say(&self.ctx, &self.tracker, TAKEBACKS_USED_CHAT).await;
+            say(
+                &self.ctx,
+                &self.tracker,
+                ChatRoom::Player,
+                TAKEBACKS_USED_CHAT,
+            )
+            .await;
         }
         if let Err(e) = self.ctx.client.takeback(&self.id, accept).await {
             tracing::warn!("takeback: {e}");
@@ -743,7 +749,7 @@ async fn abort_or_leave(ctx: &GameContext, tracker: &Tracker) -> Option<String> 
             Err(e) => tracing::warn!("grace period over: abort refused ({e})"),
         }
     }
-    say(ctx, tracker, LEAVE_CHAT).await;
+    say(ctx, tracker, ChatRoom::Player, LEAVE_CHAT).await;
     tracing::warn!(
         "grace period over: game left running at ply {ply} (not resigned); {}",
         after_leaving(ctx.setup.header.source)
@@ -886,7 +892,7 @@ async fn play_result(
             }
             Action::Resign => {
                 tracing::info!(ply, score = %result.score, "resigning a lost game");
-                say(ctx, tracker, RESIGN_CHAT).await;
+                say(ctx, tracker, ChatRoom::Player, RESIGN_CHAT).await;
                 if let Err(e) = ctx.client.resign(id).await {
                     tracing::warn!("resign: {e}");
                     tracker.on_move_failed(ply);
@@ -909,18 +915,14 @@ async fn play_result(
     true
 }
 
-/// Says `template` in the player chat (`{me}`/`{opponent}` filled); failures only logged.
-async fn say(ctx: &GameContext, tracker: &Tracker, template: &str) {
+/// Says `template` in `room` (`{me}`/`{opponent}` filled); failures only logged.
+async fn say(ctx: &GameContext, tracker: &Tracker, room: ChatRoom, template: &str) {
     let text = chat_line(
         template,
         &ctx.setup.header.account,
         &tracker.opponent_name(),
     );
-    if let Err(e) = ctx
-        .client
-        .chat(&ctx.setup.game_id, ChatRoom::Player, &text)
-        .await
-    {
+    if let Err(e) = ctx.client.chat(&ctx.setup.game_id, room, &text).await {
         tracing::debug!("chat: {e}");
     }
 }
@@ -944,7 +946,10 @@ async fn post_move(ctx: &GameContext, tracker: &mut Tracker, ply: usize, uci: &s
 
 async fn greet(ctx: &GameContext, tracker: &Tracker) {
     if let Some(greeting) = &ctx.chat_lines.greeting {
-        say(ctx, tracker, greeting).await;
+        say(ctx, tracker, ChatRoom::Player, greeting).await;
+    }
+    if let Some(greeting) = &ctx.chat_lines.spectator_greeting {
+        say(ctx, tracker, ChatRoom::Spectator, greeting).await;
     }
 }
 

@@ -112,7 +112,7 @@ pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::nnue::network::random_network;
+    use crate::engine::nnue::network::{QA, QB, SCALE, random_network};
     use crate::engine::position::position_of as position;
     use shakmaty::{Chess, Move, Position};
 
@@ -175,5 +175,72 @@ mod tests {
             }
         }
         assert_eq!(seen, [true; 4], "capture, castle, en passant, promotion");
+    }
+
+    /// The same sum in floating point, written from the definition.
+    fn reference(network: &Network, board: &Board, side_to_move: Color) -> f64 {
+        let hidden = network.hidden();
+        let accumulate = |perspective: Color| -> Vec<f64> {
+            let mut values: Vec<f64> = network
+                .feature_bias()
+                .iter()
+                .map(|&b| f64::from(b))
+                .collect();
+            for piece in pieces(board) {
+                let row = network.feature_row(feature_index(perspective, piece));
+                for (v, &w) in values.iter_mut().zip(row) {
+                    *v += f64::from(w);
+                }
+            }
+            values
+        };
+        let activation = |x: f64| (x.clamp(0.0, f64::from(QA)) / f64::from(QA)).powi(2);
+        let ours = accumulate(side_to_move);
+        let theirs = accumulate(!side_to_move);
+        let mut sum = f64::from(network.output_bias()) / f64::from(QA * QB);
+        for i in 0..hidden {
+            sum += activation(ours[i]) * f64::from(network.output_weights()[i]) / f64::from(QB);
+            sum += activation(theirs[i]) * f64::from(network.output_weights()[hidden + i])
+                / f64::from(QB);
+        }
+        sum * f64::from(SCALE)
+    }
+
+    #[test]
+    fn the_integer_pass_computes_the_network_in_centipawns() {
+        let network = random_network(32, 4);
+        for fen in [
+            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+            "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R b KQ - 3 9",
+            "8/8/4k3/8/1Q6/8/3K4/8 w - - 0 1",
+        ] {
+            let pos = position(fen);
+            for side in [Color::White, Color::Black] {
+                let got = f64::from(evaluate_board(&network, pos.board(), side));
+                let want = reference(&network, pos.board(), side);
+                // Integer division truncates twice: at most a centipawn or two off.
+                assert!((got - want).abs() <= 2.0, "{fen} {side:?}: {got} vs {want}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_mirrored_position_evaluates_the_same_for_the_other_side() {
+        let network = random_network(16, 5);
+        let pos = position("r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R w KQ - 3 9");
+        let mut mirrored = Board::empty();
+        for (square, piece) in pos.board().iter() {
+            mirrored.set_piece_at(
+                square.flip_vertical(),
+                shakmaty::Piece {
+                    color: piece.color.other(),
+                    role: piece.role,
+                },
+            );
+        }
+        assert_eq!(
+            evaluate_board(&network, pos.board(), Color::White),
+            evaluate_board(&network, &mirrored, Color::Black)
+        );
     }
 }

@@ -15,14 +15,4 @@ pub mod network;
 
 pub use accumulator::Accumulator;
 pub use features::{INPUTS, MoveFeatures, PieceSquare, feature_index, flip_index};
-pub use network::{Network, NetworkError};
-
-/// The first layer's quantisation: a float weight w is stored as round(w · QA).
-pub const QA: i32 = 255;
-/// The output layer's quantisation: a float weight w is stored as round(w · QB).
-pub const QB: i32 = 64;
-/// The network's output times this is centipawns (and the trainer's sigmoid divides by it).
-pub const SCALE: i32 = 400;
-/// The trainer keeps every float weight within ± this, as bullet does, so the quantised
-/// output weights fit in ±127 and QA · weight products fit in i16.
-pub const WEIGHT_CLIP: f32 = 1.98;
+pub use network::{Network, NetworkError, QA, QB, SCALE, WEIGHT_CLIP};
