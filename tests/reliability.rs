@@ -30,7 +30,7 @@ use ladder::lichess::{
     ChallengeColor, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy, ReconnectPolicy,
 };
 use ladder::results::read_results;
-use ladder::sandbox::{AccountConfig, Action, GameSummary, Sandbox};
+use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
 
@@ -380,6 +380,39 @@ async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
         )
         .await;
         stop_now(run).await;
+    })
+    .await;
+}
+
+/// An accept still on its way when the daemon is asked to drain: the game it starts has an
+/// actor and is played to its end before the daemon exits (lila ends a game nobody plays as
+/// `noStart`, against the bot).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_in_flight_at_a_drain_gets_its_game_played() {
+    bounded(async {
+        let bots = ["late1"];
+        let (sb, _dir, run) = playing(&bots, &["Rita"], quick, ABORT_AFTER_S).await;
+        // Every answer to the bot takes 1.5 s for a while: the accept is in flight.
+        sb.delay_responses(
+            "late1",
+            Duration::from_millis(1500),
+            Some(Duration::from_secs(4)),
+        );
+        let challenge = sb
+            .challenge("Rita", "late1", &ChallengeSpec::clock(60, 0))
+            .unwrap();
+        let id = challenge.id.game_id();
+        wait_log("the accept goes out", Duration::from_secs(5), |l| {
+            l.contains(challenge.id.as_str()) && l.contains("challenge accepted")
+        })
+        .await;
+        run.daemon.shutdown().await;
+        run.daemon.join().await.unwrap();
+        let game = sb.game(&id).expect("the accepted challenge became a game");
+        assert!(game.is_over(), "{game:?}");
+        assert_ne!(game.status, GameStatus::NoStart, "{game:?}");
+        assert_ne!(game.status, GameStatus::Aborted, "{game:?}");
+        assert!(game.moves.len() >= 2, "the bot never moved: {game:?}");
     })
     .await;
 }
