@@ -74,6 +74,10 @@ pub struct Coefficients {
     /// Where the ratings come from ("nominal", "calibrated 2026-11-22 from 1830 games", …).
     #[serde(default)]
     pub ratings_source: String,
+    /// The 95% half-width of each measured rating (1.96 standard errors), keyed like
+    /// `ratings`; calibration writes it beside the rating (older files have none).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub rating_intervals: BTreeMap<String, f64>,
     /// Calibration cycles applied since the gain schedule last restarted: the Robbins–Monro
     /// gain of the next cycle is 1/(cycle + 1) (with a floor). 0 until calibrated.
     #[serde(default)]
@@ -425,6 +429,14 @@ impl Coefficients {
                 );
             }
         }
+        for (key, half_width) in &self.rating_intervals {
+            if !(half_width.is_finite() && *half_width >= 0.0) {
+                return bad(
+                    format!("rating_intervals.\"{key}\""),
+                    "must be a non-negative number of rating points",
+                );
+            }
+        }
         // A rating outside Lichess's range is a broken measurement, not a level: calibration
         // validates its proposal through here before writing it.
         for (key, rating) in &self.ratings {
@@ -467,6 +479,11 @@ impl Coefficients {
 
     /// The rating of a level: its recorded one, or interpolated linearly between the two
     /// rated levels around it (`None` outside the rated levels, or with no ratings).
+    /// The 95% half-width of `level`'s measured rating, when calibration wrote one.
+    pub fn rating_interval_of(&self, level: f64) -> Option<f64> {
+        self.rating_intervals.get(&level_key(level)).copied()
+    }
+
     pub fn rating_of(&self, level: f64) -> Option<f64> {
         if let Some(rating) = self.ratings.get(&level_key(level)) {
             return Some(*rating);

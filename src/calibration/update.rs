@@ -491,6 +491,8 @@ fn record_ratings(
         {
             next.ratings
                 .insert(level_key(s.input.level), e.rating.round());
+            next.rating_intervals
+                .insert(level_key(s.input.level), (1.96 * e.se).round());
             measured_levels += 1;
         }
     }
@@ -735,6 +737,9 @@ mod tests {
         );
         // The measured ratings go into the table; the unmeasured level keeps its nominal one.
         assert_eq!(p.coefficients.ratings["3"], 1300.0);
+        // Beside the rating, its 95% half-width, for `!level` to tell.
+        assert!(p.coefficients.rating_intervals["3"] > 0.0);
+        assert!(!p.coefficients.rating_intervals.contains_key("2"));
         assert_eq!(p.coefficients.ratings["2"], c.ratings["2"]);
     }
 

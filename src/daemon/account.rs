@@ -950,6 +950,7 @@ fn level_facts(coefficients: &Coefficients, level: f64) -> LevelFacts {
         level,
         target: Some((targets.target(level), targets.scale.clone())),
         rating: coefficients.rating_of(level).map(|r| (r, source)),
+        interval: coefficients.rating_interval_of(level),
     }
 }
 

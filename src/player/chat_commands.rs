@@ -47,6 +47,8 @@ pub struct LevelFacts {
     /// The rating calibration measured (or interpolated) for the level, with where it comes
     /// from ("calibrated 2026-11-22 from 1830 games").
     pub rating: Option<(f64, String)>,
+    /// The 95% half-width of that rating, when calibration measured one for this level.
+    pub interval: Option<f64>,
 }
 
 /// What the game actor does about a command.
@@ -125,7 +127,12 @@ pub fn level_text(facts: &LevelFacts) -> String {
         text.push_str(&format!(": aims at {target:.0} ({scale})"));
     }
     if let Some((rating, source)) = &facts.rating {
-        text.push_str(&format!(", rated {rating:.0} ({source})"));
+        match facts.interval {
+            Some(half_width) => {
+                text.push_str(&format!(", rated {rating:.0} ± {half_width:.0} ({source})"))
+            }
+            None => text.push_str(&format!(", rated {rating:.0} ({source})")),
+        }
     }
     text.push_str(". ");
     text.push_str(plays_like(facts.target.as_ref().map(|t| t.0)));
@@ -161,6 +168,7 @@ mod tests {
             level: 3.0,
             target: Some((870.0, "lichess-blitz".into())),
             rating: Some((912.4, "calibrated from 1830 games".into())),
+            interval: Some(61.0),
         }
     }
 
@@ -179,7 +187,7 @@ mod tests {
     fn level_tells_the_level_its_target_and_rating_within_lichess_limit() {
         let text = level_text(&facts());
         assert!(
-            text.starts_with("Level 3: aims at 870 (lichess-blitz), rated 912"),
+            text.starts_with("Level 3: aims at 870 (lichess-blitz), rated 912 ± 61 (calibrated"),
             "{text}"
         );
         assert!(text.contains("beginner"), "{text}");
@@ -188,6 +196,7 @@ mod tests {
             level: 2.5,
             target: None,
             rating: None,
+            interval: None,
         });
         assert!(bare.starts_with("Level 2.5. "), "{bare}");
     }
