@@ -14,13 +14,10 @@ use std::sync::{Arc, LazyLock};
 
 use shakmaty::{Chess, Move, Position};
 
-use super::eval::{evaluate_with, is_drawish, is_mop_up_ending, seen_by};
+use super::eval::{evaluate, evaluate_with, is_drawish, is_mop_up_ending, seen_by};
 use super::nnue::{Accumulator, MoveFeatures, Network};
 use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
-
-/// The hand-crafted evaluation's weights where a network hands over to it.
-static SHIPPED_WEIGHTS: LazyLock<Arc<Weights>> = LazyLock::new(Weights::shipped);
 
 /// The newest network compiled into the binary.
 pub const SHIPPED_NETWORK: u32 = 1;
@@ -141,7 +138,7 @@ impl<'a> PathEvaluation<'a> {
 fn network_score(network: &Network, accumulator: &Accumulator, pos: &Chess) -> i32 {
     let board = pos.board();
     if is_mop_up_ending(board) {
-        return evaluate_with(pos, &SHIPPED_WEIGHTS);
+        return evaluate(pos);
     }
     let mut white = seen_by(pos.turn(), accumulator.evaluate(network, pos.turn()));
     if is_drawish(board, white) {
