@@ -436,6 +436,63 @@ fn white_move(moves: &[String]) -> String {
     game.to_uci(*knight)
 }
 
+/// A drain whose abort is overtaken: at the end of the grace the bot (white, one move made)
+/// aborts, Lichess answers 200, but the opponent's first move landed first, so the game goes
+/// on. The bot leaves it running at once with its word in the chat, unresigned and open for
+/// the restart, instead of waiting for an end that never comes until the daemon's stop limit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_abort_overtaken_by_the_opponents_first_move_leaves_the_game_running() {
+    bounded(async {
+        let bot = "overtaken1";
+        let options = Options {
+            shutdown_grace_s: 1,
+            ..Options::default()
+        };
+        let (sb, dir, run) = playing(bot, &["Alice"], &options).await;
+        let mut spec = ChallengeSpec::clock(60, 0);
+        spec.color = ChallengeColor::Black;
+        let id = sb.challenge("alice", bot, &spec).unwrap().id.game_id();
+        wait_plies(&sb, &id, 1).await;
+        // Always legal after white's first move: white cannot reach f6 or give check.
+        sb.overtake_next_abort(&id, "g8f6");
+
+        let started = std::time::Instant::now();
+        let records = drain(run).await;
+        let took = started.elapsed();
+        assert!(
+            took < Duration::from_secs(8),
+            "the daemon waited {took:?} for a game its abort could no longer end"
+        );
+        let game = sb.game(&id).unwrap();
+        assert_eq!(game.status, GameStatus::Started, "{game:?}");
+        assert_eq!(
+            game.moves.len(),
+            2,
+            "the overtaking move was played: {game:?}"
+        );
+        let said: Vec<&str> = game
+            .chat
+            .iter()
+            .filter(|l| l.username.eq_ignore_ascii_case(bot))
+            .map(|l| l.text.as_str())
+            .collect();
+        assert!(
+            said.contains(&LEAVE_CHAT),
+            "the bot says it will be back: {said:?}"
+        );
+        assert!(
+            !records.iter().any(|r| r.game_id == id),
+            "a game left running was recorded"
+        );
+        let open: Vec<GameId> = open_games(&first_results(dir.path()))
+            .into_iter()
+            .map(|g| g.game_id)
+            .collect();
+        assert_eq!(open, [id], "the game left running stays open");
+    })
+    .await;
+}
+
 /// A drain that runs out of grace with two games still running: the one without moves is
 /// aborted (Lichess allows it) and recorded with a shutdown fault; the one under way, which the
 /// level is winning by a queen and two rooks, is neither resigned nor recorded: it is left

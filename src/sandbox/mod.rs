@@ -395,6 +395,14 @@ impl Sandbox {
         self.lock().refused_claims.insert(game_id.clone(), n);
     }
 
+    /// The game's next abort is overtaken by the opponent's move `uci`: the move is played
+    /// first and the abort, answered 200, finds the game past the point of an abort.
+    pub fn overtake_next_abort(&self, game_id: &GameId, uci: &str) {
+        self.lock()
+            .aborts_overtaken_by
+            .insert(game_id.clone(), uci.to_string());
+    }
+
     /// Every request of the account (streams included): when it arrived, and its path.
     pub fn requests_of(&self, username: &str) -> Vec<(tokio::time::Instant, String)> {
         let id = username.to_ascii_lowercase();

@@ -414,6 +414,10 @@ pub struct World {
     /// Per game, how many more claims (victory or draw, after the opponent left) are refused
     /// with a 400, as lila refuses one it does not allow yet.
     pub refused_claims: HashMap<GameId, u32>,
+    /// Per game, the opponent's move that overtakes the next abort: it lands first, so the
+    /// abort is answered 200 but finds the game past the point of an abort (lila's round
+    /// actor takes the move before the abort the HTTP layer already acknowledged).
+    pub aborts_overtaken_by: HashMap<GameId, String>,
     /// The simulated challengers send no new challenge while this is set (their games go on).
     pub challengers_paused: bool,
     /// Per account, how many of its next `gameStart` events are lost on the way (the game
@@ -457,6 +461,7 @@ impl World {
             request_log_dropped: 0,
             refused_game_streams: HashMap::new(),
             refused_claims: HashMap::new(),
+            aborts_overtaken_by: HashMap::new(),
             challengers_paused: false,
             lost_game_starts: HashMap::new(),
             rng,
@@ -1131,6 +1136,15 @@ impl World {
         let color = entry.game.color_of(account).ok_or_else(not_found)?;
         let now = Instant::now();
         let now_ms = unix_ms();
+        if action == Action::Abort
+            && let Some(uci) = self.aborts_overtaken_by.remove(game_id)
+        {
+            if let Err(e) = entry.game.play(color.other(), &uci, false, now, now_ms) {
+                tracing::warn!(game = %game_id, "the overtaking move {uci} was refused: {e}");
+            }
+            self.after_change(game_id);
+            return Ok(());
+        }
         let was_over = entry.game.is_over();
         let mut refused = None;
         let result = match action.clone() {
