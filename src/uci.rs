@@ -527,9 +527,11 @@ fn parse_go(args: &str) -> (Go, Vec<String>) {
 /// Moves assumed left in the game when the GUI does not say (sudden death).
 const DEFAULT_MOVES_TO_GO: u64 = 25;
 
-/// Time for one move. With a clock: remaining/moves-to-go plus most of the increment, never
-/// more than half of what is left after the overhead (all but a tenth when this is the last
-/// move before the time control). `movetime` is a hard limit, less the overhead.
+/// Time for one move. With a clock: a target of remaining/moves-to-go plus most of the
+/// increment, never more than half of what is left after the overhead (all but a tenth when
+/// this is the last move before the time control); the soft limit, 0.6 of the target, is
+/// scaled by the [`Deadline`]; the hard one is four targets. `movetime` is a hard limit, less
+/// the overhead.
 fn time_budget(go: &Go, turn: Color, overhead_ms: u64) -> TimeBudget {
     let mut soft: Option<u64> = None;
     let mut hard: Option<u64> = None;
@@ -547,7 +549,10 @@ fn time_budget(go: &Go, turn: Color, overhead_ms: u64) -> TimeBudget {
         };
         let target = (available / moves_to_go + inc * 3 / 4).min(cap);
         hard = Some((target * 4).min(cap));
-        soft = Some(target / 2);
+        // Scaled after each iteration by how settled the search is (`soft_scale`, 0.35 to 3.5;
+        // about 0.8 for a typical settled move): a little above the old fixed half of the
+        // target, so that time moves from settled moves to unsettled ones.
+        soft = Some(target * 3 / 5);
     }
     if let Some(movetime) = go.movetime {
         let limit = movetime - overhead_ms.min(movetime / 2);
@@ -745,6 +750,8 @@ fn search(
             score: result.score,
             nodes: result.nodes,
             pv: result.pv.clone(),
+            best_move_nodes: 0,
+            pass_nodes: 0,
         };
         observer.report(&info);
     }

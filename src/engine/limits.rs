@@ -54,4 +54,20 @@ pub struct SearchInfo {
     pub score: Score,
     pub nodes: u64,
     pub pv: Vec<Move>,
+    /// Nodes spent under the best root move in the iteration's last pass over the root, and
+    /// in that whole pass: their ratio says how clearly the search prefers its move (time
+    /// management spends less on a move that took almost all the effort).
+    pub best_move_nodes: u64,
+    pub pass_nodes: u64,
+}
+
+impl SearchInfo {
+    /// The share of the last root pass spent on the best move (1 when nothing was counted).
+    pub fn best_move_share(&self) -> f64 {
+        if self.pass_nodes == 0 {
+            1.0
+        } else {
+            (self.best_move_nodes as f64 / self.pass_nodes as f64).min(1.0)
+        }
+    }
 }

@@ -201,6 +201,8 @@ impl Engine {
             played: [None; MAX_PLY + 2],
             seldepth: 0,
             iteration_best: None,
+            pass_nodes: 0,
+            best_move_nodes: 0,
         };
         let max_depth = params
             .limits
@@ -243,6 +245,10 @@ struct Searcher<'a> {
     /// Best root move of the iteration in progress, with its score and PV, once one move has
     /// been searched to completion inside the window.
     iteration_best: Option<(Move, i32, Vec<Move>)>,
+    /// Nodes of the latest pass over the root, and those under its best move (for time
+    /// management; they never steer the search).
+    pass_nodes: u64,
+    best_move_nodes: u64,
 }
 
 impl Searcher<'_> {
@@ -305,6 +311,8 @@ impl Searcher<'_> {
                     score: result.score,
                     nodes: self.nodes,
                     pv: result.pv.clone(),
+                    best_move_nodes: self.best_move_nodes,
+                    pass_nodes: self.pass_nodes,
                 });
                 return result;
             }
@@ -331,6 +339,8 @@ impl Searcher<'_> {
                 score: result.score,
                 nodes: self.nodes,
                 pv: result.pv.clone(),
+                best_move_nodes: self.best_move_nodes,
+                pass_nodes: self.pass_nodes,
             });
         }
         result
@@ -383,12 +393,15 @@ impl Searcher<'_> {
         beta: i32,
     ) -> i32 {
         self.pv_len[0] = 0;
+        let pass_start = self.nodes;
         if self.enter_node() {
             return 0;
         }
         let mut best_score = -INFINITE;
         let mut best_index = 0;
+        let mut best_move_nodes = 0;
         for (i, &m) in root_moves.iter().enumerate() {
+            let move_start = self.nodes;
             let child = Node::child(pos, key, m);
             self.eval.push(0, pos, Some(m));
             self.played[1] = Some(PieceTo::of(pos.turn(), m));
@@ -416,6 +429,7 @@ impl Searcher<'_> {
             if score > best_score {
                 best_score = score;
                 best_index = i;
+                best_move_nodes = self.nodes - move_start;
                 if score > alpha {
                     alpha = score;
                     self.update_pv(0, m);
@@ -432,6 +446,8 @@ impl Searcher<'_> {
         }
         // The best move leads the next iteration; the others keep their relative order.
         root_moves[..=best_index].rotate_right(1);
+        self.pass_nodes = self.nodes - pass_start;
+        self.best_move_nodes = best_move_nodes;
         if !self.stopped {
             let bound = if best_score >= beta {
                 Bound::Lower
