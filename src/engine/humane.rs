@@ -75,7 +75,9 @@ pub enum Replacement {
     Best,
     /// Any move the look finds no error in (within `notice_cp` of its best), drawn evenly: a
     /// beginner who sees that a move hangs a piece plays some other sound move, not the best
-    /// one, so the level keeps the weakness of its own choices and loses only the blunder.
+    /// one, so the level keeps the weakness of its own choices and loses only the blunder. In
+    /// an easy position (one clearly best move) the clearly best move: every other is worse by
+    /// `easy_gap_cp` or more, which the judge counts as a blunder of its own.
     Safe,
 }
 
@@ -325,7 +327,10 @@ impl HumaneCoefficients {
             return chosen;
         }
         match self.replacement {
+            // Noticed in an easy position, the error gives way to the one clearly best move:
+            // the others are, by definition, clearly worse.
             Replacement::Best => look.best,
+            Replacement::Safe if easy => look.best,
             Replacement::Safe => {
                 let safe: Vec<Move> = scored
                     .iter()
@@ -521,6 +526,28 @@ mod tests {
             );
         }
         assert!(played.len() >= 2, "{played:?}");
+    }
+
+    #[test]
+    fn noticed_in_an_easy_position_the_error_gives_way_to_the_one_clearly_best_move() {
+        // Black's queen hangs to the rook: taking it is clearly best, everything else far worse.
+        let g = game("4k3/8/8/3q4/8/8/8/3RK3 w - - 0 1", &[]);
+        let mut engine = Engine::new(1);
+        let scored = score_moves(&mut engine, &g, 3);
+        let take = uci(&g, "d1d5");
+        assert_eq!(scored[0].0, take, "{scored:?}");
+        let safe = HumaneCoefficients {
+            replacement: Replacement::Safe,
+            ..knobs()
+        };
+        let error = uci(&g, "e1f2");
+        for i in 0..10 {
+            let v = f64::from(i) / 10.0;
+            assert_eq!(
+                safe.decide(450.0, &g, &scored, error, None, (0.999, v)),
+                take
+            );
+        }
     }
 
     #[test]
