@@ -11,7 +11,7 @@ use std::io::BufRead as _;
 use std::path::PathBuf;
 
 use anyhow::{Context, bail};
-use shakmaty::{Chess, Color, Position};
+use shakmaty::{Chess, Color, Position, Square};
 
 use super::super::sample::{is_held_out, parse_position, report_skipped, skip_line};
 use crate::engine::nnue::{self, PieceSquare, feature_index};
@@ -48,10 +48,27 @@ impl Positions {
 
     /// A position from its pieces, side to move and label.
     pub fn push(&mut self, position: &Chess, label: f32) -> Result<(), String> {
+        self.push_pieces(position, label, |square| square)
+    }
+
+    /// The position with files a and h swapped (and b with g, ...), the same label: without
+    /// castling rights the rules are the same in the mirror, so it is as good a sample.
+    pub fn push_mirrored(&mut self, position: &Chess, label: f32) -> Result<(), String> {
+        self.push_pieces(position, label, Square::flip_horizontal)
+    }
+
+    fn push_pieces(
+        &mut self,
+        position: &Chess,
+        label: f32,
+        place: impl Fn(Square) -> Square,
+    ) -> Result<(), String> {
         let turn = position.turn();
         self.features.extend(
-            nnue::features::pieces(position.board())
-                .map(|piece: PieceSquare| feature_index(turn, piece) as u16),
+            nnue::features::pieces(position.board()).map(|piece: PieceSquare| {
+                let moved = PieceSquare::new(piece.color, piece.role, place(piece.square));
+                feature_index(turn, moved) as u16
+            }),
         );
         let end = u32::try_from(self.features.len()).map_err(|_| {
             "more than 4 billion pieces in one load; use --max-positions".to_string()
@@ -104,6 +121,9 @@ pub struct LoadOptions {
     pub holdout_every: u64,
     /// Read at most this many positions.
     pub max_positions: usize,
+    /// Also train on the file-mirror of every training position without castling rights
+    /// (held-out positions are never mirrored).
+    pub mirror: bool,
 }
 
 /// σ(x) = 1 / (1 + e^−x).
@@ -149,12 +169,15 @@ pub fn load(files: &[PathBuf], options: LoadOptions) -> anyhow::Result<Data> {
                 } else {
                     (1.0 - result, -score)
                 };
-                let part = if is_held_out(data.games, options.holdout_every) {
-                    &mut data.validation
-                } else {
-                    &mut data.train
-                };
-                part.push(&position, label(options.wdl, result, score))
+                let label = label(options.wdl, result, score);
+                if is_held_out(data.games, options.holdout_every) {
+                    return data.validation.push(&position, label);
+                }
+                data.train.push(&position, label)?;
+                if options.mirror && position.castles().castling_rights().is_empty() {
+                    data.train.push_mirrored(&position, label)?;
+                }
+                Ok(())
             });
             if let Err(e) = parsed {
                 skip_line(&mut data.skipped_lines, file, number, &e);
@@ -199,6 +222,7 @@ mod tests {
             wdl: 0.5,
             holdout_every: 2,
             max_positions: usize::MAX,
+            mirror: false,
         };
         let data = load(&[file], options).unwrap();
         assert_eq!((data.games, data.skipped_lines), (2, 1));
@@ -215,6 +239,39 @@ mod tests {
     }
 
     #[test]
+    fn mirroring_adds_the_file_mirror_of_training_positions_without_castling_rights() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("data.txt");
+        std::fs::write(
+            &file,
+            "4k3/8/8/8/8/8/8/3QK3 w - - 0 1;800;1\n\
+             r3k3/8/8/8/8/8/8/4K2R w Kq - 0 1;0;0.5\n\
+             #game 0 1 40\n\
+             4k3/8/8/8/8/8/8/3QK3 w - - 0 1;800;1\n\
+             #game 1 1 40\n",
+        )
+        .unwrap();
+        let options = |mirror| LoadOptions {
+            wdl: 0.5,
+            holdout_every: 2,
+            max_positions: usize::MAX,
+            mirror,
+        };
+        let plain = load(std::slice::from_ref(&file), options(false)).unwrap();
+        let mirrored = load(&[file], options(true)).unwrap();
+        assert_eq!((plain.train.len(), plain.validation.len()), (2, 1));
+        // Only the first position lacks castling rights; the held-out one is never mirrored.
+        assert_eq!((mirrored.train.len(), mirrored.validation.len()), (3, 1));
+        let feature = |role: usize, square: Square| (role * 64 + square as usize) as u16;
+        // The queen on d1 becomes a queen on e1, the king on e1 a king on d1; same label.
+        assert!(mirrored.train.features(1).contains(&feature(4, Square::E1)));
+        assert!(mirrored.train.features(1).contains(&feature(5, Square::D1)));
+        assert!(!mirrored.train.features(1).contains(&feature(4, Square::D1)));
+        assert_eq!(mirrored.train.label(1), mirrored.train.label(0));
+        assert_eq!(mirrored.train.features(2), plain.train.features(1));
+    }
+
+    #[test]
     fn no_positions_and_missing_files_are_errors() {
         let dir = tempfile::tempdir().unwrap();
         let empty = dir.path().join("empty.txt");
@@ -223,6 +280,7 @@ mod tests {
             wdl: 0.3,
             holdout_every: 0,
             max_positions: usize::MAX,
+            mirror: false,
         };
         let e = load(std::slice::from_ref(&empty), options).unwrap_err();
         assert!(e.to_string().contains("no training positions"), "{e}");

@@ -72,6 +72,10 @@ pub struct NetArgs {
     /// Read at most this many positions.
     #[arg(long, default_value_t = usize::MAX)]
     pub max_positions: usize,
+    /// Also train on the file-mirror (a↔h) of every training position without castling
+    /// rights: nearly twice the samples from the same games.
+    #[arg(long)]
+    pub mirror: bool,
     /// Threads for the gradient (the result does not depend on them).
     #[arg(long, default_value_t = 2)]
     pub threads: usize,
@@ -162,6 +166,7 @@ pub fn run(args: NetArgs) -> anyhow::Result<()> {
             wdl: args.wdl,
             holdout_every: args.holdout_every,
             max_positions: args.max_positions,
+            mirror: args.mirror,
         },
     )?;
     let bytes = data.train.bytes() + data.validation.bytes();
