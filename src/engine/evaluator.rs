@@ -20,19 +20,26 @@ use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
 
 /// The newest network compiled into the binary.
-pub const SHIPPED_NETWORK: u32 = 1;
+pub const SHIPPED_NETWORK: u32 = 2;
 
-static NETWORK_1: LazyLock<Arc<Network>> = LazyLock::new(|| {
-    let bytes = include_bytes!("nnue/network-1.nnue");
+static NETWORK_1: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-1.nnue")));
+static NETWORK_2: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-2.nnue")));
+
+fn built_in(bytes: &[u8]) -> Arc<Network> {
     // A broken built-in file is a build mistake that the tests catch.
     Arc::new(Network::from_bytes(bytes).unwrap_or_else(|e| panic!("built-in network: {e}")))
-});
+}
 
-/// The network of a version compiled into the binary: 1 the first (`network-1.nnue`, see
-/// docs/tuning/network.md for its data and training); `None` for 0 (no network) or any other.
+/// The network of a version compiled into the binary: 1 the first (`network-1.nnue`,
+/// (768→64)×2), 2 the second (`network-2.nnue`, (768→128)×2, trained with the mirror; see
+/// docs/tuning/network.md for their data and training); `None` for 0 (no network) or any
+/// other.
 pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
     match version {
         1 => Some(NETWORK_1.clone()),
+        2 => Some(NETWORK_2.clone()),
         _ => None,
     }
 }
