@@ -477,13 +477,13 @@ impl Coefficients {
         self.top_calibrated_level().unwrap_or(10.0)
     }
 
-    /// The rating of a level: its recorded one, or interpolated linearly between the two
-    /// rated levels around it (`None` outside the rated levels, or with no ratings).
     /// The 95% half-width of `level`'s measured rating, when calibration wrote one.
     pub fn rating_interval_of(&self, level: f64) -> Option<f64> {
         self.rating_intervals.get(&level_key(level)).copied()
     }
 
+    /// The rating of a level: its recorded one, or interpolated linearly between the two
+    /// rated levels around it (`None` outside the rated levels, or with no ratings).
     pub fn rating_of(&self, level: f64) -> Option<f64> {
         if let Some(rating) = self.ratings.get(&level_key(level)) {
             return Some(*rating);

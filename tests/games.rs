@@ -117,6 +117,23 @@ fn open_games(results: &Path) -> Vec<OpenGame> {
     serde_json::from_str::<File>(&text).unwrap().open_games
 }
 
+/// The ids of the games the open-games file beside the first results file keeps.
+fn open_game_ids(dir: &Path) -> Vec<GameId> {
+    open_games(&first_results(dir))
+        .into_iter()
+        .map(|g| g.game_id)
+        .collect()
+}
+
+/// What `bot` said in `game`'s chat, in order.
+fn said_by<'a>(game: &'a GameSummary, bot: &str) -> Vec<&'a str> {
+    game.chat
+        .iter()
+        .filter(|l| l.username.eq_ignore_ascii_case(bot))
+        .map(|l| l.text.as_str())
+        .collect()
+}
+
 /// The only record of `id`.
 fn record_of<'a>(records: &'a [GameRecord], id: &GameId) -> &'a GameRecord {
     let ours: Vec<_> = records.iter().filter(|r| r.game_id == *id).collect();
@@ -470,12 +487,7 @@ async fn an_abort_overtaken_by_the_opponents_first_move_leaves_the_game_running(
             2,
             "the overtaking move was played: {game:?}"
         );
-        let said: Vec<&str> = game
-            .chat
-            .iter()
-            .filter(|l| l.username.eq_ignore_ascii_case(bot))
-            .map(|l| l.text.as_str())
-            .collect();
+        let said = said_by(&game, bot);
         assert!(
             said.contains(&LEAVE_CHAT),
             "the bot says it will be back: {said:?}"
@@ -484,11 +496,11 @@ async fn an_abort_overtaken_by_the_opponents_first_move_leaves_the_game_running(
             !records.iter().any(|r| r.game_id == id),
             "a game left running was recorded"
         );
-        let open: Vec<GameId> = open_games(&first_results(dir.path()))
-            .into_iter()
-            .map(|g| g.game_id)
-            .collect();
-        assert_eq!(open, [id], "the game left running stays open");
+        assert_eq!(
+            open_game_ids(dir.path()),
+            [id],
+            "the game left running stays open"
+        );
     })
     .await;
 }
@@ -540,23 +552,17 @@ async fn a_drain_that_runs_out_of_grace_aborts_what_it_may_and_leaves_a_won_game
             GameStatus::Started,
             "the shutdown ended a game the level was winning"
         );
-        let said: Vec<&str> = left
-            .chat
-            .iter()
-            .filter(|l| l.username.eq_ignore_ascii_case(bot))
-            .map(|l| l.text.as_str())
-            .collect();
-        assert_eq!(said, [LEAVE_CHAT], "the bot says it will be back");
+        assert_eq!(
+            said_by(&left, bot),
+            [LEAVE_CHAT],
+            "the bot says it will be back"
+        );
         assert!(
             !records.iter().any(|r| r.game_id == won),
             "a game left running was recorded"
         );
-        let open: Vec<GameId> = open_games(&first_results(dir.path()))
-            .into_iter()
-            .map(|g| g.game_id)
-            .collect();
         assert_eq!(
-            open,
+            open_game_ids(dir.path()),
             std::slice::from_ref(&won),
             "the game left running stays open"
         );
