@@ -624,7 +624,10 @@ pub struct LevelParams {
     pub network: u32,
     /// The search version the level plays with ([`Coefficients::search`]).
     pub search: u32,
-    /// The humane error model and the rating it plays (the level's target), when it is on
+    /// The humane error model and the rating it plays, when it is on: the target line's rating
+    /// at the strength coordinate x, not at the level, so that calibration moves the model
+    /// with the search (a level pushed below the bottom, where the search cannot get weaker,
+    /// still gets weaker by missing more; x is the level's target where the offset is 0)
     /// (boxed: the parameters travel in enums and channels, mostly without it).
     pub humane: Option<Box<(HumaneCoefficients, f64)>>,
     blindness: Option<BlindnessCurve>,
@@ -663,7 +666,7 @@ impl LevelParams {
             search: coefficients.search,
             humane: coefficients
                 .humane
-                .map(|h| Box::new((h, coefficients.targets().target(level)))),
+                .map(|h| Box::new((h, coefficients.targets().target(exponent)))),
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,

@@ -16,7 +16,8 @@
 //!   a benchmark of perfection" (KDD 2016): the difficulty of the position predicts a blunder
 //!   better than skill or time; in easy positions even weak players rarely blunder. An error in
 //!   a position with one clearly best move (the look's best is `easy_gap_cp` above the second)
-//!   is missed `easy_factor` times as often as in a hard one.
+//!   is missed as by a player `miss_width · ln(1/easy_factor)` points stronger: about
+//!   `easy_factor` times as often where misses are rare, nearly always at the very bottom.
 //! - **The clock** — blunder rates climb in the last seconds, with a bump where Lichess's
 //!   low-time alarm sounds (Antiochian's study of 68M Lichess games, chess-blunders on GitHub):
 //!   from the alarm ([`alarm_ms`], lila's threshold) the miss chance is multiplied by
@@ -52,7 +53,11 @@ pub struct HumaneCoefficients {
     pub miss_mid: f64,
     /// The width (rating points per e-fold) of the miss chance's logistic fall with rating.
     pub miss_width: f64,
-    /// Multiplies the miss chance in an easy position (< 1: easy errors are caught more).
+    /// In an easy position a player misses as a player rated `miss_width · ln(1/easy_factor)`
+    /// higher does in a hard one: where errors are rarely missed, this multiplies the miss
+    /// chance by about `easy_factor`; far below `miss_mid`, where nearly everything is missed,
+    /// easy errors are missed nearly always too, so a level pushed below the bottom keeps
+    /// getting weaker (< 1: easy errors are caught more).
     pub easy_factor: f64,
     /// Width (rating points) of the protection ramps below each Rodent rating.
     pub protect_width: f64,
@@ -267,8 +272,9 @@ pub fn look_at(scored: &[(Move, i32)], chosen: &Move) -> Option<Look> {
 
 impl HumaneCoefficients {
     /// The chance that a person rated `rating` lets the error the look found stand: a logistic
-    /// fall with the rating, times `easy_factor` in an easy position, times what the Rodent
-    /// protections of the look's best move leave, times the clock's factor; at most 1.
+    /// fall with the rating (in an easy position, that of a player [`Self::easy_shift`]
+    /// higher), times what the Rodent protections of the look's best move leave, times the
+    /// clock's factor; at most 1.
     pub fn miss_chance(
         &self,
         rating: f64,
@@ -276,14 +282,26 @@ impl HumaneCoefficients {
         kinds: &[Protected],
         clock: Option<ClockLeft>,
     ) -> f64 {
-        let mut miss = 1.0 - logistic((rating - self.miss_mid) / self.miss_width);
-        if easy {
-            miss *= self.easy_factor;
-        }
+        let seen_as = if easy {
+            rating + self.easy_shift()
+        } else {
+            rating
+        };
+        let mut miss = 1.0 - logistic((seen_as - self.miss_mid) / self.miss_width);
         for &kind in kinds {
             miss *= 1.0 - protection(kind, rating, self.protect_width);
         }
         (miss * self.clock_factor(clock)).min(1.0)
+    }
+
+    /// The rating points an easy position adds: `miss_width · ln(1/easy_factor)`, so that
+    /// where misses are rare (the logistic's tail) an easy one is `easy_factor` times as likely.
+    /// Infinite for an `easy_factor` of 0 (an easy error is never missed).
+    pub fn easy_shift(&self) -> f64 {
+        if self.easy_factor <= 0.0 {
+            return f64::INFINITY;
+        }
+        self.miss_width * (1.0 / self.easy_factor).ln()
     }
 
     /// 1 with time to spare; from Lichess's alarm `alarm_factor`, rising to `flag_factor` at 0.
@@ -443,7 +461,19 @@ mod tests {
             assert!(miss(rating, true, None) < m);
         }
         assert!((miss(700.0, false, None) - 0.5).abs() < 1e-9);
-        assert!((miss(700.0, true, None) - 0.25).abs() < 1e-9);
+        // Easy: as a player ln(2)·200 = 139 points higher in a hard position; about half as
+        // often where misses are rare, nearly always where nearly everything is missed.
+        let shift = 200.0 * 2f64.ln();
+        assert!((k.easy_shift() - shift).abs() < 1e-9);
+        assert!((miss(700.0, true, None) - miss(700.0 + shift, false, None)).abs() < 1e-9);
+        let tail = miss(2000.0, true, None) / miss(2000.0, false, None);
+        assert!((tail - 0.5).abs() < 0.01, "{tail}");
+        assert!(miss(-1000.0, true, None) > 0.99);
+        let never = HumaneCoefficients {
+            easy_factor: 0.0,
+            ..k
+        };
+        assert_eq!(never.miss_chance(-1000.0, true, &[], None), 0.0);
         // 3+0: the alarm at 22.5 s. Above it nothing changes; at it 1.5 times; at 0 2.5 times.
         let clock = |ms| {
             Some(ClockLeft {

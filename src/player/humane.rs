@@ -19,7 +19,7 @@ const LOOK_HASH_MB: usize = 1;
 pub struct SecondLook {
     engine: Engine,
     model: HumaneCoefficients,
-    /// The rating whose errors the model lets stand (the level's target).
+    /// The rating whose errors the model lets stand (the targets' line at the level's x).
     rating: f64,
 }
 
@@ -157,6 +157,20 @@ mod tests {
         };
         let level1 = (kept(&Coefficients::builtin(), 1.0), kept(&on, 1.0));
         assert!(level1.1 > level1.0, "level 1 off/on: {level1:?}");
+        // Calibration pushing level 1 further down, where its search is already as weak as
+        // the noise cap allows, still weakens it: the model plays the rating of its x.
+        let mut below = on.clone();
+        below.offsets.insert("1".into(), -4.0);
+        let params = (LevelParams::new(&on, 1.0), LevelParams::new(&below, 1.0));
+        assert_eq!(params.0.nodes, params.1.nodes);
+        assert_eq!(params.0.noise_cp, params.1.noise_cp);
+        let rating = |p: &LevelParams| p.humane.as_ref().expect("on").1;
+        assert!(rating(&params.1) < rating(&params.0) - 500.0);
+        let pushed = kept(&below, 1.0);
+        assert!(
+            pushed < level1.1,
+            "level 1 at its offset/pushed down: {level1:?} {pushed}"
+        );
         // From the recapture's Rodent rating (1000, level 4 is 1080) it is hardly ever lost.
         let level4 = kept(&on, 4.0);
         assert!(level4 >= 38, "level 4 with the model: {level4}/40");
