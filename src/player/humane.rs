@@ -110,7 +110,7 @@ mod tests {
             .unwrap()
             + 1;
         assert!(e.contains(&format!(":{line}")), "{e}");
-        let text = CANDIDATE.replace("look_depth = 3", "look_depth = 0");
+        let text = CANDIDATE.replace("look_depth = 5", "look_depth = 0");
         let e = Coefficients::parse(&text, "c.toml")
             .unwrap_err()
             .to_string();
