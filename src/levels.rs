@@ -482,6 +482,24 @@ impl Coefficients {
         self.rating_intervals.get(&level_key(level)).copied()
     }
 
+    /// The humane model's line, rating = a + s·x, as (a, s): its own when the `[humane]` table
+    /// has one, else the targets' line (`from + step·(x − 1)`). `None` with the model off.
+    pub fn humane_line(&self) -> Option<(f64, f64)> {
+        let h = self.humane?;
+        Some(match h.rating_at_x0.zip(h.rating_per_x) {
+            Some(line) => line,
+            None => {
+                let t = self.targets();
+                (t.from - t.step, t.step)
+            }
+        })
+    }
+
+    /// The rating the humane model plays at strength coordinate `x` (`None`: the model is off).
+    pub fn humane_rating(&self, x: f64) -> Option<f64> {
+        self.humane_line().map(|(a, s)| a + s * x)
+    }
+
     /// The rating of a level: its recorded one, or interpolated linearly between the two
     /// rated levels around it (`None` outside the rated levels, or with no ratings).
     pub fn rating_of(&self, level: f64) -> Option<f64> {
@@ -666,7 +684,8 @@ impl LevelParams {
             search: coefficients.search,
             humane: coefficients
                 .humane
-                .map(|h| Box::new((h, coefficients.targets().target(exponent)))),
+                .zip(coefficients.humane_rating(exponent))
+                .map(Box::new),
             blindness: coefficients.blindness,
             b: coefficients.b,
             d: coefficients.d,

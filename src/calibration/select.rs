@@ -14,6 +14,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
+use crate::engine::humane::HumaneCoefficients;
 use crate::levels::{BARE_KING_NODES, Coefficients, LevelParams, level_key};
 use crate::rating::{Observation, PROVISIONAL_RD, glicko_g};
 use crate::results::{GameRecord, Source};
@@ -254,7 +255,18 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             .max(BARE_KING_NODES as f64)
             .min(c.max_nodes as f64)
     };
+    // The humane model: the same knobs (its line aside) and the same rating at the level.
+    let knobs = |p: &LevelParams| {
+        p.humane.as_ref().map(|h| HumaneCoefficients {
+            rating_at_x0: None,
+            rating_per_x: None,
+            ..h.0
+        })
+    };
+    let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1);
     a.eval_weights == b.eval_weights
+        && knobs(&pa) == knobs(&pb)
+        && close(model_rating(&pa), model_rating(&pb))
         && a.network == b.network
         && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))

@@ -16,6 +16,7 @@ use std::collections::BTreeMap;
 
 use super::fit::{LineFit, weighted_line};
 use super::select::plays_alike;
+use crate::engine::humane::HumaneCoefficients;
 use crate::levels::{BlindnessCurve, Coefficients, LevelParams, level_key};
 use crate::rating::Estimate;
 
@@ -457,6 +458,14 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> Res
         width: curve.width / q,
         ..curve
     });
+    // So is the humane model's rating: rating(x_old) = a + s·(p + q·x_new).
+    if let (Some(h), Some((a, s))) = (current.humane, current.humane_line()) {
+        next.humane = Some(HumaneCoefficients {
+            rating_at_x0: Some(a + s * p),
+            rating_per_x: Some(s * q),
+            ..h
+        });
+    }
     let to_offset = |level: f64, x_old_scale: f64| round9((x_old_scale - p) / q - level);
     // Offsets of levels this run does not see keep their old exponent.
     let mut offsets: BTreeMap<String, f64> = BTreeMap::new();
@@ -559,10 +568,15 @@ fn secant(measured: &[(f64, f64, f64)], x: f64, rating: f64, target: f64) -> Opt
 }
 
 /// The exponent below which a level plays as weakly as it can: one node, the noise at its cap,
-/// the chance of a blind move within 1% of its maximum. None when some weakening grows without
-/// bound (no noise cap), so that a lower exponent always plays weaker.
+/// the chance of a blind move within 1% of its maximum, and with the humane model on, easy
+/// errors missed 99 times in 100. None when some weakening grows without bound (no noise cap,
+/// easy errors never missed), so that a lower exponent always plays weaker.
 pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
     let cap = c.max_noise_cp?;
+    let humane = match (c.humane, c.humane_line()) {
+        (Some(h), Some((a, s))) => (h.weakest_rating()? - a) / s,
+        _ => f64::INFINITY,
+    };
     // Nodes round to 1 below 1.5 (and clamp there); noise s0·d^x reaches the cap (d < 1).
     if c.b <= 1.0 {
         return None;
@@ -578,7 +592,7 @@ pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
         .blindness
         .map_or(f64::INFINITY, |b| b.mid - b.width * 99f64.ln());
     // The level plays alike only where every one of them has stopped changing.
-    Some(nodes.min(noise).min(blind))
+    Some(nodes.min(noise).min(blind).min(humane))
 }
 
 /// The non-decreasing sequence closest to `values` in least squares (pool adjacent violators).
@@ -853,6 +867,74 @@ mod tests {
         let mut moved_curve = p.coefficients.clone();
         moved_curve.blindness = Some(curve);
         assert!(!plays_alike(&p.coefficients, &moved_curve, 1.0));
+    }
+
+    /// The candidate's humane model (the `[humane]` table of calibration/humane/).
+    fn humane_model() -> HumaneCoefficients {
+        Coefficients::parse(
+            include_str!("../../calibration/humane/coefficients.toml"),
+            "calibration/humane/coefficients.toml",
+        )
+        .unwrap()
+        .humane
+        .expect("the candidate has the model on")
+    }
+
+    #[test]
+    fn a_refit_keeps_every_levels_humane_rating_and_the_model_counts_in_plays_alike() {
+        let mut c = base();
+        c.humane = Some(humane_model());
+        let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_ne!(p.rescale.q, 1.0, "the test needs a refit that rescales x");
+        let h = p.coefficients.humane.expect("the model stays on");
+        assert!(h.rating_at_x0.is_some() && h.rating_per_x.is_some());
+        for u in &p.levels {
+            // The new file's model rating for the level is the old line read at the level's
+            // new exponent in the old scale.
+            let x_new = LevelParams::new(&p.coefficients, u.level).exponent;
+            let want = c.humane_rating(p.rescale.old_scale(x_new)).unwrap();
+            let got = p.coefficients.humane_rating(x_new).unwrap();
+            assert!(
+                (got - want).abs() < 1e-6,
+                "level {}: {got} vs {want}",
+                u.level
+            );
+        }
+        // The written line survives the file.
+        let again = Coefficients::parse(&p.coefficients.to_toml(), "next").unwrap();
+        assert_eq!(again.humane, p.coefficients.humane);
+        // Other knobs, or the model off, do not play alike; the same file does.
+        assert!(plays_alike(&c, &c, 2.0));
+        let mut knob = c.clone();
+        knob.humane = Some(HumaneCoefficients {
+            miss_mid: 600.0,
+            ..humane_model()
+        });
+        assert!(!plays_alike(&c, &knob, 2.0));
+        assert!(!plays_alike(&c, &base(), 2.0));
+    }
+
+    #[test]
+    fn with_the_humane_model_the_floor_is_where_it_misses_even_easy_errors() {
+        let mut c = base().with_test_bottom(600.0);
+        let search_floor = weakest_exponent(&c).unwrap();
+        c.humane = Some(humane_model());
+        let floor = weakest_exponent(&c).unwrap();
+        assert!(floor < search_floor - 1.0, "{floor} vs {search_floor}");
+        let model = c.humane.unwrap();
+        let at = |x: f64| {
+            let rating = c.humane_rating(x).unwrap();
+            model.miss_chance(rating, true, &[], None)
+        };
+        assert!(at(floor) >= 0.99 - 1e-9, "{}", at(floor));
+        assert!(at(floor + 1.0) < 0.99);
+        // Easy errors never missed: no floor, a lower exponent always misses more.
+        c.humane = Some(HumaneCoefficients {
+            easy_factor: 0.0,
+            ..model
+        });
+        assert_eq!(weakest_exponent(&c), None);
     }
 
     #[test]

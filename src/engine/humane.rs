@@ -68,6 +68,14 @@ pub struct HumaneCoefficients {
     /// What the player plays once it notices an error (absent: `best`).
     #[serde(default)]
     pub replacement: Replacement,
+    /// The model's rating at the strength coordinate x = 0, and its rise per unit of x (both
+    /// or neither; absent: the targets' line, the level's target where its offset is 0).
+    /// Calibration writes them when it rescales x, so a level it leaves alone keeps its
+    /// model rating, as it keeps its nodes, noise and blindness.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating_at_x0: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rating_per_x: Option<f64>,
 }
 
 /// The move played instead of a noticed error.
@@ -92,6 +100,21 @@ impl HumaneCoefficients {
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !(1..=6).contains(&self.look_depth) {
             return Some(("humane.look_depth", "must be 1 to 6"));
+        }
+        match (self.rating_at_x0, self.rating_per_x) {
+            (Some(_), None) => {
+                return Some(("humane.rating_at_x0", "needs humane.rating_per_x beside it"));
+            }
+            (None, Some(_)) => {
+                return Some(("humane.rating_per_x", "needs humane.rating_at_x0 beside it"));
+            }
+            (Some(at), _) if !at.is_finite() => {
+                return Some(("humane.rating_at_x0", "must be a number"));
+            }
+            (_, Some(per)) if !positive(per) => {
+                return Some(("humane.rating_per_x", "must be a positive number"));
+            }
+            _ => {}
         }
         let checks = [
             ("humane.notice_cp", positive(self.notice_cp)),
@@ -304,6 +327,16 @@ impl HumaneCoefficients {
         self.miss_width * (1.0 / self.easy_factor).ln()
     }
 
+    /// The rating below which even an easy error is missed 99 times in 100 (before the Rodent
+    /// protections, which are all but gone that far down): the model can get no weaker.
+    /// `None` when easy errors are never missed (`easy_factor` 0).
+    pub fn weakest_rating(&self) -> Option<f64> {
+        let shift = self.easy_shift();
+        shift
+            .is_finite()
+            .then(|| self.miss_mid - shift - self.miss_width * 99f64.ln())
+    }
+
     /// 1 with time to spare; from Lichess's alarm `alarm_factor`, rising to `flag_factor` at 0.
     pub fn clock_factor(&self, clock: Option<ClockLeft>) -> f64 {
         let Some(clock) = clock else {
@@ -379,6 +412,8 @@ mod tests {
             alarm_factor: 1.5,
             replacement: Replacement::Best,
             flag_factor: 2.5,
+            rating_at_x0: None,
+            rating_per_x: None,
         }
     }
 

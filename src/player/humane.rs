@@ -115,6 +115,21 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("humane.look_depth"), "{e}");
+        // The model's own line comes whole.
+        let text = CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_per_x = 200.0");
+        let e = Coefficients::parse(&text, "c.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("humane.rating_per_x"), "{e}");
+        assert!(e.contains("rating_at_x0"), "{e}");
+        let text = CANDIDATE.replace(
+            "look_depth = 5",
+            "look_depth = 5\nrating_per_x = 200.0\nrating_at_x0 = 100.0",
+        );
+        let line = Coefficients::parse(&text, "c.toml").unwrap();
+        let level3 = LevelParams::new(&line, 3.0);
+        let want = 100.0 + 200.0 * level3.exponent;
+        assert!((level3.humane.unwrap().1 - want).abs() < 1e-9);
         let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
         assert!(Coefficients::parse(&text, "c.toml").is_err());
     }
