@@ -10,7 +10,10 @@
 # plays shards FIRST_SHARD + p, + PROCESSES, ... A shard cut by the time limit keeps its whole
 # games (`ladder tune datagen` resumes it later; `ladder tune merge` refuses it until then).
 # Any machine can continue the same run with other shard numbers; files of one binary merge.
+# The second generation, `net-gen2` (network 3 plays both sides, seed 12, otherwise the same):
+# NETWORK=3 SEED=12 scripts/datagen_many.sh ...
 set -euo pipefail
+seed=${SEED:-11}; network=${NETWORK:-0}
 out=${1:?OUTDIR}; seconds=${2:?SECONDS}; procs=${3:?PROCESSES}; first=${4:?FIRST_SHARD}
 ladder=${5:-target/release/ladder}
 mkdir -p "$out"
@@ -20,7 +23,7 @@ for p in $(seq 0 $((procs - 1))); do
     k=$((first + p))
     while [ "$(date +%s)" -lt "$deadline" ] && [ "$k" -le 8192 ]; do
       left=$(( deadline - $(date +%s) ))
-      timeout --signal=KILL "$left" "$ladder" tune datagen --games 4096000 --seed 11 \
+      timeout --signal=KILL "$left" "$ladder" tune datagen --games 4096000 --seed "$seed" --network "$network" \
         --soft-nodes 5000 --hard-nodes 100000 --random-plies 8 --hash-mb 8 \
         --shard "$k/8192" --out "$out/shard-$k.txt" 2>>"$out/log-$p.txt" || true
       k=$((k + procs))

@@ -20,6 +20,7 @@ fn settings() -> DatagenSettings {
         random_plies: 4,
         hash_mb: 1,
         weights: Weights::shipped(),
+        network: 0,
     }
 }
 
@@ -72,6 +73,32 @@ fn datagen_is_deterministic_resumable_and_shardable() {
         ..settings()
     };
     assert!(generate(&b, &other_seed, 6, halves[1], 1).is_err());
+
+    // The second generation: the shipped network plays both sides. Other games, a header
+    // that names the network, and a run that neither extends nor merges with the first's.
+    let network = DatagenSettings {
+        network: ladder::engine::evaluator::SHIPPED_NETWORK,
+        ..settings()
+    };
+    let second = dir.path().join("second.txt");
+    generate(&second, &network, 6, Shard::WHOLE, 2).unwrap();
+    let second_text = read(&second);
+    let header = second_text.lines().next().unwrap();
+    let named = format!(" network={} ", ladder::engine::evaluator::SHIPPED_NETWORK);
+    assert!(header.contains(&named), "{header}");
+    assert!(!text.lines().next().unwrap().contains("network="));
+    assert_ne!(
+        second_text.split_once('\n').unwrap().1,
+        text.split_once('\n').unwrap().1
+    );
+    let again = dir.path().join("second-again.txt");
+    generate(&again, &network, 6, Shard::WHOLE, 1).unwrap();
+    assert_eq!(read(&again), second_text, "the network's games replay too");
+    assert!(generate(&whole, &network, 6, Shard::WHOLE, 1).is_err());
+    let second_half = dir.path().join("second-b.txt");
+    generate(&second_half, &network, 6, halves[1], 1).unwrap();
+    let mixed = merge(&[a.clone(), second_half], &dir.path().join("mixed.txt"));
+    assert!(mixed.unwrap_err().to_string().contains("network"));
 }
 
 #[test]

@@ -24,6 +24,7 @@ fn the_trainer_writes_a_network_the_engine_reads() {
         random_plies: 4,
         hash_mb: 1,
         weights: Weights::shipped(),
+        network: 0,
     };
     generate(&data, &settings, 6, Shard::WHOLE, 2).unwrap();
     let out = dir.path().join("net.bin");

@@ -33,9 +33,11 @@ use rand::{Rng, SeedableRng};
 use shakmaty::{Color, Move, Position};
 
 use super::sample::{NodeBudget, RunHeader, complete_prefix, fingerprint, game_block};
+use crate::engine::evaluator::{SHIPPED_NETWORK, network_of_version};
 use crate::engine::see::see_non_negative;
 use crate::engine::{
-    Engine, Game, Limits, NoStop, Score, SearchInfo, SearchObserver, SearchParams, Weights,
+    Engine, Evaluator, Game, Limits, NoStop, Score, SearchInfo, SearchObserver, SearchParams,
+    Weights,
 };
 use crate::player::book::book_move;
 use crate::shard::{Shard, ShardArg};
@@ -51,6 +53,9 @@ pub struct DatagenSettings {
     pub hash_mb: usize,
     /// The evaluation weights both sides play with.
     pub weights: Arc<Weights>,
+    /// The built-in network both sides play with instead (0: none, the weights play): the
+    /// second generation's data is the first network's own games.
+    pub network: u32,
 }
 
 impl Default for DatagenSettings {
@@ -61,6 +66,7 @@ impl Default for DatagenSettings {
             random_plies: 6,
             hash_mb: 8,
             weights: Weights::shipped(),
+            network: 0,
         }
     }
 }
@@ -129,7 +135,10 @@ pub struct PlayedGame {
 
 /// Plays game `index` of a run: the same settings and index give the same game.
 pub fn play_game(settings: &DatagenSettings, index: u64) -> PlayedGame {
-    let mut engine = Engine::with_weights(settings.hash_mb, settings.weights.clone());
+    let mut engine = match network_of_version(settings.network) {
+        Some(network) => Engine::with_evaluator(settings.hash_mb, Evaluator::Network(network)),
+        None => Engine::with_weights(settings.hash_mb, settings.weights.clone()),
+    };
     let mut game = opening(settings, index, &mut engine);
     engine.new_game();
     let params = SearchParams::full_strength(Limits::nodes(settings.nodes.cap()));
@@ -296,6 +305,10 @@ pub struct DatagenArgs {
     /// (the seed-1 data of version 1 was made with `handwritten`).
     #[arg(long, default_value = "shipped")]
     pub weights: String,
+    /// A built-in network both sides play with instead of the weights (`ladder bench --network
+    /// N`'s numbers; 0: none): the second generation of network data.
+    #[arg(long, default_value_t = 0)]
+    pub network: u32,
 }
 
 pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
@@ -319,7 +332,14 @@ pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
         random_plies: args.random_plies,
         hash_mb: args.hash_mb,
         weights: Arc::new(super::sets::start_weights(&args.weights)?),
+        network: args.network,
     };
+    if args.network != 0 && network_of_version(args.network).is_none() {
+        bail!(
+            "--network {}: this binary has networks 1 to {SHIPPED_NETWORK} (0: none)",
+            args.network
+        );
+    }
     let shard = args
         .shard
         .resolve_from_process()
@@ -347,6 +367,7 @@ pub fn run_header(settings: &DatagenSettings, games: u64, shard: Shard) -> RunHe
         random_plies: settings.random_plies,
         hash_mb: settings.hash_mb,
         weights: fingerprint(settings.weights.to_text("").as_bytes()),
+        network: settings.network,
         binary: binary_fingerprint().to_string(),
     }
 }

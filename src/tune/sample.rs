@@ -68,6 +68,9 @@ pub struct RunHeader {
     pub hash_mb: usize,
     /// Fingerprint of the evaluation weights' text, 16 hex digits.
     pub weights: String,
+    /// The built-in network that played instead of the weights, 0 for none (written only when
+    /// there is one, so the first generation's headers keep their bytes).
+    pub network: u32,
     /// Fingerprint of the executable that played the games, 16 hex digits.
     pub binary: String,
 }
@@ -77,7 +80,7 @@ impl RunHeader {
     pub fn line(&self) -> String {
         format!(
             "#run datagen {FORMAT} seed={} games={} shard={} nodes={} random_plies={} hash_mb={} \
-             weights={} binary={}\n",
+             weights={}{} binary={}\n",
             self.seed,
             self.games,
             self.shard,
@@ -85,6 +88,10 @@ impl RunHeader {
             self.random_plies,
             self.hash_mb,
             self.weights,
+            match self.network {
+                0 => String::new(),
+                n => format!(" network={n}"),
+            },
             self.binary
         )
     }
@@ -127,6 +134,10 @@ impl RunHeader {
             random_plies: number("random_plies", text("random_plies")?)?,
             hash_mb: number("hash_mb", text("hash_mb")?)?,
             weights: text("weights")?,
+            network: match fields.get("network") {
+                Some(v) => number("network", v.to_string())?,
+                None => 0,
+            },
             binary: text("binary")?,
         })
     }
@@ -153,6 +164,11 @@ impl RunHeader {
                 other.hash_mb.to_string(),
             ),
             ("weights", self.weights.clone(), other.weights.clone()),
+            (
+                "network",
+                self.network.to_string(),
+                other.network.to_string(),
+            ),
             ("binary", self.binary.clone(), other.binary.clone()),
         ];
         match pairs.into_iter().find(|(_, a, b)| a != b) {
@@ -358,10 +374,23 @@ mod tests {
             random_plies: 8,
             hash_mb: 8,
             weights: fingerprint(b"weights"),
+            network: 0,
             binary: fingerprint(b"binary"),
         };
         let line = header.line();
         assert_eq!(RunHeader::parse(&line), Ok(header.clone()));
+        // Without a network the header keeps the first generation's bytes; with one it names
+        // it, and the two are different runs.
+        assert!(!line.contains("network="), "{line}");
+        let second_generation = RunHeader {
+            network: 3,
+            ..header.clone()
+        };
+        let line3 = second_generation.line();
+        assert!(line3.contains(" network=3 "), "{line3}");
+        assert_eq!(RunHeader::parse(&line3), Ok(second_generation.clone()));
+        let e = header.same_run(&second_generation).unwrap_err();
+        assert!(e.contains("network"), "{e}");
         let other_shard = RunHeader {
             shard: Shard::new(3, 4).unwrap(),
             ..header.clone()
