@@ -7,6 +7,8 @@
 # usage: scripts/strength_external.sh OUT_DIR [GAMES] [TC] [CONCURRENCY] [OPPONENTS...]
 #   OPPONENTS: sf2400 sf2600 sf2850 ethereal (default: sf2850 ethereal sf2600 sf2400)
 # Resumable: an arena results file already holding a pairing's games is not played again.
+# NETWORK=N plays the ladder's engine with built-in network N (UCI option Network) instead of
+# the hand-crafted evaluation.
 set -euo pipefail
 out=${1:?usage: scripts/strength_external.sh OUT_DIR [GAMES] [TC] [CONCURRENCY] [OPPONENTS...]}
 games=${2:-60}
@@ -27,7 +29,7 @@ for opponent in "${opponents[@]}"; do
     ethereal) spec="name=ethereal,cmd=/usr/games/ethereal-chess,option.Threads=1,option.Hash=16" ;;
     *) echo "unknown opponent $opponent" >&2; exit 2 ;;
   esac
-  "$ladder" arena --engine "name=ladder,cmd=$ladder,arg=uci,option.Hash=16" --engine "$spec" \
+  "$ladder" arena --engine "name=ladder,cmd=$ladder,arg=uci,option.Hash=16${NETWORK:+,option.Network=$NETWORK}" --engine "$spec" \
     --round-robin --tc "$tc" --games-per-pairing "$games" --concurrency "$concurrency" \
     --seed 41 --judge-depth 0 --results "$out/$opponent.jsonl" --report "$out/$opponent.md"
 done
