@@ -99,6 +99,15 @@ fn datagen_is_deterministic_resumable_and_shardable() {
     generate(&second_half, &network, 6, halves[1], 1).unwrap();
     let mixed = merge(&[a.clone(), second_half], &dir.path().join("mixed.txt"));
     assert!(mixed.unwrap_err().to_string().contains("network"));
+    // A network this binary lacks is refused before anything is written.
+    let unknown = DatagenSettings {
+        network: ladder::engine::evaluator::SHIPPED_NETWORK + 1,
+        ..settings()
+    };
+    let nowhere = dir.path().join("unknown.txt");
+    let e = generate(&nowhere, &unknown, 6, Shard::WHOLE, 1).unwrap_err();
+    assert!(e.to_string().contains("--network"), "{e}");
+    assert!(!nowhere.exists());
 }
 
 #[test]

@@ -98,10 +98,9 @@ mod tests {
 
     #[test]
     fn a_bad_humane_knob_is_refused_by_its_key_and_line() {
+        let refusal = |text: &str| Coefficients::parse(text, "c.toml").unwrap_err().to_string();
         let text = CANDIDATE.replace("easy_factor = 0.1", "easy_factor = 1.5");
-        let e = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let e = refusal(&text);
         assert!(e.contains("humane.easy_factor"), "{e}");
         assert!(e.contains("[0, 1]"), "{e}");
         let line = text
@@ -110,16 +109,11 @@ mod tests {
             .unwrap()
             + 1;
         assert!(e.contains(&format!(":{line}")), "{e}");
-        let text = CANDIDATE.replace("look_depth = 5", "look_depth = 0");
-        let e = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let e = refusal(&CANDIDATE.replace("look_depth = 5", "look_depth = 0"));
         assert!(e.contains("humane.look_depth"), "{e}");
         // The model's own line comes whole.
-        let text = CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_per_x = 200.0");
-        let e = Coefficients::parse(&text, "c.toml")
-            .unwrap_err()
-            .to_string();
+        let e =
+            refusal(&CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_per_x = 200.0"));
         assert!(e.contains("humane.rating_per_x"), "{e}");
         assert!(e.contains("rating_at_x0"), "{e}");
         let text = CANDIDATE.replace(

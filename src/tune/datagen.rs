@@ -334,12 +334,6 @@ pub fn run(args: DatagenArgs) -> anyhow::Result<()> {
         weights: Arc::new(super::sets::start_weights(&args.weights)?),
         network: args.network,
     };
-    if args.network != 0 && network_of_version(args.network).is_none() {
-        bail!(
-            "--network {}: this binary has networks 1 to {SHIPPED_NETWORK} (0: none)",
-            args.network
-        );
-    }
     let shard = args
         .shard
         .resolve_from_process()
@@ -404,6 +398,14 @@ pub fn generate(
     shard: Shard,
     threads: usize,
 ) -> anyhow::Result<GenerateSummary> {
+    // Checked here, where every run starts: a header naming a network that did not play would
+    // mislabel the whole file.
+    if settings.network != 0 && network_of_version(settings.network).is_none() {
+        bail!(
+            "--network {}: this binary has networks 1 to {SHIPPED_NETWORK} (0: none)",
+            settings.network
+        );
+    }
     let header = run_header(settings, games, shard);
     let range = shard.range(games);
     let start = resume_point(out, &header)?;
