@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# The human-likeness report of issue 33: the bottom levels with the humane error model off (the
-# shipped coefficients) and on (calibration/humane/coefficients.toml), each against external
-# opponents near its strength (levels 1-2: Lichess AI 1 and 2 emulated by Fairy-Stockfish and the
-# greedy mover; levels 3-4: Lichess AI 2 and 3 and the greedy mover), every game judged by
-# Stockfish at depth $DEPTH with 3 lines per position. Each report ends with the
-# "Human-likeness of the errors" table (big losses per 100 moves, ACPL, clear recaptures missed,
-# easy against hard, by clock left; people's figures beside them) and the scores against the
-# anchors (the rating change the later recalibration must take back).
+# The human-likeness report of issue 33: every level with the humane error model off (the
+# shipped coefficients) and on (calibration/humane/coefficients.toml), each pair of levels
+# against three external opponents near its strength, every game judged by Stockfish at depth
+# $DEPTH with 3 lines per position:
+#   levels 1-2: Lichess AI 1 and 2 (emulated by Fairy-Stockfish) and the greedy mover;
+#   levels 3-4: Lichess AI 2 and 3 and the greedy mover;
+#   levels 5-6: Fairy-Stockfish skill -3 and Lichess AI 3 and 4;
+#   levels 7-8: Lichess AI 5 and Stockfish UCI_Elo 1500 and 1800 (fixed nodes);
+#   levels 9-10: Lichess AI 6 and Stockfish UCI_Elo 1800 and 2000;
+#   levels 11-12: Lichess AI 6 and Stockfish UCI_Elo 2000 and 2100.
+# Each report ends with the "Human-likeness of the errors" table (big losses per 100 moves,
+# ACPL, clear recaptures missed, easy against hard, by clock left; people's figures beside them)
+# and the scores against the anchors (the rating change the recalibration must take back).
 # Usage: scripts/humane_report.sh [GAMES_PER_PAIRING] [SEED]; LADDER overrides the binary
 # (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), MODELS
-# which runs ("off on").
-# Needs Debian's stockfish and fairy-stockfish.
+# which runs ("off on"), PAIRS which pairs of levels ("1,2 3,4 5,6 7,8 9,10 11,12").
+# 17 games a pairing is 51 a level (the issue asks 50). Needs Debian's stockfish and
+# fairy-stockfish.
 set -euo pipefail
 GAMES=${1:-10}
 SEED=${2:-33}
@@ -22,7 +28,17 @@ mkdir -p "$OUT"
 for model in ${MODELS:-off on}; do
   coefficients=calibration/coefficients.toml
   [ "$model" = on ] && coefficients=calibration/humane/coefficients.toml
-  for group in "1,2 lichess-ai-1,greedy,lichess-ai-2" "3,4 lichess-ai-2,greedy,lichess-ai-3"; do
+  for levels in ${PAIRS:-1,2 3,4 5,6 7,8 9,10 11,12}; do
+    case $levels in
+      1,2) anchors=lichess-ai-1,greedy,lichess-ai-2 ;;
+      3,4) anchors=lichess-ai-2,greedy,lichess-ai-3 ;;
+      5,6) anchors=fsf-skill-3,lichess-ai-3,lichess-ai-4 ;;
+      7,8) anchors=lichess-ai-5,sf1500,sf1800 ;;
+      9,10) anchors=lichess-ai-6,sf1800,sf2000 ;;
+      11,12) anchors=lichess-ai-6,sf2000,sf2100 ;;
+      *) echo "no opponents for levels $levels" >&2; exit 2 ;;
+    esac
+    group="$levels $anchors"
     set -- $group
     name="$OUT/levels-${1/,/-}-$model"
     rm -f "$name.jsonl"

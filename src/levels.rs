@@ -581,7 +581,17 @@ fn line_of_key(text: &str, key: &str) -> usize {
             .to_string()
     };
     let lines: Vec<&str> = text.lines().map(str::trim).collect();
-    let (table, leaf, nth) = match key.split_once('.') {
+    // The leaf follows the last dot outside quotes: `humane.stumble.chance` is the key
+    // `chance` of the table `[humane.stumble]`, `ratings."3.5"` the key "3.5" of `[ratings]`.
+    let mut quoted = false;
+    let last_dot = key.char_indices().rev().find_map(|(i, c)| {
+        if c == '"' {
+            quoted = !quoted;
+        }
+        (c == '.' && !quoted).then_some(i)
+    });
+    let split = last_dot.map(|i| (&key[..i], &key[i + 1..]));
+    let (table, leaf, nth) = match split {
         None => (None, key.to_string(), 0),
         Some((table, leaf)) => match table.split_once('[') {
             Some((t, i)) => (

@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Move, Position, Role};
 
 use super::position::GameEnd;
+use super::stumble::StumbleCoefficients;
 use super::{Engine, Game, Limits, NoStop, Score, SearchParams};
 
 /// The `[humane]` table of a coefficients file: the error model's knobs. Absent: the model is
@@ -76,6 +77,9 @@ pub struct HumaneCoefficients {
     pub rating_at_x0: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating_per_x: Option<f64>,
+    /// The top's stumbles (`[humane.stumble]`, [`super::stumble`]); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stumble: Option<StumbleCoefficients>,
 }
 
 /// The move played instead of a noticed error.
@@ -135,7 +139,7 @@ impl HumaneCoefficients {
                 self.flag_factor.is_finite() && self.flag_factor >= self.alarm_factor,
             ),
         ];
-        checks.into_iter().find(|(_, ok)| !ok).map(|(key, _)| {
+        let own = checks.into_iter().find(|(_, ok)| !ok).map(|(key, _)| {
             (
                 key,
                 match key {
@@ -146,7 +150,8 @@ impl HumaneCoefficients {
                     _ => "must be a positive number",
                 },
             )
-        })
+        });
+        own.or_else(|| self.stumble.and_then(|s| s.problem()))
     }
 }
 
@@ -255,30 +260,37 @@ fn cp_of(score: Score) -> i32 {
 const LOOK_NODES_PER_MOVE: u64 = 20_000;
 
 /// Every legal move of `game` scored by a clean search `depth` plies deep (each move played,
-/// then `depth - 1` plies, at least one, and quiescence), best first (ties: the legal-move order). `engine` is
-/// cleared first, so the scores are a pure function of the game.
+/// then `depth - 1` plies, at least one, and quiescence), best first (ties: the legal-move
+/// order). `engine` is cleared first, so the scores are a pure function of the game.
 pub fn score_moves(engine: &mut Engine, game: &Game, depth: u32) -> Vec<(Move, i32)> {
     engine.new_game();
-    let params = SearchParams::full_strength(Limits {
+    let limits = Limits {
         nodes: Some(LOOK_NODES_PER_MOVE),
         depth: Some(depth.saturating_sub(1).max(1)),
-    });
+    };
     let mut scored: Vec<(Move, i32)> = game
         .legal_moves()
         .into_iter()
-        .map(|m| {
-            let mut child = game.clone();
-            child.play(m);
-            let cp = match child.outcome() {
-                Some(GameEnd::Checkmate { .. }) => 30_000,
-                Some(_) => 0,
-                None => -cp_of(engine.search(&child, &params, &mut NoStop).score),
-            };
-            (m, cp)
-        })
+        .map(|m| (m, score_after(engine, game, m, limits)))
         .collect();
     scored.sort_by_key(|&(_, cp)| std::cmp::Reverse(cp));
     scored
+}
+
+/// The score of `m` in `game` (centipawns, the mover's view, mates far beyond any material):
+/// the game after it, searched at full strength within `limits` by `engine` as it stands (its
+/// table kept: the caller clears it where the score must be a function of the game alone).
+pub fn score_after(engine: &mut Engine, game: &Game, m: Move, limits: Limits) -> i32 {
+    let mut child = game.clone();
+    child.play(m);
+    match child.outcome() {
+        Some(GameEnd::Checkmate { .. }) => 30_000,
+        Some(_) => 0,
+        None => {
+            let params = SearchParams::full_strength(limits);
+            -cp_of(engine.search(&child, &params, &mut NoStop).score)
+        }
+    }
 }
 
 /// The look at `chosen` among `scored` (from [`score_moves`]); `None` when it is not there.
@@ -414,6 +426,7 @@ mod tests {
             flag_factor: 2.5,
             rating_at_x0: None,
             rating_per_x: None,
+            stumble: None,
         }
     }
 

@@ -21,6 +21,7 @@ pub mod position;
 pub mod score;
 pub mod search;
 pub mod see;
+pub mod stumble;
 pub mod tt;
 pub mod weights;
 

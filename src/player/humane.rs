@@ -2,9 +2,10 @@
 //! ([`crate::engine::humane`]) meets the game. After the level's own search has chosen a move,
 //! a clean shallow search scores every legal move, and the model decides, by the position, the
 //! level's target rating and the clock, whether the player notices that the chosen move loses
-//! material and plays the look's best instead. Its one draw per move is a function of the
-//! game's seed and ply, and the look's engine is cleared before every look, so a game replays
-//! exactly from its seed; the level's own engine (and its table) is never touched.
+//! material and plays the look's best instead; at the top, whether the player stumbles into a
+//! trap ([`crate::engine::stumble`]) where it chose well. Its draws are functions of the game's
+//! seed and ply, and the look's engine is cleared before every look, so a game replays exactly
+//! from its seed; the level's own engine (and its table) is never touched.
 
 use shakmaty::Move;
 
@@ -41,23 +42,45 @@ impl SecondLook {
         }
     }
 
-    /// The move played where the level's search chose `chosen` in `game` (`seed`: the game's).
+    /// The move played where the level's search chose `chosen` in `game` (`seed`: the game's;
+    /// `nodes`: the size of the level's search there, which checks a stumble's trap).
     pub fn review(
         &mut self,
         game: &Game,
         chosen: Move,
         seed: u64,
         clock: Option<ClockLeft>,
+        nodes: u64,
     ) -> Move {
         if game.legal_moves().len() < 2 {
             return chosen;
         }
         let scored = score_moves(&mut self.engine, game, self.model.look_depth);
         let ply = game.moves().len();
-        // Two independent draws: whether the error stands, and which move replaces it.
+        // Independent draws: whether the error stands, which move replaces it, whether the
+        // player stumbles.
         let draws = (draw(seed, ply), draw(seed ^ 0x9e37_79b9_7f4a_7c15, ply));
-        self.model
-            .decide(self.rating, game, &scored, chosen, clock, draws)
+        let played = self
+            .model
+            .decide(self.rating, game, &scored, chosen, clock, draws);
+        if played != chosen {
+            return played;
+        }
+        let Some(stumble) = self.model.stumble else {
+            return chosen;
+        };
+        stumble
+            .stumble(
+                &mut self.engine,
+                game,
+                self.rating,
+                chosen,
+                nodes,
+                self.model.clock_factor(clock),
+                draw(seed ^ 0x5851_f42d_4c95_7f2d, ply),
+                Some((self.model.look_depth, &scored)),
+            )
+            .unwrap_or(chosen)
     }
 }
 
@@ -72,7 +95,9 @@ fn draw(seed: u64, ply: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::NoStop;
+    use crate::engine::humane::score_after;
+    use crate::engine::stumble::{StumbleCoefficients, sight_plies};
+    use crate::engine::{Limits, NoStop};
     use crate::levels::{Coefficients, LevelParams};
     use crate::player::LevelPlayer;
     use crate::player::tests::self_play;
@@ -126,6 +151,21 @@ mod tests {
         assert!((level3.humane.unwrap().1 - want).abs() < 1e-9);
         let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
         assert!(Coefficients::parse(&text, "c.toml").is_err());
+        // The stumbles' table, nested in [humane], is named down to its key and line.
+        let stumble = "\n[humane.stumble]\nchance = 0.5\nfrom_rating = 1600.0\nwidth = 60.0\n\
+                       plausible_cp = 80.0\ntrap_cp = 200.0\n";
+        let with = format!("{CANDIDATE}{stumble}");
+        let parsed = Coefficients::parse(&with, "c.toml").unwrap();
+        assert_eq!(parsed.humane.unwrap().stumble.unwrap().chance, 0.5);
+        assert_eq!(
+            Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
+            parsed
+        );
+        let text = with.replace("trap_cp = 200.0", "trap_cp = 0.0");
+        let e = refusal(&text);
+        assert!(e.contains("humane.stumble.trap_cp"), "{e}");
+        let line = text.lines().position(|l| l.starts_with("trap_cp")).unwrap() + 1;
+        assert!(e.contains(&format!(":{line}")), "{e}");
     }
 
     #[test]
@@ -183,6 +223,89 @@ mod tests {
         // From the recapture's Rodent rating (1000, level 4 is 1080) it is hardly ever lost.
         let level4 = kept(&on, 4.0);
         assert!(level4 >= 38, "level 4 with the model: {level4}/40");
+    }
+
+    /// The candidate with the top's stumbles on at full chance.
+    fn stumbling() -> Coefficients {
+        let mut c = candidate();
+        let h = c.humane.as_mut().expect("the model is on");
+        h.stumble = Some(StumbleCoefficients {
+            chance: 1.0,
+            from_rating: 1600.0,
+            width: 60.0,
+            plausible_cp: 60.0,
+            trap_cp: 200.0,
+        });
+        c
+    }
+
+    #[test]
+    fn the_top_stumbles_into_traps_deeper_than_it_sees_and_nowhere_else() {
+        let mut off = candidate();
+        off.humane.as_mut().expect("the model is on").stumble = None;
+        let on = stumbling();
+        let level = 10.0;
+        let rating = LevelParams::new(&on, level).humane.expect("on").1;
+        let stumble = on.humane.unwrap().stumble.unwrap();
+        // The positions of a game level 10 plays against itself without stumbles.
+        let seed = 3;
+        let moves = self_play(&off, level, seed, 70);
+        let mut game = Game::startpos();
+        let (mut stumbles, mut judged) = (0, 0);
+        let mut judge = Engine::new(16);
+        for m in &moves {
+            let player = |c: &Coefficients| {
+                let mut p = LevelPlayer::new(LevelParams::new(c, level), seed);
+                p.choose(&game, &mut NoStop).best_move.unwrap()
+            };
+            let (calm, stumbled) = (player(&off), player(&on));
+            if calm != stumbled {
+                stumbles += 1;
+                // Plausible within the player's sight...
+                let shallow = score_moves(&mut Engine::new(1), &game, sight_plies(rating));
+                assert!(
+                    stumble.plausible(&shallow, &calm).contains(&stumbled),
+                    "{} looks bad at {} plies",
+                    game.to_uci(stumbled),
+                    sight_plies(rating)
+                );
+                // ...and losing to a judge searching 20 times deeper than the level.
+                let nodes = 20
+                    * LevelParams::new(&on, level)
+                        .search_params(&game, seed)
+                        .limits
+                        .nodes
+                        .unwrap();
+                let limits = Limits {
+                    nodes: Some(nodes),
+                    depth: None,
+                };
+                let mut judged_cp = |m| {
+                    judge.new_game();
+                    score_after(&mut judge, &game, m, limits)
+                };
+                let loss = judged_cp(calm) - judged_cp(stumbled);
+                if loss >= 100 {
+                    judged += 1;
+                }
+            }
+            game.play_uci(m).unwrap();
+        }
+        assert!(
+            stumbles >= 2,
+            "{stumbles} stumbles in {} plies",
+            moves.len()
+        );
+        assert!(
+            judged * 4 >= stumbles * 3,
+            "{judged} of {stumbles} stumbles lose 100 cp or more to the deeper judge"
+        );
+        // Well below the ramp (level 4, 1080) nobody stumbles.
+        let low = (
+            self_play(&off, 4.0, seed, 40),
+            self_play(&on, 4.0, seed, 40),
+        );
+        assert_eq!(low.0, low.1);
     }
 
     #[test]

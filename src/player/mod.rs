@@ -122,7 +122,8 @@ impl LevelPlayer {
         params.limits.depth = smaller(params.limits.depth, cap.depth);
         let mut result = self.engine.search(game, &params, observer);
         if let (Some(look), Some(chosen)) = (self.second_look.as_mut(), result.best_move) {
-            let played = look.review(game, chosen, self.seed, self.clock);
+            let nodes = params.limits.nodes.unwrap_or(self.params.nodes);
+            let played = look.review(game, chosen, self.seed, self.clock, nodes);
             if played != chosen {
                 // The search's line and score were of the move not played.
                 result.best_move = Some(played);

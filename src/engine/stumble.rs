@@ -1,0 +1,276 @@
+//! Stumbles: the big errors of a strong person, which a weakened engine does not make. A strong
+//! player keeps its rating with deeper ideas and still, now and then, plays a natural-looking
+//! move that loses to something beyond what it sees. The ladder's top levels keep theirs by
+//! almost never erring (issue 33: levels 7–12 at 0.2–0.7× people's big losses per 100 moves),
+//! the signature players complain of ("plays perfectly, then hangs its queen" is the other
+//! half). This model adds what they lack, in the shape people err in:
+//!
+//! - **Only where a trap is** — a move that a look as deep as the player sees finds as good as
+//!   any (within `plausible_cp` of its best) and that the level's own search finds losing
+//!   (`trap_cp` or more below the move it chose). A position with several plausible moves of
+//!   different value is what Anderson, Kleinberg and Mullainathan (KDD 2016) call difficult,
+//!   where people of every rating blunder most; a position with one clearly best move has no
+//!   other plausible move, so an easy position never holds a trap.
+//! - **Beyond the player's sight** — Rodent's `Blunder()` (Pawel Koziol, `search/blunder.c`)
+//!   lets no blunder through within 3 plies of the root from 1600, 4 from 1900, 5 from 2300
+//!   ([`sight_plies`]): the shallow look is that deep, so the errors that pass are the quiet,
+//!   deeper ones a master misses, never a piece hung in one move.
+//! - **From the top's ratings on** — the chance ramps in around `from_rating` (a logistic of
+//!   `width`): below it the weakened search already errs more than people do, and the humane
+//!   model's second look is what shapes those errors.
+//! - **More in time trouble** — times the humane model's clock factor (Lichess's low-time alarm).
+//!
+//! Pure logic over the engine: no I/O; the draw is the caller's (a function of the game's seed)
+//! and the engine is cleared before every search, so a game replays exactly.
+
+use serde::{Deserialize, Serialize};
+use shakmaty::Move;
+
+use super::humane::{score_after, score_moves};
+use super::{Engine, Game, Limits};
+
+/// The `[humane.stumble]` table of a coefficients file. Absent: the top never stumbles.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StumbleCoefficients {
+    /// The chance, at full ramp and with time to spare, that a player falls for a trap the
+    /// position holds (drawn before any look: most moves cost nothing).
+    pub chance: f64,
+    /// The rating where the ramp is half on.
+    pub from_rating: f64,
+    /// The ramp's width (rating points per e-fold).
+    pub width: f64,
+    /// A move looks playable when the shallow look scores it within this of its best.
+    pub plausible_cp: f64,
+    /// A plausible move is a trap when the level's own search scores it this far below the
+    /// move the level chose (the judge's big loss is 200).
+    pub trap_cp: f64,
+}
+
+/// The most plausible moves, best-looking first, checked for a trap by the level's own search
+/// (each check costs a search of the level's size).
+pub const MAX_TRAPS_CHECKED: usize = 3;
+
+/// The plies near the root within which a player of `rating` lets no blunder through (Rodent's
+/// `Blunder()`: 3 from 1600, 4 from 1900, 5 from 2300; 2 below, a player's own reply).
+pub fn sight_plies(rating: f64) -> u32 {
+    match rating {
+        r if r >= 2300.0 => 5,
+        r if r >= 1900.0 => 4,
+        r if r >= 1600.0 => 3,
+        _ => 2,
+    }
+}
+
+impl StumbleCoefficients {
+    /// What is wrong with these knobs, as (key, problem), or `None`.
+    pub fn problem(&self) -> Option<(&'static str, &'static str)> {
+        let positive = |x: f64| x.is_finite() && x > 0.0;
+        if !(self.chance.is_finite() && (0.0..=1.0).contains(&self.chance)) {
+            return Some(("humane.stumble.chance", "must be in [0, 1]"));
+        }
+        if !self.from_rating.is_finite() {
+            return Some(("humane.stumble.from_rating", "must be a number"));
+        }
+        [
+            ("humane.stumble.width", self.width),
+            ("humane.stumble.plausible_cp", self.plausible_cp),
+            ("humane.stumble.trap_cp", self.trap_cp),
+        ]
+        .into_iter()
+        .find(|&(_, v)| !positive(v))
+        .map(|(key, _)| (key, "must be a positive number"))
+    }
+
+    /// The chance that a player rated `rating` falls for a trap the position holds, with the
+    /// clock's factor `clock_factor` (the humane model's, 1 with time to spare); at most 1.
+    pub fn chance_at(&self, rating: f64, clock_factor: f64) -> f64 {
+        let ramp = 1.0 / (1.0 + (-(rating - self.from_rating) / self.width).exp());
+        (self.chance * ramp * clock_factor).min(1.0)
+    }
+
+    /// The moves other than `chosen` that the look `scored` (best first) finds plausible,
+    /// best-looking first.
+    pub fn plausible(&self, scored: &[(Move, i32)], chosen: &Move) -> Vec<Move> {
+        let Some(&(_, best_cp)) = scored.first() else {
+            return Vec::new();
+        };
+        scored
+            .iter()
+            .take_while(|&&(_, cp)| f64::from(best_cp) - f64::from(cp) <= self.plausible_cp)
+            .filter(|(m, _)| m != chosen)
+            .map(|&(m, _)| m)
+            .collect()
+    }
+
+    /// The move a player rated `rating` plays instead of `chosen` in `game` when it stumbles,
+    /// or `None` (no stumble drawn, or no trap within [`MAX_TRAPS_CHECKED`]): `u` is the
+    /// caller's uniform draw in [0, 1), `nodes` the level's own search size for the position,
+    /// `clock_factor` the humane model's, `look` a [`score_moves`] of the game already made and
+    /// its depth (used when it is the player's sight, which saves making it again).
+    #[allow(clippy::too_many_arguments)]
+    pub fn stumble(
+        &self,
+        engine: &mut Engine,
+        game: &Game,
+        rating: f64,
+        chosen: Move,
+        nodes: u64,
+        clock_factor: f64,
+        u: f64,
+        look: Option<(u32, &[(Move, i32)])>,
+    ) -> Option<Move> {
+        if u >= self.chance_at(rating, clock_factor) {
+            return None;
+        }
+        let sight = sight_plies(rating);
+        let scored = match look {
+            Some((depth, scored)) if depth == sight => scored.to_vec(),
+            _ => score_moves(engine, game, sight),
+        };
+        let candidates = self.plausible(&scored, &chosen);
+        if candidates.is_empty() {
+            return None;
+        }
+        let limits = Limits {
+            nodes: Some(nodes.max(1)),
+            depth: None,
+        };
+        // Each search on a cleared table: the scores are a function of the game alone.
+        let mut deep = |m: Move| {
+            engine.new_game();
+            score_after(engine, game, m, limits)
+        };
+        let chosen_cp = deep(chosen);
+        candidates
+            .into_iter()
+            .take(MAX_TRAPS_CHECKED)
+            .find(|&m| f64::from(chosen_cp) - f64::from(deep(m)) >= self.trap_cp)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn knobs() -> StumbleCoefficients {
+        StumbleCoefficients {
+            chance: 0.3,
+            from_rating: 1600.0,
+            width: 60.0,
+            plausible_cp: 60.0,
+            trap_cp: 200.0,
+        }
+    }
+
+    #[test]
+    fn sight_follows_rodents_root_protection() {
+        assert_eq!(sight_plies(1200.0), 2);
+        assert_eq!(sight_plies(1600.0), 3);
+        assert_eq!(sight_plies(1899.0), 3);
+        assert_eq!(sight_plies(1900.0), 4);
+        assert_eq!(sight_plies(2300.0), 5);
+        assert_eq!(sight_plies(2900.0), 5);
+    }
+
+    #[test]
+    fn the_chance_ramps_in_at_the_top_and_grows_in_time_trouble() {
+        let k = knobs();
+        assert!(k.chance_at(1200.0, 1.0) < 0.01 * k.chance);
+        assert!((k.chance_at(1600.0, 1.0) - k.chance / 2.0).abs() < 1e-9);
+        assert!(k.chance_at(2300.0, 1.0) > 0.99 * k.chance);
+        assert!(k.chance_at(2300.0, 2.5) > 2.0 * k.chance_at(2300.0, 1.0));
+        assert!(k.chance_at(2300.0, 100.0) <= 1.0);
+        let off = StumbleCoefficients { chance: 0.0, ..k };
+        assert_eq!(off.chance_at(2800.0, 2.5), 0.0);
+    }
+
+    #[test]
+    fn bad_knobs_are_named() {
+        let named = |k: StumbleCoefficients| k.problem().map(|(key, _)| key);
+        assert_eq!(named(knobs()), None);
+        let k = knobs();
+        assert_eq!(
+            named(StumbleCoefficients { chance: 1.5, ..k }),
+            Some("humane.stumble.chance")
+        );
+        assert_eq!(
+            named(StumbleCoefficients {
+                from_rating: f64::NAN,
+                ..k
+            }),
+            Some("humane.stumble.from_rating")
+        );
+        assert_eq!(
+            named(StumbleCoefficients { width: 0.0, ..k }),
+            Some("humane.stumble.width")
+        );
+        assert_eq!(
+            named(StumbleCoefficients { trap_cp: -5.0, ..k }),
+            Some("humane.stumble.trap_cp")
+        );
+    }
+
+    #[test]
+    fn only_moves_near_the_looks_best_are_plausible_and_never_the_chosen_one() {
+        let game = Game::startpos();
+        let moves = game.legal_moves();
+        let scored: Vec<(Move, i32)> = vec![
+            (moves[0], 40),
+            (moves[1], 10),
+            (moves[2], -20),
+            (moves[3], -21),
+            (moves[4], -300),
+        ];
+        let k = knobs();
+        assert_eq!(k.plausible(&scored, &moves[4]), moves[..3].to_vec());
+        assert_eq!(k.plausible(&scored, &moves[0]), moves[1..3].to_vec());
+        assert!(k.plausible(&[], &moves[0]).is_empty());
+    }
+
+    #[test]
+    fn no_stumble_drawn_no_look_and_none_in_a_forced_position() {
+        let k = StumbleCoefficients {
+            chance: 1.0,
+            ..knobs()
+        };
+        let mut engine = Engine::new(1);
+        let game = Game::startpos();
+        let chosen = game.legal_moves()[0];
+        // A draw beyond the chance: nothing happens, whatever the position.
+        assert_eq!(
+            k.stumble(
+                &mut engine,
+                &game,
+                2400.0,
+                chosen,
+                2000,
+                1.0,
+                0.999_999,
+                None
+            ),
+            None
+        );
+        assert_eq!(
+            StumbleCoefficients { chance: 0.0, ..k }.stumble(
+                &mut engine,
+                &game,
+                2400.0,
+                chosen,
+                2000,
+                1.0,
+                0.0,
+                None
+            ),
+            None
+        );
+        // One legal move (the king must take back): nothing else is plausible.
+        let forced = Game::new(Some("7k/8/8/8/8/8/6q1/7K w - - 0 1"), false).expect("legal");
+        let only = forced.legal_moves();
+        assert_eq!(only.len(), 1);
+        assert_eq!(
+            k.stumble(&mut engine, &forced, 2400.0, only[0], 2000, 1.0, 0.0, None),
+            None
+        );
+    }
+}
