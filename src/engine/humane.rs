@@ -34,9 +34,8 @@
 use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Move, Position, Role};
 
-use super::position::GameEnd;
+use super::Game;
 use super::stumble::StumbleCoefficients;
-use super::{Engine, Game, Limits, NoStop, Score, SearchParams};
 
 /// The `[humane]` table of a coefficients file: the error model's knobs. Absent: the model is
 /// off and the levels play exactly as without it.
@@ -247,53 +246,8 @@ pub struct Look {
     pub chosen_cp: i32,
 }
 
-/// Centipawns of a search score, mates far beyond any material.
-fn cp_of(score: Score) -> i32 {
-    match score {
-        Score::Cp(cp) => cp,
-        Score::Mate(n) if n > 0 => 30_000 - n,
-        Score::Mate(n) => -30_000 - n,
-    }
-}
-
-/// The most nodes one move of the look may take (a bound on its cost in wild positions).
-const LOOK_NODES_PER_MOVE: u64 = 20_000;
-
-/// Every legal move of `game` scored by a clean search `depth` plies deep (each move played,
-/// then `depth - 1` plies, at least one, and quiescence), best first (ties: the legal-move
-/// order). `engine` is cleared first, so the scores are a pure function of the game.
-pub fn score_moves(engine: &mut Engine, game: &Game, depth: u32) -> Vec<(Move, i32)> {
-    engine.new_game();
-    let limits = Limits {
-        nodes: Some(LOOK_NODES_PER_MOVE),
-        depth: Some(depth.saturating_sub(1).max(1)),
-    };
-    let mut scored: Vec<(Move, i32)> = game
-        .legal_moves()
-        .into_iter()
-        .map(|m| (m, score_after(engine, game, m, limits)))
-        .collect();
-    scored.sort_by_key(|&(_, cp)| std::cmp::Reverse(cp));
-    scored
-}
-
-/// The score of `m` in `game` (centipawns, the mover's view, mates far beyond any material):
-/// the game after it, searched at full strength within `limits` by `engine` as it stands (its
-/// table kept: the caller clears it where the score must be a function of the game alone).
-pub fn score_after(engine: &mut Engine, game: &Game, m: Move, limits: Limits) -> i32 {
-    let mut child = game.clone();
-    child.play(m);
-    match child.outcome() {
-        Some(GameEnd::Checkmate { .. }) => 30_000,
-        Some(_) => 0,
-        None => {
-            let params = SearchParams::full_strength(limits);
-            -cp_of(engine.search(&child, &params, &mut NoStop).score)
-        }
-    }
-}
-
-/// The look at `chosen` among `scored` (from [`score_moves`]); `None` when it is not there.
+/// The look at `chosen` among `scored` (from [`super::look::score_moves`]); `None` when it is
+/// not there.
 pub fn look_at(scored: &[(Move, i32)], chosen: &Move) -> Option<Look> {
     let &(best, best_cp) = scored.first()?;
     let chosen_cp = scored.iter().find(|(m, _)| m == chosen)?.1;
@@ -363,10 +317,10 @@ impl HumaneCoefficients {
     }
 
     /// The move a person rated `rating` plays where the search chose `chosen`, given the
-    /// look's moves `scored` (from [`score_moves`], best first): when `chosen` is at least
-    /// `notice_cp` below the best and the draw `u` (uniform in [0, 1), the caller's, from the
-    /// game's seed) falls beyond the miss chance, the [`Replacement`] (drawn by `v` when there
-    /// is a choice); else `chosen`.
+    /// look's moves `scored` (from [`super::look::score_moves`], best first): when `chosen` is at
+    /// least `notice_cp` below the best and the draw `u` (uniform in [0, 1), the caller's, from
+    /// the game's seed) falls beyond the miss chance, the [`Replacement`] (drawn by `v` when
+    /// there is a choice); else `chosen`.
     pub fn decide(
         &self,
         rating: f64,
@@ -411,6 +365,8 @@ impl HumaneCoefficients {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::Engine;
+    use crate::engine::look::score_moves;
 
     pub(crate) fn knobs() -> HumaneCoefficients {
         HumaneCoefficients {
@@ -626,20 +582,5 @@ mod tests {
                 take
             );
         }
-    }
-
-    #[test]
-    fn the_look_is_a_pure_function_of_the_game() {
-        let g = game(
-            "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
-            &[],
-        );
-        let mut engine = Engine::new(1);
-        let first = score_moves(&mut engine, &g, 3);
-        // Another position in between leaves nothing behind.
-        score_moves(&mut engine, &Game::startpos(), 3);
-        assert_eq!(score_moves(&mut engine, &g, 3), first);
-        assert_eq!(first.len(), g.legal_moves().len());
-        assert!(first.windows(2).all(|w| w[0].1 >= w[1].1));
     }
 }

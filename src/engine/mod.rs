@@ -11,6 +11,7 @@ pub mod eval;
 pub mod evaluator;
 pub mod humane;
 pub mod limits;
+pub mod look;
 pub mod movegen;
 pub mod movepack;
 pub mod nnue;

@@ -26,7 +26,7 @@
 use serde::{Deserialize, Serialize};
 use shakmaty::Move;
 
-use super::humane::{score_after, score_moves};
+use super::look::{score_after, score_moves};
 use super::{Engine, Game, Limits};
 
 /// The `[humane.stumble]` table of a coefficients file. Absent: the top never stumbles.

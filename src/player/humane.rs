@@ -9,7 +9,8 @@
 
 use shakmaty::Move;
 
-use crate::engine::humane::{ClockLeft, HumaneCoefficients, score_moves};
+use crate::engine::humane::{ClockLeft, HumaneCoefficients};
+use crate::engine::look::score_moves;
 use crate::engine::{Engine, Evaluator, Game, SearchConstants};
 use crate::seed::mix64;
 
@@ -95,7 +96,7 @@ fn draw(seed: u64, ply: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::humane::score_after;
+    use crate::engine::look::score_after;
     use crate::engine::stumble::{StumbleCoefficients, sight_plies};
     use crate::engine::{Limits, NoStop};
     use crate::levels::{Coefficients, LevelParams};
@@ -155,7 +156,10 @@ mod tests {
         let with = CANDIDATE.replace("chance = 1.0", "chance = 0.5");
         let parsed = Coefficients::parse(&with, "c.toml").unwrap();
         assert_eq!(parsed.humane.unwrap().stumble.unwrap().chance, 0.5);
-        assert_eq!(Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(), parsed);
+        assert_eq!(
+            Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
+            parsed
+        );
         let text = with.replace("trap_cp = 200.0", "trap_cp = 0.0");
         let e = refusal(&text);
         assert!(e.contains("humane.stumble.trap_cp"), "{e}");
