@@ -235,42 +235,22 @@ mod tests {
             ..knobs()
         };
         let mut engine = Engine::new(1);
+        // A player of 2400 (on the ramp's top) with the level's 2,000 nodes and time to spare.
+        let mut stumble = |k: StumbleCoefficients, game: &Game, chosen: Move, u: f64| {
+            k.stumble(&mut engine, game, 2400.0, chosen, 2000, 1.0, u, None)
+        };
         let game = Game::startpos();
         let chosen = game.legal_moves()[0];
         // A draw beyond the chance: nothing happens, whatever the position.
+        assert_eq!(stumble(k, &game, chosen, 0.999_999), None);
         assert_eq!(
-            k.stumble(
-                &mut engine,
-                &game,
-                2400.0,
-                chosen,
-                2000,
-                1.0,
-                0.999_999,
-                None
-            ),
-            None
-        );
-        assert_eq!(
-            StumbleCoefficients { chance: 0.0, ..k }.stumble(
-                &mut engine,
-                &game,
-                2400.0,
-                chosen,
-                2000,
-                1.0,
-                0.0,
-                None
-            ),
+            stumble(StumbleCoefficients { chance: 0.0, ..k }, &game, chosen, 0.0),
             None
         );
         // One legal move (the king must take back): nothing else is plausible.
         let forced = Game::new(Some("7k/8/8/8/8/8/6q1/7K w - - 0 1"), false).expect("legal");
         let only = forced.legal_moves();
         assert_eq!(only.len(), 1);
-        assert_eq!(
-            k.stumble(&mut engine, &forced, 2400.0, only[0], 2000, 1.0, 0.0, None),
-            None
-        );
+        assert_eq!(stumble(k, &forced, only[0], 0.0), None);
     }
 }
