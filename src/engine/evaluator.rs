@@ -20,7 +20,7 @@ use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
 
 /// The newest network compiled into the binary.
-pub const SHIPPED_NETWORK: u32 = 3;
+pub const SHIPPED_NETWORK: u32 = 4;
 
 static NETWORK_1: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-1.nnue")));
@@ -28,6 +28,8 @@ static NETWORK_2: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-2.nnue")));
 static NETWORK_3: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-3.nnue")));
+static NETWORK_4: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-4.nnue")));
 
 fn built_in(bytes: &[u8]) -> Arc<Network> {
     // A broken built-in file is a build mistake that the tests catch.
@@ -37,13 +39,15 @@ fn built_in(bytes: &[u8]) -> Arc<Network> {
 /// The network of a version compiled into the binary: 1 the first (`network-1.nnue`,
 /// (768→64)×2), 2 the second (`network-2.nnue`, (768→128)×2, trained with the mirror), 3 the
 /// third (`network-3.nnue`, the same shape on 2.97M positions, the label mostly the search's
-/// score: the first to beat the hand-crafted evaluation); see docs/tuning/network.md for
-/// their data and training. `None` for 0 (no network) or any other.
+/// score: the first to beat the hand-crafted evaluation), 4 the fourth (`network-4.nnue`, the
+/// same on 3.9M positions, net-gen2's games of network 3 among them); see
+/// docs/tuning/network.md for their data and training. `None` for 0 (no network) or any other.
 pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
     match version {
         1 => Some(NETWORK_1.clone()),
         2 => Some(NETWORK_2.clone()),
         3 => Some(NETWORK_3.clone()),
+        4 => Some(NETWORK_4.clone()),
         _ => None,
     }
 }
