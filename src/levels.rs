@@ -92,6 +92,11 @@ pub struct Coefficients {
     /// [`crate::engine::Evaluator::of_versions`].
     #[serde(default, skip_serializing_if = "is_zero_version")]
     pub network: u32,
+    /// The lowest level that plays [`Coefficients::network`] (0, the default: every level);
+    /// the levels below play the hand-crafted evaluation. A level, not a strength coordinate:
+    /// calibration moves offsets, never which evaluation a level plays.
+    #[serde(default, skip_serializing_if = "is_zero_level")]
+    pub network_from_level: f64,
     /// The version of the search these coefficients were calibrated with (1, the default for
     /// older files: the first search; [`crate::engine::constants::SHIPPED_SEARCH_VERSION`]).
     /// Like the weights, the levels play with that version until the ladder is recalibrated.
@@ -170,6 +175,10 @@ pub struct BlindnessCurve {
 
 fn is_zero_version(version: &u32) -> bool {
     *version == 0
+}
+
+fn is_zero_level(level: &f64) -> bool {
+    *level == 0.0
 }
 
 fn is_zero(x: &f64) -> bool {
@@ -323,6 +332,12 @@ impl Coefficients {
                     crate::engine::evaluator::SHIPPED_NETWORK
                 ),
             );
+        }
+        if !(self.network_from_level.is_finite() && self.network_from_level >= 0.0) {
+            return bad("network_from_level", "must be a level, zero or positive");
+        }
+        if self.network_from_level > 0.0 && self.network == 0 {
+            return bad("network_from_level", "needs network beside it");
         }
         if crate::engine::Weights::of_version(self.eval_weights).is_none() {
             return bad(
@@ -648,7 +663,8 @@ pub struct LevelParams {
     pub coefficients_version: u32,
     /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
     pub eval_weights: u32,
-    /// The network the level plays with, 0 for none ([`Coefficients::network`]).
+    /// The network the level plays with, 0 for none ([`Coefficients::network`] from
+    /// [`Coefficients::network_from_level`] up).
     pub network: u32,
     /// The search version the level plays with ([`Coefficients::search`]).
     pub search: u32,
@@ -690,7 +706,11 @@ impl LevelParams {
                 .map_or(0.0, |curve| curve.probability(exponent)),
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
-            network: coefficients.network,
+            network: if level >= coefficients.network_from_level {
+                coefficients.network
+            } else {
+                0
+            },
             search: coefficients.search,
             humane: coefficients
                 .humane
@@ -941,6 +961,34 @@ mod tests {
         );
         let err = refusal(&named.replace("network = 1", "network = 77"));
         assert!(err.contains("network: no built-in network"), "{err}");
+    }
+
+    #[test]
+    fn the_network_is_played_from_its_level_up_and_the_hand_crafted_evaluation_below() {
+        let named = Coefficients::DEFAULT_TOML.replacen(
+            "\nsearch = ",
+            "\nnetwork = 1\nnetwork_from_level = 7\nsearch = ",
+            1,
+        );
+        let c = Coefficients::parse(&named, "c.toml").unwrap();
+        let network_of = |level: f64| LevelParams::new(&c, level).network;
+        assert_eq!(
+            (
+                network_of(1.0),
+                network_of(6.99),
+                network_of(7.0),
+                network_of(12.0)
+            ),
+            (0, 0, 1, 1)
+        );
+        // Written back, the file keeps the split.
+        let again = Coefficients::parse(&toml::to_string(&c).unwrap(), "c.toml").unwrap();
+        assert_eq!(again.network_from_level, 7.0);
+        // A split without a network, or a level that is no level, is refused by name.
+        let err = refusal(&named.replace("network = 1\n", ""));
+        assert!(err.contains("network_from_level: needs network"), "{err}");
+        let err = refusal(&named.replace("network_from_level = 7", "network_from_level = -1"));
+        assert!(err.contains("network_from_level: must be a level"), "{err}");
     }
 
     #[test]

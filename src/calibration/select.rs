@@ -267,7 +267,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     a.eval_weights == b.eval_weights
         && knobs(&pa) == knobs(&pb)
         && close(model_rating(&pa), model_rating(&pb))
-        && a.network == b.network
+        && pa.network == pb.network
         && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))
         && close(bare_king(a, &pa), bare_king(b, &pb))
