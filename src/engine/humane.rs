@@ -35,6 +35,7 @@ use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Move, Position, Role};
 
 use super::Game;
+use super::ramp::logistic;
 use super::stumble::StumbleCoefficients;
 
 /// The `[humane]` table of a coefficients file: the error model's knobs. Absent: the model is
@@ -209,10 +210,6 @@ impl Protected {
 /// How many protection-ramp widths below its Rodent rating a kind is protected half the time;
 /// at the rating itself it is then protected 97% of the time (ln(0.97/0.03) = 3.48).
 pub const PROTECTION_WIDTHS: f64 = 3.476;
-
-fn logistic(x: f64) -> f64 {
-    1.0 / (1.0 + (-x).exp())
-}
 
 /// The chance that a person rated `rating` does not forget a move of `kind`.
 pub fn protection(kind: Protected, rating: f64, width: f64) -> f64 {

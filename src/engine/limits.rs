@@ -46,6 +46,15 @@ pub trait SearchObserver {
 pub struct NoStop;
 impl SearchObserver for NoStop {}
 
+/// Another observer's stop, without its progress: a search run on the side of a move (a
+/// humane check of it) stops when the move's search must, and reports to nobody.
+pub struct StopOnly<'a>(pub &'a mut dyn SearchObserver);
+impl SearchObserver for StopOnly<'_> {
+    fn should_stop(&mut self, nodes: u64) -> bool {
+        self.0.should_stop(nodes)
+    }
+}
+
 /// Progress after one completed iteration.
 #[derive(Clone, Debug, PartialEq)]
 pub struct SearchInfo {

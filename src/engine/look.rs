@@ -6,7 +6,7 @@
 use shakmaty::Move;
 
 use super::position::GameEnd;
-use super::{Engine, Game, Limits, NoStop, Score, SearchParams};
+use super::{Engine, Game, Limits, NoStop, Score, SearchObserver, SearchParams};
 
 /// Centipawns of a search score, mates far beyond any material.
 fn cp_of(score: Score) -> i32 {
@@ -42,6 +42,17 @@ pub fn score_moves(engine: &mut Engine, game: &Game, depth: u32) -> Vec<(Move, i
 /// the game after it, searched at full strength within `limits` by `engine` as it stands (its
 /// table kept: the caller clears it where the score must be a function of the game alone).
 pub fn score_after(engine: &mut Engine, game: &Game, m: Move, limits: Limits) -> i32 {
+    score_after_within(engine, game, m, limits, &mut NoStop)
+}
+
+/// [`score_after`] under `observer`, which may stop the search (depth 1 always completes).
+pub fn score_after_within(
+    engine: &mut Engine,
+    game: &Game,
+    m: Move,
+    limits: Limits,
+    observer: &mut dyn SearchObserver,
+) -> i32 {
     let mut child = game.clone();
     child.play(m);
     match child.outcome() {
@@ -49,7 +60,7 @@ pub fn score_after(engine: &mut Engine, game: &Game, m: Move, limits: Limits) ->
         Some(_) => 0,
         None => {
             let params = SearchParams::full_strength(limits);
-            -cp_of(engine.search(&child, &params, &mut NoStop).score)
+            -cp_of(engine.search(&child, &params, observer).score)
         }
     }
 }

@@ -18,6 +18,10 @@
 //! - **From the top's ratings on** — the chance ramps in around `from_rating` (a logistic of
 //!   `width`): below it the weakened search already errs more than people do, and the humane
 //!   model's second look is what shapes those errors.
+//! - **Less where the headroom ends** — from `top_from_rating` up (optional) the chance moves to
+//!   `top_chance`: each extra big loss per 100 moves costs a level about 150 Elo, which the
+//!   top buys back with search, and the highest levels have less search above them to buy it
+//!   with than their targets need (issue 33: "levels 11–12 as the headroom allows").
 //! - **More in time trouble** — times the humane model's clock factor (Lichess's low-time alarm).
 //!
 //! Pure logic over the engine: no I/O; the draw is the caller's (a function of the game's seed)
@@ -26,8 +30,9 @@
 use serde::{Deserialize, Serialize};
 use shakmaty::Move;
 
-use super::look::{score_after, score_moves};
-use super::{Engine, Game, Limits};
+use super::look::{score_after_within, score_moves};
+use super::ramp::ramp;
+use super::{Engine, Game, Limits, SearchObserver, StopOnly};
 
 /// The `[humane.stumble]` table of a coefficients file. Absent: the top never stumbles.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -45,6 +50,26 @@ pub struct StumbleCoefficients {
     /// A plausible move is a trap when the level's own search scores it this far below the
     /// move the level chose (the judge's big loss is 200).
     pub trap_cp: f64,
+    /// Where the chance turns from `chance` to `top_chance` (half way; the same `width`), and
+    /// that chance (both or neither; absent: `chance` all the way up).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_from_rating: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_chance: Option<f64>,
+}
+
+/// One move a level is about to play: what a stumble needs to know of it.
+#[derive(Clone, Copy, Debug)]
+pub struct Turn<'a> {
+    pub game: &'a Game,
+    /// The move the level's search (and the humane model) chose.
+    pub chosen: Move,
+    /// The player's rating (the humane model's).
+    pub rating: f64,
+    /// The size of the level's own search in this position, which checks a trap.
+    pub nodes: u64,
+    /// The humane model's clock factor (1 with time to spare).
+    pub clock_factor: f64,
 }
 
 /// The most plausible moves, best-looking first, checked for a trap by the level's own search
@@ -72,6 +97,27 @@ impl StumbleCoefficients {
         if !self.from_rating.is_finite() {
             return Some(("humane.stumble.from_rating", "must be a number"));
         }
+        match (self.top_from_rating, self.top_chance) {
+            (Some(_), None) => {
+                return Some((
+                    "humane.stumble.top_from_rating",
+                    "needs humane.stumble.top_chance beside it",
+                ));
+            }
+            (None, Some(_)) => {
+                return Some((
+                    "humane.stumble.top_chance",
+                    "needs humane.stumble.top_from_rating beside it",
+                ));
+            }
+            (Some(from), _) if !from.is_finite() => {
+                return Some(("humane.stumble.top_from_rating", "must be a number"));
+            }
+            (_, Some(top)) if !(top.is_finite() && (0.0..=1.0).contains(&top)) => {
+                return Some(("humane.stumble.top_chance", "must be in [0, 1]"));
+            }
+            _ => {}
+        }
         [
             ("humane.stumble.width", self.width),
             ("humane.stumble.plausible_cp", self.plausible_cp),
@@ -85,8 +131,11 @@ impl StumbleCoefficients {
     /// The chance that a player rated `rating` falls for a trap the position holds, with the
     /// clock's factor `clock_factor` (the humane model's, 1 with time to spare); at most 1.
     pub fn chance_at(&self, rating: f64, clock_factor: f64) -> f64 {
-        let ramp = 1.0 / (1.0 + (-(rating - self.from_rating) / self.width).exp());
-        (self.chance * ramp * clock_factor).min(1.0)
+        let chance = match self.top_from_rating.zip(self.top_chance) {
+            Some((from, top)) => self.chance + (top - self.chance) * ramp(rating, from, self.width),
+            None => self.chance,
+        };
+        (chance * ramp(rating, self.from_rating, self.width) * clock_factor).min(1.0)
     }
 
     /// The moves other than `chosen` that the look `scored` (best first) finds plausible,
@@ -103,23 +152,29 @@ impl StumbleCoefficients {
             .collect()
     }
 
-    /// The move a player rated `rating` plays instead of `chosen` in `game` when it stumbles,
-    /// or `None` (no stumble drawn, or no trap within [`MAX_TRAPS_CHECKED`]): `u` is the
-    /// caller's uniform draw in [0, 1), `nodes` the level's own search size for the position,
-    /// `clock_factor` the humane model's, `look` a [`score_moves`] of the game already made and
-    /// its depth (used when it is the player's sight, which saves making it again).
-    #[allow(clippy::too_many_arguments)]
+    /// The move the player plays instead of `turn.chosen` when it stumbles, or `None` (no
+    /// stumble drawn, or no trap within [`MAX_TRAPS_CHECKED`]): `u` is the caller's uniform
+    /// draw in [0, 1), `look` a [`score_moves`] of the game already made and its depth (used
+    /// when it is the player's sight, which saves making it again). The searches that check a
+    /// trap stop when the move's own search must (`clock`: its observer, asked only whether to
+    /// stop); a check the clock cut short decides nothing, and the chosen move stands: with no
+    /// time for a second thought there is no stumble either, and the level never loses on time
+    /// for a check (each costs a search of the level's size).
     pub fn stumble(
         &self,
         engine: &mut Engine,
-        game: &Game,
-        rating: f64,
-        chosen: Move,
-        nodes: u64,
-        clock_factor: f64,
+        turn: Turn,
         u: f64,
         look: Option<(u32, &[(Move, i32)])>,
+        clock: &mut dyn SearchObserver,
     ) -> Option<Move> {
+        let Turn {
+            game,
+            chosen,
+            rating,
+            nodes,
+            clock_factor,
+        } = turn;
         if u >= self.chance_at(rating, clock_factor) {
             return None;
         }
@@ -136,16 +191,20 @@ impl StumbleCoefficients {
             nodes: Some(nodes.max(1)),
             depth: None,
         };
-        // Each search on a cleared table: the scores are a function of the game alone.
+        // Each search on a cleared table: the scores are a function of the game alone (unless
+        // the clock cuts one, and then nothing is decided).
         let mut deep = |m: Move| {
             engine.new_game();
-            score_after(engine, game, m, limits)
+            let cp = score_after_within(engine, game, m, limits, &mut StopOnly(&mut *clock));
+            (!clock.should_stop(0)).then_some(cp)
         };
-        let chosen_cp = deep(chosen);
-        candidates
-            .into_iter()
-            .take(MAX_TRAPS_CHECKED)
-            .find(|&m| f64::from(chosen_cp) - f64::from(deep(m)) >= self.trap_cp)
+        let chosen_cp = deep(chosen)?;
+        for m in candidates.into_iter().take(MAX_TRAPS_CHECKED) {
+            if f64::from(chosen_cp) - f64::from(deep(m)?) >= self.trap_cp {
+                return Some(m);
+            }
+        }
+        None
     }
 }
 
@@ -160,6 +219,8 @@ mod tests {
             width: 60.0,
             plausible_cp: 60.0,
             trap_cp: 200.0,
+            top_from_rating: None,
+            top_chance: None,
         }
     }
 
@@ -186,6 +247,28 @@ mod tests {
     }
 
     #[test]
+    fn the_chance_turns_to_the_tops_own_where_the_headroom_ends() {
+        let k = knobs();
+        let tapered = StumbleCoefficients {
+            top_from_rating: Some(2650.0),
+            top_chance: Some(0.1),
+            ..k
+        };
+        // Below the turn, as without it.
+        assert!((tapered.chance_at(2300.0, 1.0) - k.chance_at(2300.0, 1.0)).abs() < 1e-3);
+        // Half way at the turn, the top's own chance above it; the clock still counts.
+        assert!((tapered.chance_at(2650.0, 1.0) - 0.2).abs() < 1e-6);
+        assert!((tapered.chance_at(3000.0, 1.0) - 0.1).abs() < 1e-3);
+        assert!(tapered.chance_at(3000.0, 2.5) > 2.0 * tapered.chance_at(3000.0, 1.0));
+        // A top chance above the chance raises it instead.
+        let raised = StumbleCoefficients {
+            top_chance: Some(0.6),
+            ..tapered
+        };
+        assert!(raised.chance_at(3000.0, 1.0) > 0.59);
+    }
+
+    #[test]
     fn bad_knobs_are_named() {
         let named = |k: StumbleCoefficients| k.problem().map(|(key, _)| key);
         assert_eq!(named(knobs()), None);
@@ -208,6 +291,28 @@ mod tests {
         assert_eq!(
             named(StumbleCoefficients { trap_cp: -5.0, ..k }),
             Some("humane.stumble.trap_cp")
+        );
+        assert_eq!(
+            named(StumbleCoefficients {
+                top_from_rating: Some(2650.0),
+                ..k
+            }),
+            Some("humane.stumble.top_from_rating")
+        );
+        assert_eq!(
+            named(StumbleCoefficients {
+                top_chance: Some(0.2),
+                ..k
+            }),
+            Some("humane.stumble.top_chance")
+        );
+        assert_eq!(
+            named(StumbleCoefficients {
+                top_from_rating: Some(2650.0),
+                top_chance: Some(-0.2),
+                ..k
+            }),
+            Some("humane.stumble.top_chance")
         );
     }
 
@@ -237,7 +342,14 @@ mod tests {
         let mut engine = Engine::new(1);
         // A player of 2400 (on the ramp's top) with the level's 2,000 nodes and time to spare.
         let mut stumble = |k: StumbleCoefficients, game: &Game, chosen: Move, u: f64| {
-            k.stumble(&mut engine, game, 2400.0, chosen, 2000, 1.0, u, None)
+            let turn = Turn {
+                game,
+                chosen,
+                rating: 2400.0,
+                nodes: 2000,
+                clock_factor: 1.0,
+            };
+            k.stumble(&mut engine, turn, u, None, &mut crate::engine::NoStop)
         };
         let game = Game::startpos();
         let chosen = game.legal_moves()[0];

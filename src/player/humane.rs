@@ -11,7 +11,8 @@ use shakmaty::Move;
 
 use crate::engine::humane::{ClockLeft, HumaneCoefficients};
 use crate::engine::look::score_moves;
-use crate::engine::{Engine, Evaluator, Game, SearchConstants};
+use crate::engine::stumble::Turn;
+use crate::engine::{Engine, Evaluator, Game, SearchConstants, SearchObserver};
 use crate::seed::mix64;
 
 /// The look's table (MB): a few thousand nodes per move need no more.
@@ -52,6 +53,7 @@ impl SecondLook {
         seed: u64,
         clock: Option<ClockLeft>,
         nodes: u64,
+        observer: &mut dyn SearchObserver,
     ) -> Move {
         if game.legal_moves().len() < 2 {
             return chosen;
@@ -70,16 +72,20 @@ impl SecondLook {
         let Some(stumble) = self.model.stumble else {
             return chosen;
         };
+        let turn = Turn {
+            game,
+            chosen,
+            rating: self.rating,
+            nodes,
+            clock_factor: self.model.clock_factor(clock),
+        };
         stumble
             .stumble(
                 &mut self.engine,
-                game,
-                self.rating,
-                chosen,
-                nodes,
-                self.model.clock_factor(clock),
+                turn,
                 draw(seed ^ 0x5851_f42d_4c95_7f2d, ply),
                 Some((self.model.look_depth, &scored)),
+                observer,
             )
             .unwrap_or(chosen)
     }
@@ -234,8 +240,26 @@ mod tests {
             width: 60.0,
             plausible_cp: 60.0,
             trap_cp: 200.0,
+            top_from_rating: None,
+            top_chance: None,
         });
         c
+    }
+
+    /// A clock that lets the first search run to its end and stops every later one (a search
+    /// starts again from few nodes).
+    #[derive(Default)]
+    struct OutAfterFirstSearch {
+        last_nodes: u64,
+        out: bool,
+    }
+
+    impl SearchObserver for OutAfterFirstSearch {
+        fn should_stop(&mut self, nodes: u64) -> bool {
+            self.out |= nodes < self.last_nodes;
+            self.last_nodes = nodes;
+            self.out
+        }
     }
 
     #[test]
@@ -260,6 +284,12 @@ mod tests {
             let (calm, stumbled) = (player(&off), player(&on));
             if calm != stumbled {
                 stumbles += 1;
+                // With the clock out once the move's own search is done, no check decides and
+                // the calm move stands.
+                let mut hurried = LevelPlayer::new(LevelParams::new(&on, level), seed);
+                let mut clock = OutAfterFirstSearch::default();
+                assert_eq!(hurried.choose(&game, &mut clock).best_move, Some(calm));
+                assert!(clock.out, "the stumble's checks asked the clock");
                 // Plausible within the player's sight...
                 let shallow = score_moves(&mut Engine::new(1), &game, sight_plies(rating));
                 assert!(

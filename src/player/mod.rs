@@ -123,7 +123,7 @@ impl LevelPlayer {
         let mut result = self.engine.search(game, &params, observer);
         if let (Some(look), Some(chosen)) = (self.second_look.as_mut(), result.best_move) {
             let nodes = params.limits.nodes.unwrap_or(self.params.nodes);
-            let played = look.review(game, chosen, self.seed, self.clock, nodes);
+            let played = look.review(game, chosen, self.seed, self.clock, nodes, observer);
             if played != chosen {
                 // The search's line and score were of the move not played.
                 result.best_move = Some(played);
