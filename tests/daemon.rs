@@ -30,6 +30,7 @@ use common::tokens::token_clients;
 use ladder::config::Config;
 use ladder::daemon::supervisor::ClientFactory;
 use ladder::daemon::{DaemonSpec, start};
+use ladder::engine::Game;
 use ladder::levels::Coefficients;
 use ladder::lichess::{
     ChallengeColor, ChallengeId, ChatRoom, ClientConfig, Color, GameId, GameStatus, Token,
@@ -518,20 +519,18 @@ async fn duplicate_game_start_never_starts_a_second_actor() {
 }
 
 /// (6) The daemon stops mid-game and a new one starts: the game is picked up, finished and
-/// recorded exactly once.
+/// recorded exactly once. The opponent is Alice, who moves only when the test says: against a
+/// bot the weak level was once mated while the stop took its time on a loaded machine, and the
+/// game was over before the restart.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn restarted_daemon_resumes_the_game_and_records_it_once() {
     capture_logs();
     bounded(async {
         let bots = ["restart1"];
-        let (sb, dir, first) = playing(&bots, &["Rita"], &[], &Options::default()).await;
-        let id = challenge(&sb, "Rita", "restart1", 60, 0).game_id();
-        // Generous: a wait, not a speed claim (10 s ran out once with the machine loaded).
-        sb.wait_until("a few moves", Duration::from_secs(30), |w| {
-            w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
-        })
-        .await
-        .unwrap();
+        let alice = [AccountConfig::human("Alice")];
+        let (sb, dir, first) = playing(&bots, &[], &alice, &Options::default()).await;
+        let id = open_game_with_alice(&sb, "restart1").await;
+        alice_moves_and_waits_for_the_reply(&sb, &id).await;
         stop_now(&first).await;
         first.daemon.join().await.unwrap();
         assert!(
@@ -541,12 +540,29 @@ async fn restarted_daemon_resumes_the_game_and_records_it_once() {
         let second = start_daemon(&sb, dir.path(), &bots, &Options::default())
             .await
             .unwrap();
+        // The new daemon plays on, and Alice gives up.
+        alice_moves_and_waits_for_the_reply(&sb, &id).await;
+        sb.act("alice", &id, Action::Resign).unwrap();
         let games = sb.wait_finished(1, Duration::from_secs(60)).await.unwrap();
         not_flagged(&games[0], "restart1");
         let records = drain(second).await;
         check_records(&records, &games);
     })
     .await;
+}
+
+/// Alice plays her first legal move in game `id` (it is her turn) and waits for the bot's reply.
+async fn alice_moves_and_waits_for_the_reply(sb: &Sandbox, id: &GameId) {
+    let moves = sb.game(id).unwrap().moves;
+    let game = Game::from_uci_moves(None, &moves, false).unwrap();
+    let first = game.legal_moves()[0];
+    sb.play_move("alice", id, &game.to_uci(first)).unwrap();
+    let plies = moves.len() + 2;
+    sb.wait_until("the bot's reply", Duration::from_secs(30), |w| {
+        w.summary(id).filter(|g| g.moves.len() >= plies).map(|_| ())
+    })
+    .await
+    .unwrap();
 }
 
 /// (7) The game ends while our search runs: the result is dropped, no move is posted after
