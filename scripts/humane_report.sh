@@ -14,7 +14,10 @@
 # and the scores against the anchors (the rating change the recalibration must take back).
 # Usage: scripts/humane_report.sh [GAMES_PER_PAIRING] [SEED]; LADDER overrides the binary
 # (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), MODELS
-# which runs ("off on"), PAIRS which pairs of levels ("1,2 3,4 5,6 7,8 9,10 11,12").
+# which runs ("off on"), PAIRS which pairs of levels ("1,2 3,4 5,6 7,8 9,10 11,12"), OFF and
+# ON the coefficients of each run (calibration/coefficients.toml and
+# calibration/humane/coefficients.toml; once the recalibration ships the model, ON is the
+# shipped file and OFF the last version without it, calibration/history/coefficients-v41.toml).
 # 17 games a pairing is 51 a level (the issue asks 50). Needs Debian's stockfish and
 # fairy-stockfish.
 set -euo pipefail
@@ -26,8 +29,8 @@ LADDER=${LADDER:-target/release/ladder}
 OUT=${OUT:-calibration/humane}
 mkdir -p "$OUT"
 for model in ${MODELS:-off on}; do
-  coefficients=calibration/coefficients.toml
-  [ "$model" = on ] && coefficients=calibration/humane/coefficients.toml
+  coefficients=${OFF:-calibration/coefficients.toml}
+  [ "$model" = on ] && coefficients=${ON:-calibration/humane/coefficients.toml}
   for levels in ${PAIRS:-1,2 3,4 5,6 7,8 9,10 11,12}; do
     case $levels in
       1,2) anchors=lichess-ai-1,greedy,lichess-ai-2 ;;
