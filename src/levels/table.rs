@@ -71,8 +71,16 @@ fn decimals_of(x: f64) -> usize {
 }
 
 /// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
-/// interpolated between rated levels), nodes, noise, the chance of a blind move and hash, and
-/// the endgame multipliers at r = 1, 0.5 and 0.25.
+/// interpolated between rated levels), nodes, noise, the chance of a blind move, hash and the
+/// evaluation it plays, and the endgame multipliers at r = 1, 0.5 and 0.25.
+/// The evaluation a level plays, as the table names it: `hce` (hand-crafted) or `netN`.
+fn evaluation(p: &LevelParams) -> String {
+    match p.network {
+        0 => "hce".to_string(),
+        n => format!("net{n}"),
+    }
+}
+
 pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -105,13 +113,14 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
     );
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>7} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
+        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>5} {:>7} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
         "level",
         "offset",
         "nodes",
         "noise_cp",
         "blind",
         "hash",
+        "eval",
         "target",
         "rating",
         "nodes@1",
@@ -131,13 +140,14 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
         };
         let _ = writeln!(
             out,
-            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>7.0} {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>5} {:>7.0} {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
             level_key(level),
             p.offset,
             p.nodes,
             p.noise_cp,
             p.blind_probability,
             p.hash_mb,
+            evaluation(&p),
             targets.target(level),
             rating,
             p.nodes_at(1.0),
@@ -206,5 +216,26 @@ mod tests {
         assert!(err.contains("--to 1 is below --from 5"), "{err}");
         assert!(rows(f64::NAN, 3.0, 1.0).is_err());
         assert!(rows(1.0, 1e9, 0.001).unwrap_err().contains("rows"));
+    }
+
+    #[test]
+    fn the_table_names_the_evaluation_each_level_plays() {
+        let text = Coefficients::DEFAULT_TOML.replacen(
+            "\nsearch = ",
+            "\nnetwork = 4\nnetwork_from_level = 10\nsearch = ",
+            1,
+        );
+        let c = Coefficients::parse(&text, "c.toml").unwrap();
+        let table = render(&c, &[9.0, 10.0]);
+        let eval_of = |key: &str| {
+            let header: Vec<&str> = table.lines().nth(2).unwrap().split_whitespace().collect();
+            let column = header.iter().position(|&h| h == "eval").unwrap();
+            let row = table
+                .lines()
+                .find(|l| l.split_whitespace().next() == Some(key))
+                .unwrap();
+            row.split_whitespace().nth(column).unwrap().to_string()
+        };
+        assert_eq!((eval_of("9"), eval_of("10")), ("hce".into(), "net4".into()));
     }
 }
