@@ -13,7 +13,11 @@
 //!   the clear recaptures and the clock are counted in play only (in a decided position every
 //!   move ties at the cap, so none is easy or hard);
 //! - a position is easy when the judge's best move is [`EASY_GAP_CP`] or more above its second,
-//!   hard otherwise (two or more moves within that of the best);
+//!   hard otherwise (two or more moves within that of the best); of the easy ones, those whose
+//!   best move is quiet (no capture, no promotion) are counted apart: an *only move*, a quiet
+//!   defence or shot that alone holds, which Anderson, Kleinberg and Mullainathan's blunder
+//!   potential calls difficult, not the obvious reply (a recapture, a hung piece taken) that
+//!   the easy/hard split is meant to isolate;
 //! - a clear recapture: the opponent's last move captured on a square, the judge's best move
 //!   recaptures there, and every move that does not is at least [`EASY_GAP_CP`] worse; it is
 //!   missed when the move played does not capture on that square.
@@ -84,6 +88,8 @@ pub struct Likeness {
     pub clear_recaptures: u64,
     pub recaptures_missed: u64,
     pub easy: Count,
+    /// Of `easy`: the positions whose clearly best move is quiet (an only move).
+    pub easy_quiet: Count,
     pub hard: Count,
     /// By the mover's clock ([`CLOCK_BUCKETS`]); moves without a clock are in none.
     pub clock: [Count; 3],
@@ -99,6 +105,7 @@ impl Likeness {
         self.clear_recaptures += other.clear_recaptures;
         self.recaptures_missed += other.recaptures_missed;
         self.easy.merge(&other.easy);
+        self.easy_quiet.merge(&other.easy_quiet);
         self.hard.merge(&other.hard);
         for (mine, theirs) in self.clock.iter_mut().zip(&other.clock) {
             mine.merge(theirs);
@@ -125,6 +132,14 @@ fn clock_bucket(clock: ClockLeft) -> usize {
     } else {
         0
     }
+}
+
+/// Whether the move `uci` in `position` is quiet: legal, no capture and no promotion.
+fn is_quiet(position: &shakmaty::Chess, uci: &str) -> bool {
+    uci.parse::<shakmaty::uci::UciMove>()
+        .ok()
+        .and_then(|u| u.to_move(position).ok())
+        .is_some_and(|m| !m.is_capture() && !m.is_promotion())
 }
 
 /// Whether `position` (after the opponent's `last`) holds a clear recapture by the judge's
@@ -205,6 +220,13 @@ pub fn likeness_of_game(
             };
             if easy {
                 side.easy.add(big);
+                if judged
+                    .lines
+                    .first()
+                    .is_some_and(|(best, _)| is_quiet(replay.position(), best))
+                {
+                    side.easy_quiet.add(big);
+                }
             } else {
                 side.hard.add(big);
             }
@@ -274,9 +296,9 @@ pub fn render_likeness(
     let mut text = String::from("## Human-likeness of the errors\n\n");
     text.push_str(&format!("{describe}.\n\n"));
     text.push_str(
-        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
+        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | of which only moves | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
     );
-    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
     for (i, name) in names.iter().enumerate() {
         let Some(l) = likeness.get(i).filter(|l| l.all.moves > 0) else {
             continue;
@@ -308,12 +330,13 @@ pub fn render_likeness(
             },
         );
         text.push_str(&format!(
-            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} | {} |\n",
             rating.map_or_else(|| "–".to_string(), |r| format!("{r:.0}")),
             l.all.moves,
             per_100(&l.in_play),
             l.acpl().unwrap_or(0.0),
             per_100(&l.easy),
+            per_100(&l.easy_quiet),
             per_100(&l.hard),
             per_100(&l.clock[0]),
             per_100(&l.clock[1]),
@@ -326,7 +349,9 @@ pub fn render_likeness(
          ACPL over every other move, beside people's; \"in play\": only the moves made where the \
          mover's evaluation was within ±{DECIDED_CP:.0} cp (the game not yet decided), the set the \
          clear recaptures, the easy/hard split and the clock columns count. Easy: the judge's best move is {EASY_GAP_CP:.0} cp or more above its second; hard: \
-         the rest. A clear recapture: the opponent just captured on a square, the judge's best \
+         the rest; \"of which only moves\": the easy positions whose best move is quiet (no \
+         capture or promotion), a defence or shot that alone holds (difficult by Anderson et \
+         al.'s blunder potential, not obvious). A clear recapture: the opponent just captured on a square, the judge's best \
          move recaptures there and every other move is {EASY_GAP_CP:.0} cp or more worse. Clock: \
          the mover's before the move, against Lichess's low-time alarm (an eighth of the initial \
          time, 10–60 s); \"–\" without moves (no clock: none).\n\n\
@@ -434,6 +459,14 @@ mod tests {
             }
         );
         assert_eq!(b.hard, Count::default());
+        // Of the two, d5 was a quiet only move (found), the queen's recapture a capture.
+        assert_eq!(
+            b.easy_quiet,
+            Count {
+                moves: 1,
+                big_losses: 0
+            }
+        );
         assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 1));
         assert_eq!(
             b.clock[0],
