@@ -859,7 +859,7 @@ impl Coefficients {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// Version 1 of the shipped file: history files never change, so tests that edit a known
@@ -963,13 +963,18 @@ mod tests {
         assert!(err.contains("network: no built-in network"), "{err}");
     }
 
+    /// The built-in coefficients' text with `network` played from `from_level` up.
+    pub(crate) fn network_from(network: u32, from_level: u32) -> String {
+        Coefficients::DEFAULT_TOML.replacen(
+            "\nsearch = ",
+            &format!("\nnetwork = {network}\nnetwork_from_level = {from_level}\nsearch = "),
+            1,
+        )
+    }
+
     #[test]
     fn the_network_is_played_from_its_level_up_and_the_hand_crafted_evaluation_below() {
-        let named = Coefficients::DEFAULT_TOML.replacen(
-            "\nsearch = ",
-            "\nnetwork = 1\nnetwork_from_level = 7\nsearch = ",
-            1,
-        );
+        let named = network_from(1, 7);
         let c = Coefficients::parse(&named, "c.toml").unwrap();
         let network_of = |level: f64| LevelParams::new(&c, level).network;
         assert_eq!(

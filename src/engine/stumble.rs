@@ -209,10 +209,11 @@ impl StumbleCoefficients {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn knobs() -> StumbleCoefficients {
+    /// Knobs for tests: a chance of 0.3 from 1600, no taper.
+    pub(crate) fn knobs() -> StumbleCoefficients {
         StumbleCoefficients {
             chance: 0.3,
             from_rating: 1600.0,

@@ -175,7 +175,7 @@ pub fn run(args: LevelsArgs) -> anyhow::Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     #[test]
@@ -218,24 +218,26 @@ mod tests {
         assert!(rows(1.0, 1e9, 0.001).unwrap_err().contains("rows"));
     }
 
+    /// The cell of `table` (as [`render`] writes it) in the row of `level` and the column
+    /// headed `column`.
+    pub(crate) fn cell(table: &str, level: &str, column: &str) -> String {
+        let header: Vec<&str> = table.lines().nth(2).unwrap().split_whitespace().collect();
+        let at = header.iter().position(|&h| h == column).unwrap();
+        let row = table
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(level))
+            .unwrap();
+        row.split_whitespace().nth(at).unwrap().to_string()
+    }
+
     #[test]
     fn the_table_names_the_evaluation_each_level_plays() {
-        let text = Coefficients::DEFAULT_TOML.replacen(
-            "\nsearch = ",
-            "\nnetwork = 4\nnetwork_from_level = 10\nsearch = ",
-            1,
-        );
+        let text = crate::levels::tests::network_from(4, 10);
         let c = Coefficients::parse(&text, "c.toml").unwrap();
         let table = render(&c, &[9.0, 10.0]);
-        let eval_of = |key: &str| {
-            let header: Vec<&str> = table.lines().nth(2).unwrap().split_whitespace().collect();
-            let column = header.iter().position(|&h| h == "eval").unwrap();
-            let row = table
-                .lines()
-                .find(|l| l.split_whitespace().next() == Some(key))
-                .unwrap();
-            row.split_whitespace().nth(column).unwrap().to_string()
-        };
-        assert_eq!((eval_of("9"), eval_of("10")), ("hce".into(), "net4".into()));
+        assert_eq!(
+            (cell(&table, "9", "eval"), cell(&table, "10", "eval")),
+            ("hce".into(), "net4".into())
+        );
     }
 }

@@ -236,12 +236,7 @@ mod tests {
         let h = c.humane.as_mut().expect("the model is on");
         h.stumble = Some(StumbleCoefficients {
             chance: 1.0,
-            from_rating: 1600.0,
-            width: 60.0,
-            plausible_cp: 60.0,
-            trap_cp: 200.0,
-            top_from_rating: None,
-            top_chance: None,
+            ..crate::engine::stumble::tests::knobs()
         });
         c
     }
