@@ -213,3 +213,37 @@ fn a_stopped_run_continues_without_playing_a_game_twice() {
         );
     }
 }
+
+#[test]
+fn levels_side_by_side_play_the_same_cycle_as_one_after_the_other() {
+    let games = |dir: &Path| {
+        let read = read_results(&[dir.join("games.jsonl")]).unwrap();
+        assert!(read.warnings.is_empty(), "{:?}", read.warnings);
+        let mut games: Vec<(String, String)> = read
+            .records
+            .into_iter()
+            .map(|r| (r.game_id.to_string(), r.moves.clone()))
+            .collect();
+        games.sort();
+        games
+    };
+    let targets = ["--target-from", "400", "--target-step", "300"];
+    // The budget is one cycle: each level's 8 games in two batches of 4.
+    let (alone, side_by_side) = (setup(), setup());
+    let one_at_a_time = ladder(alone.path(), &[&targets[..], &["--budget", "16"]].concat());
+    assert!(
+        one_at_a_time.status.success(),
+        "{}",
+        String::from_utf8_lossy(&one_at_a_time.stderr)
+    );
+    let parallel = ladder(
+        side_by_side.path(),
+        &[&targets[..], &["--budget", "16", "--parallel-levels", "2"]].concat(),
+    );
+    let log = String::from_utf8_lossy(&parallel.stderr);
+    assert!(parallel.status.success(), "{log}");
+    assert!(log.contains("other batches in flight"), "{log}");
+    let expected = games(alone.path());
+    assert_eq!(expected.len(), 16);
+    assert_eq!(games(side_by_side.path()), expected);
+}

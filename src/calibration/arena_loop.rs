@@ -51,8 +51,12 @@ pub struct LoopSettings {
     pub anchors_per_level: usize,
     /// Anchors whose rating is less certain than this (standard error, Elo) are not used.
     pub max_anchor_se: f64,
-    /// Games played at once.
+    /// Games played at once in one batch.
     pub concurrency: usize,
+    /// Levels whose batches may play at once (each with `concurrency` games at once): a
+    /// level's games depend only on its own earlier games, so in a cycle the levels play side
+    /// by side the same games as one after the other.
+    pub parallel_levels: usize,
     /// Base of every batch's seed.
     pub seed: u64,
     pub anchors_file: Option<PathBuf>,
@@ -73,32 +77,45 @@ pub enum Step {
     },
     /// Every level has its cycle's games and at least one would move: write the proposal.
     Apply,
+    /// What comes next depends on the batches in flight: wait for one to end.
+    Wait,
     /// Stop, saying why.
     Done(String),
 }
 
 /// Decides the next step. `games` holds each calibrated level's games at its current
-/// parameters, `moves` whether the pass would move a level, `played` the loop's games so far,
-/// `gap_level` the level to look at closer for an uneven gap ([`gap_culprit`]).
+/// parameters, `busy` the levels with a batch in flight and the games it has still to play
+/// (they count against the budget), `moves`
+/// whether the pass would move a level, `played` the loop's games so far, `gap_level` the
+/// level to look at closer for an uneven gap ([`gap_culprit`]). A level in flight never plays
+/// another batch, and what needs every level's games settled (a proposal, the next phase, the
+/// end) waits for the batches in flight.
 pub fn next_step(
     levels: &[f64],
     games: &BTreeMap<String, usize>,
+    busy: &BTreeMap<String, usize>,
     moves: bool,
     played: usize,
     gap_level: Option<f64>,
     cfg: &LoopSettings,
 ) -> Step {
+    let settled = busy.is_empty();
+    let played = played + busy.values().sum::<usize>();
     if played >= cfg.budget {
+        if !settled {
+            return Step::Wait;
+        }
         return Step::Done(format!("the budget of {} games is spent", cfg.budget));
     }
     let left = cfg.budget - played;
     let have = |level: f64| games.get(&level_key(level)).copied().unwrap_or(0);
-    // The level furthest from `need` plays first; ties go to the lower level.
+    let free = |level: f64| !busy.contains_key(&level_key(level));
+    // The free level furthest from `need` plays first; ties go to the lower level.
     let neediest = |need: usize| {
         levels
             .iter()
             .copied()
-            .filter(|&l| have(l) < need)
+            .filter(|&l| free(l) && have(l) < need)
             .min_by(|&a, &b| have(a).cmp(&have(b)).then(a.total_cmp(&b)))
     };
     if let Some(level) = neediest(cfg.per_cycle) {
@@ -108,8 +125,14 @@ pub fn next_step(
             why: "cycle",
         };
     }
+    if levels
+        .iter()
+        .any(|&l| !free(l) && have(l) < cfg.per_cycle)
+    {
+        return Step::Wait;
+    }
     if moves {
-        return Step::Apply;
+        return if settled { Step::Apply } else { Step::Wait };
     }
     if let Some(level) = neediest(cfg.final_games) {
         return Step::Play {
@@ -117,6 +140,9 @@ pub fn next_step(
             games: (cfg.final_games - have(level)).min(cfg.batch).min(left),
             why: "final",
         };
+    }
+    if !settled {
+        return Step::Wait;
     }
     if let Some(level) = gap_level.filter(|&l| have(l) < cfg.gap_games) {
         return Step::Play {
@@ -307,23 +333,60 @@ pub fn run(
         started: Instant::now(),
         played_here: 0,
     };
-    loop {
-        let records = loop_records(&cfg.results)?;
-        let turn = run.turn(records)?;
-        match turn.next_step(cfg, targets) {
-            Step::Play {
-                level,
-                games: n,
-                why,
-            } => {
-                if run.play_batch(&turn, level, n, why)? == Batch::Interrupted {
-                    return Ok(());
+    let (done_tx, done_rx) = std::sync::mpsc::channel();
+    std::thread::scope(|scope| {
+        // Level key → games of its batch in flight.
+        // Level key → the match id and games of its batch in flight.
+        let mut busy: BTreeMap<String, (String, usize)> = BTreeMap::new();
+        let mut interrupted = false;
+        loop {
+            let turn = run.turn(loop_records(&cfg.results)?)?;
+            let step = if interrupted {
+                Step::Wait
+            } else {
+                turn.next_step(cfg, targets, &busy)
+            };
+            match step {
+                Step::Play {
+                    level,
+                    games: n,
+                    why,
+                } if busy.len() < cfg.parallel_levels.max(1) => {
+                    let (match_id, options) = run.plan_batch(&turn, level, n, why, busy.len())?;
+                    busy.insert(level_key(level), (match_id.clone(), n));
+                    let done = done_tx.clone();
+                    scope.spawn(move || {
+                        let _sent = done.send((level, match_id, run_match(&options)));
+                    });
                 }
+                Step::Play { .. } | Step::Wait => {
+                    if busy.is_empty() {
+                        if !interrupted {
+                            bail!("the loop waits with no batch in flight");
+                        }
+                        run.report(&turn, "interrupted")?;
+                        eprintln!(
+                            "Interrupted: the games played are in {}; the same command continues.",
+                            cfg.results.display()
+                        );
+                        return Ok(());
+                    }
+                    let (level, match_id, summary) =
+                        done_rx.recv().context("a batch ended without a word")?;
+                    busy.remove(&level_key(level));
+                    let summary = summary?;
+                    run.played_here += summary.games.len();
+                    if summary.interrupted {
+                        interrupted = true;
+                    } else if summary.games.is_empty() {
+                        bail!("batch {match_id} played no game");
+                    }
+                }
+                Step::Apply => run.apply(&turn)?,
+                Step::Done(why) => return run.finish(turn, &why),
             }
-            Step::Apply => run.apply(&turn)?,
-            Step::Done(why) => return run.finish(turn, &why),
         }
-    }
+    })
 }
 
 /// The anchors of `file` with a rating and a standard error of at most `max_anchor_se`; an
@@ -352,14 +415,6 @@ fn usable_anchors(cfg: &LoopSettings, file: &AnchorsFile) -> anyhow::Result<Vec<
     Ok(anchors)
 }
 
-/// How a batch ended.
-#[derive(Debug, PartialEq)]
-enum Batch {
-    Played,
-    /// Ctrl-C stopped it: the loop stops, the same command continues.
-    Interrupted,
-}
-
 /// What the loop's turns share: its settings, targets and anchors, and its clock.
 struct LoopRun<'a> {
     cfg: &'a LoopSettings,
@@ -385,8 +440,14 @@ struct Turn {
 }
 
 impl Turn {
-    /// The loop's next step: play a batch, apply the proposal or stop.
-    fn next_step(&self, cfg: &LoopSettings, targets: &Targets) -> Step {
+    /// The loop's next step: play a batch, apply the proposal, wait for a batch in flight
+    /// (`busy`: level key → its match id and games) or stop.
+    fn next_step(
+        &self,
+        cfg: &LoopSettings,
+        targets: &Targets,
+        busy: &BTreeMap<String, (String, usize)>,
+    ) -> Step {
         let levels = &self.cal.proposal.levels;
         let moves = levels
             .iter()
@@ -399,7 +460,21 @@ impl Turn {
         let results = level_results(cfg, &self.cal, targets);
         let gap_level = gap_culprit(&results, &at_floor, cfg.gap_games);
         let played = self.records.len();
-        next_step(&cfg.levels, &self.games, moves, played, gap_level, cfg)
+        // The batches in flight have written some of their games already: what counts
+        // against the budget is what they have still to play.
+        let to_play: BTreeMap<String, usize> = busy
+            .iter()
+            .map(|(level, (match_id, games))| {
+                let prefix = format!("{match_id}-");
+                let written = self
+                    .records
+                    .iter()
+                    .filter(|r| r.game_id.as_str().starts_with(&prefix))
+                    .count();
+                (level.clone(), games.saturating_sub(written))
+            })
+            .collect();
+        next_step(&cfg.levels, &self.games, &to_play, moves, played, gap_level, cfg)
     }
 
     /// The games `level` has at its current parameters.
@@ -429,15 +504,16 @@ impl LoopRun<'_> {
         })
     }
 
-    /// Plays `n` games of `level` against the anchors that tell most about it, saying so first;
-    /// an interrupted batch writes the report.
-    fn play_batch(
-        &mut self,
+    /// The batch of `n` games of `level` against the anchors that tell most about it (its
+    /// match id and arena options), said on stderr; `in_flight` batches already play.
+    fn plan_batch(
+        &self,
         turn: &Turn,
         level: f64,
         n: usize,
         why: &str,
-    ) -> anyhow::Result<Batch> {
+        in_flight: usize,
+    ) -> anyhow::Result<(String, ArenaOptions)> {
         let cfg = self.cfg;
         let have = turn.have(level);
         let guess = turn
@@ -463,7 +539,7 @@ impl LoopRun<'_> {
             .then(|| self.started.elapsed().as_secs_f64() / self.played_here as f64);
         eprintln!(
             "[{}] v{} level {} ({why}, {have} games, ~{:.0}): {} games against {}; \
-             {}/{} games of the budget played{}",
+             {}/{} games of the budget played{}{}",
             elapsed_text(self.started.elapsed().as_secs_f64()),
             turn.current.version,
             level_key(level),
@@ -475,22 +551,15 @@ impl LoopRun<'_> {
             rate.map_or_else(String::new, |r| format!(
                 ", this phase ~{remaining} games ≈ {} left",
                 elapsed_text(r * remaining as f64)
-            ))
+            )),
+            if in_flight > 0 {
+                format!(" ({in_flight} other batches in flight)")
+            } else {
+                String::new()
+            }
         );
-        let summary = run_match(&batch_options(cfg, level, &chosen, per_pairing, &match_id)?)?;
-        self.played_here += summary.games.len();
-        if summary.interrupted {
-            self.report(turn, "interrupted")?;
-            eprintln!(
-                "Interrupted: the games played are in {}; the same command continues.",
-                cfg.results.display()
-            );
-            return Ok(Batch::Interrupted);
-        }
-        if summary.games.is_empty() {
-            bail!("batch {match_id} played no game");
-        }
-        Ok(Batch::Played)
+        let options = batch_options(cfg, level, &chosen, per_pairing, &match_id)?;
+        Ok((match_id, options))
     }
 
     /// Writes the turn's proposal as the next coefficients version, says which levels moved
@@ -929,6 +998,7 @@ mod tests {
             anchors_per_level: 3,
             max_anchor_se: 150.0,
             concurrency: 1,
+            parallel_levels: 1,
             seed: 1,
             anchors_file: None,
             results: PathBuf::from("r.jsonl"),
@@ -952,18 +1022,18 @@ mod tests {
         // Level 2 has fewest games: it plays, a batch at most, and only what it lacks.
         let g = games(&[(1.0, 30), (2.0, 4), (3.0, 40)]);
         assert_eq!(
-            next_step(&c.levels, &g, true, 100, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), true, 100, None, &c),
             play(2.0, 12, "cycle")
         );
         let g = games(&[(1.0, 35), (2.0, 40), (3.0, 40)]);
         assert_eq!(
-            next_step(&c.levels, &g, true, 100, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), true, 100, None, &c),
             play(1.0, 5, "cycle")
         );
         // A level never seen has no games at all.
         let g = games(&[(1.0, 40), (3.0, 40)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 80, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 80, None, &c),
             Step::Play { level: 2.0, .. }
         ));
     }
@@ -972,14 +1042,14 @@ mod tests {
     fn a_full_cycle_applies_when_a_level_moves_and_else_plays_on_to_the_final_count() {
         let c = cfg();
         let g = games(&[(1.0, 40), (2.0, 52), (3.0, 200)]);
-        assert_eq!(next_step(&c.levels, &g, true, 292, None, &c), Step::Apply);
+        assert_eq!(next_step(&c.levels, &g, &BTreeMap::new(), true, 292, None, &c), Step::Apply);
         assert_eq!(
-            next_step(&c.levels, &g, false, 292, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 292, None, &c),
             play(1.0, 12, "final")
         );
         let g = games(&[(1.0, 200), (2.0, 210), (3.0, 200)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 610, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 610, None, &c),
             Step::Done(_)
         ));
     }
@@ -1028,7 +1098,7 @@ mod tests {
         // Final games first, whatever the gaps.
         let g = games(&[(1.0, 200), (2.0, 150), (3.0, 200)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 550, Some(1.0), &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 550, Some(1.0), &c),
             Step::Play {
                 level: 2.0,
                 why: "final",
@@ -1037,16 +1107,16 @@ mod tests {
         ));
         let g = games(&[(1.0, 200), (2.0, 390), (3.0, 200)]);
         assert_eq!(
-            next_step(&c.levels, &g, false, 790, Some(2.0), &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 790, Some(2.0), &c),
             play(2.0, 10, "gap")
         );
         // A move found meanwhile is applied first.
         assert_eq!(
-            next_step(&c.levels, &g, true, 790, Some(2.0), &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), true, 790, Some(2.0), &c),
             Step::Apply
         );
         assert!(matches!(
-            next_step(&c.levels, &g, false, 790, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 790, None, &c),
             Step::Done(why) if why.contains("uneven gap")
         ));
     }
@@ -1056,12 +1126,60 @@ mod tests {
         let c = cfg();
         let g = games(&[(1.0, 0), (2.0, 0), (3.0, 0)]);
         assert!(matches!(
-            next_step(&c.levels, &g, false, 1000, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 1000, None, &c),
             Step::Done(why) if why.contains("budget")
         ));
         assert_eq!(
-            next_step(&c.levels, &g, false, 995, None, &c),
+            next_step(&c.levels, &g, &BTreeMap::new(), false, 995, None, &c),
             play(1.0, 5, "cycle")
+        );
+    }
+
+    #[test]
+    fn levels_play_side_by_side_but_settle_before_anything_moves_or_ends() {
+        let c = cfg();
+        let g = games(&[(1.0, 24), (2.0, 12), (3.0, 36)]);
+        let busy = games(&[(2.0, 12)]);
+        // Level 2 is in flight: the neediest free level plays its cycle beside it.
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 72, None, &c),
+            play(1.0, 12, "cycle")
+        );
+        // Every free level has its cycle but level 2 is still short: nothing else starts.
+        let g = games(&[(1.0, 40), (2.0, 30), (3.0, 40)]);
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, true, 110, None, &c),
+            Step::Wait
+        );
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 110, None, &c),
+            Step::Wait
+        );
+        // Final games play side by side, but a move found meanwhile waits for them to end.
+        let g = games(&[(1.0, 40), (2.0, 60), (3.0, 200)]);
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 300, None, &c),
+            play(1.0, 12, "final")
+        );
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, true, 300, None, &c),
+            Step::Wait
+        );
+        // No free level needs games: the end (or the gaps) waits for the batch in flight.
+        let g = games(&[(1.0, 200), (2.0, 190), (3.0, 200)]);
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 590, Some(1.0), &c),
+            Step::Wait
+        );
+        // The games in flight count against the budget.
+        let g = games(&[(1.0, 0), (2.0, 0), (3.0, 0)]);
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 983, None, &c),
+            play(1.0, 5, "cycle")
+        );
+        assert_eq!(
+            next_step(&c.levels, &g, &busy, false, 988, None, &c),
+            Step::Wait
         );
     }
 

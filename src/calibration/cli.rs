@@ -150,9 +150,13 @@ pub struct CalibrateArgs {
     /// --arena: the anchors file (default: the built-in calibration/anchors.toml).
     #[arg(long, value_name = "FILE", requires = "arena")]
     pub anchors_file: Option<PathBuf>,
-    /// --arena: games played at once (default: number of cores).
+    /// --arena: games played at once in one batch (default: number of cores).
     #[arg(long, requires = "arena")]
     pub concurrency: Option<usize>,
+    /// --arena: levels whose batches play at once, each with --concurrency games at once (a
+    /// machine with many cores: the cheap levels need not wait for the dear ones).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "arena")]
+    pub parallel_levels: usize,
     /// Run the simulator instead of reading results.
     #[arg(long)]
     pub simulate: bool,
@@ -739,6 +743,7 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
             .concurrency
             .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
             .max(1),
+        parallel_levels: args.parallel_levels.max(1),
         seed: args.seed,
         anchors_file: args.anchors_file.clone(),
         results: results.clone(),
