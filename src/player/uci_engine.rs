@@ -116,6 +116,10 @@ impl UciEngine {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
+            // A group of its own: the Ctrl-C typed at `ladder arena` or the calibration loop
+            // (sent to the terminal's whole foreground group) must reach ladder alone, which
+            // finishes the games in progress; an anchor killed by it would lose them instead.
+            .process_group(0)
             .kill_on_drop(true)
             .spawn()
             .map_err(|source| UciError::Spawn {
@@ -291,6 +295,31 @@ impl UciEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The process group of process `pid` (the fifth field of /proc/PID/stat).
+    fn process_group(pid: &str) -> String {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let after_name = &stat[stat.rfind(')').unwrap() + 1..];
+        after_name.split_whitespace().nth(2).unwrap().to_string()
+    }
+
+    #[tokio::test]
+    async fn an_engine_is_spared_the_ctrl_c_meant_for_ladder() {
+        let responder = "while read line; do case $line in uci) echo uciok;; \
+                         isready) echo readyok;; quit) exit 0;; esac; done";
+        let command = EngineCommand {
+            program: PathBuf::from("sh"),
+            args: vec!["-c".into(), responder.into()],
+            options: Vec::new(),
+        };
+        let engine = UciEngine::start(&command, Duration::from_secs(10))
+            .await
+            .unwrap();
+        let pid = engine.child.id().unwrap().to_string();
+        // Ctrl-C goes to the terminal's foreground group, ours: the engine is not in it.
+        assert_ne!(process_group(&pid), process_group("self"));
+        engine.quit().await;
+    }
 
     #[test]
     fn scores_parse_from_info_lines() {

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The recalibration played for a few minutes on a lent 16-core machine (the device tool of this
+# workplace), from the state of this folder, with several levels' batches at once
+# (--parallel-levels): the same games as run.sh would play, sooner. The machine is bare, so the
+# binaries travel packed in $PACK (ladder as built here, /usr/games/stockfish and
+# fairy-stockfish, each xz-compressed); what the loop wrote comes back as $OUT/recal.tgz and
+# replaces calibration/humane-network/ and calibration/history/ here, after which run.sh goes on.
+# PLAY_SECONDS: when the loop is asked to stop (Ctrl-C: the games in progress finish, for at
+# most KILL_AFTER seconds more).
+set -uo pipefail
+PACK=${PACK:-.dev}
+PLAY_SECONDS=${PLAY_SECONDS:-430}
+KILL_AFTER=${KILL_AFTER:-110}
+BIN=$(mktemp -d)
+mkdir -p /usr/games
+for engine in stockfish fairy-stockfish; do
+  if [ ! -x "/usr/games/$engine" ]; then
+    xz -dc "$PACK/$engine.xz" > "/usr/games/$engine" && chmod +x "/usr/games/$engine"
+  fi
+done
+xz -dc "$PACK/ladder.xz" > "$BIN/ladder" && chmod +x "$BIN/ladder"
+echo "cores: $(nproc)"
+"$BIN/ladder" bench 2>&1 | tail -1
+timeout -s INT -k "$KILL_AFTER" "$PLAY_SECONDS" "$BIN/ladder" calibrate --arena \
+  --coefficients calibration/humane-network/coefficients.toml \
+  --history-dir calibration/history \
+  --results calibration/humane-network/games.jsonl \
+  --report-dir calibration/humane-network \
+  --level 1..12 \
+  --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
+  --gain-floor 0.5 --budget 8000 --seed 3233 \
+  --concurrency "${CONCURRENCY:-6}" --parallel-levels "${PARALLEL_LEVELS:-12}" \
+  2> "$OUT/recal.log"
+echo "loop exit: $?"
+grep -v "INFO game" "$OUT/recal.log" | tail -40
+tar czf "$OUT/recal.tgz" calibration/humane-network calibration/history
+ls -la "$OUT"
