@@ -125,10 +125,7 @@ pub fn next_step(
             why: "cycle",
         };
     }
-    if levels
-        .iter()
-        .any(|&l| !free(l) && have(l) < cfg.per_cycle)
-    {
+    if levels.iter().any(|&l| !free(l) && have(l) < cfg.per_cycle) {
         return Step::Wait;
     }
     if moves {
@@ -474,7 +471,15 @@ impl Turn {
                 (level.clone(), games.saturating_sub(written))
             })
             .collect();
-        next_step(&cfg.levels, &self.games, &to_play, moves, played, gap_level, cfg)
+        next_step(
+            &cfg.levels,
+            &self.games,
+            &to_play,
+            moves,
+            played,
+            gap_level,
+            cfg,
+        )
     }
 
     /// The games `level` has at its current parameters.
@@ -1042,7 +1047,10 @@ mod tests {
     fn a_full_cycle_applies_when_a_level_moves_and_else_plays_on_to_the_final_count() {
         let c = cfg();
         let g = games(&[(1.0, 40), (2.0, 52), (3.0, 200)]);
-        assert_eq!(next_step(&c.levels, &g, &BTreeMap::new(), true, 292, None, &c), Step::Apply);
+        assert_eq!(
+            next_step(&c.levels, &g, &BTreeMap::new(), true, 292, None, &c),
+            Step::Apply
+        );
         assert_eq!(
             next_step(&c.levels, &g, &BTreeMap::new(), false, 292, None, &c),
             play(1.0, 12, "final")
