@@ -19,7 +19,7 @@
 # calibration/humane/coefficients.toml; once the recalibration ships the model, ON is the
 # shipped file and OFF the last version without it, calibration/history/coefficients-v41.toml).
 # 17 games a pairing is 51 a level (the issue asks 50). Needs Debian's stockfish and
-# fairy-stockfish.
+# fairy-stockfish. Stopped, the same command keeps the pairs it finished and plays the rest.
 set -euo pipefail
 GAMES=${1:-10}
 SEED=${2:-33}
@@ -44,7 +44,15 @@ for model in ${MODELS:-off on}; do
     group="$levels $anchors"
     set -- $group
     name="$OUT/levels-${1/,/-}-$model"
-    rm -f "$name.jsonl"
+    # A pair whose games are all in and whose report is written is kept (the run is long: a
+    # stopped one goes on with the next pair); a pair cut short is played again from scratch,
+    # since only the games a match plays itself are judged.
+    if [ -s "$name.md" ] && [ -f "$name.jsonl" ] && [ "$(wc -l < "$name.jsonl")" -eq $((GAMES * 6)) ]; then
+      echo "## levels $1, model $model: $name.md (kept)"
+      grep -A 20 '^## Human-likeness' "$name.md" | grep '^| level' || true
+      continue
+    fi
+    rm -f "$name.jsonl" "$name.md"
     "$LADDER" arena --gauntlet --level "$1" --anchor "$2" --coefficients "$coefficients" \
       --games-per-pairing "$GAMES" --seed "$SEED" --tc "$TC" --judge-depth "$DEPTH" \
       --concurrency "${CONCURRENCY:-1}" --results "$name.jsonl" --report "$name.md" >/dev/null
