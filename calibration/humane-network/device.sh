@@ -5,6 +5,10 @@
 # binaries travel packed in $PACK (ladder as built here, /usr/games/stockfish and
 # fairy-stockfish, each xz-compressed); what the loop wrote comes back as $OUT/recal.tgz and
 # replaces calibration/humane-network/ and calibration/history/ here, after which run.sh goes on.
+# Packing, here: echo /.dev/ >> .git/info/exclude; mkdir -p .dev; for f in target/release/ladder
+# /usr/games/stockfish /usr/games/fairy-stockfish; do xz -6 -c "$f" > ".dev/$(basename "$f").xz"; done
+# (about 26 MB); the call: `PLAY_SECONDS=420 KILL_AFTER=130 bash calibration/humane-network/device.sh`
+# with carry [".dev"] and timeout_s 600 (2026-11-27: 213 games in a 432 s call).
 # PLAY_SECONDS: when the loop is asked to stop (Ctrl-C: the games in progress finish, for at
 # most KILL_AFTER seconds more).
 set -uo pipefail
