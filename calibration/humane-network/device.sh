@@ -25,15 +25,9 @@ done
 xz -dc "$PACK/ladder.xz" > "$BIN/ladder" && chmod +x "$BIN/ladder"
 echo "cores: $(nproc)"
 "$BIN/ladder" bench 2>&1 | tail -1
-timeout -s INT -k "$KILL_AFTER" "$PLAY_SECONDS" "$BIN/ladder" calibrate --arena \
-  --coefficients calibration/humane-network/coefficients.toml \
-  --history-dir calibration/history \
-  --results calibration/humane-network/games.jsonl \
-  --report-dir calibration/humane-network \
-  --level 1..12 \
-  --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 8000 --seed 3233 \
-  --concurrency "${CONCURRENCY:-6}" --parallel-levels "${PARALLEL_LEVELS:-12}" \
+# run.sh holds the loop's settings; here only the binary and how many games play at once differ.
+LADDER="$BIN/ladder" CONCURRENCY="${CONCURRENCY:-6}" timeout -s INT -k "$KILL_AFTER" "$PLAY_SECONDS" \
+  calibration/humane-network/run.sh --parallel-levels "${PARALLEL_LEVELS:-12}" \
   2> "$OUT/recal.log"
 echo "loop exit: $?"
 grep -v "INFO game" "$OUT/recal.log" | tail -40

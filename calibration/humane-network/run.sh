@@ -10,6 +10,8 @@
 # continues where it stopped. LADDER overrides the binary (default: a release build); the
 # binary must play as the one that began the run (`ladder bench` 514395, `--network 4`
 # 501239, the humane model of the commit that added this file), or the games are not alike.
+# CONCURRENCY sets the games of one batch played at once (default 2); further arguments go to
+# the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
 exec "$LADDER" calibrate --arena \
@@ -19,4 +21,4 @@ exec "$LADDER" calibrate --arena \
   --report-dir calibration/humane-network \
   --level 1..12 \
   --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 8000 --seed 3233 --concurrency 2 "$@"
+  --gain-floor 0.5 --budget 8000 --seed 3233 --concurrency "${CONCURRENCY:-2}" "$@"
