@@ -1,12 +1,14 @@
 //! `ladder arena` end to end: matches between our levels run to the end and their results read
-//! back; broken external engines lose their games without stopping the match; same seed, same
-//! games; shards partition the schedule; Stockfish and Fairy-Stockfish anchors when installed.
+//! back; broken external engines lose their games without stopping the match, but one that
+//! cannot start stops it before anything is written; same seed, same games; shards partition the
+//! schedule; Stockfish and Fairy-Stockfish anchors when installed.
 
 mod common {
     pub mod quick_match;
 }
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 use clap::Parser;
 use common::quick_match::QUICK_MATCH;
@@ -177,12 +179,14 @@ fn results_against_a_rated_uci_engine_feed_calibration() {
 fn broken_engines_lose_their_games_and_the_match_goes_on() {
     let dir = tempfile::tempdir().unwrap();
     let results = dir.path().join("r.jsonl");
-    let (crash, illegal, hang, startup) = (
-        fake("crash"),
-        fake("illegal"),
-        fake("hang"),
-        fake("startup"),
+    // fake-once starts for the check before the match and crashes in its first game; the
+    // process started for its second game never finishes the handshake.
+    let once = format!(
+        "{},arg={}",
+        fake("once"),
+        dir.path().join("once-started").display()
     );
+    let (crash, illegal, hang) = (fake("crash"), fake("illegal"), fake("hang"));
     let summary = run(&[
         "--level",
         "1",
@@ -193,7 +197,7 @@ fn broken_engines_lose_their_games_and_the_match_goes_on() {
         "--engine",
         &hang,
         "--engine",
-        &startup,
+        &once,
         "--gauntlet",
         "--nodes",
         "100",
@@ -212,23 +216,104 @@ fn broken_engines_lose_their_games_and_the_match_goes_on() {
     assert_eq!(summary.games.len(), 8);
     let read = read_results(&[results]).unwrap();
     assert_eq!(read.records.len(), 8);
+    let mut once_statuses = Vec::new();
     for r in &read.records {
         assert_eq!(r.result, Outcome::Win, "{} {}", r.opponent.name, r.status);
         let expected = match r.opponent.name.as_str() {
             "fake-crash" => "crash",
             "fake-illegal" => "illegalmove",
-            "fake-hang" | "fake-startup" => "hang",
+            "fake-hang" => "hang",
+            "fake-once" => {
+                once_statuses.push(r.status.as_str());
+                continue;
+            }
             other => panic!("unexpected opponent {other}"),
         };
         assert_eq!(r.status, expected);
         let fault = r.fault.as_deref().expect("a malfunction is marked");
         assert!(fault.contains("the opponent's side"), "{fault}");
     }
+    // An engine that started for the match and then failed is a fault of its games, however
+    // it fails, and never stops the match: one crash in a game, one start that hung.
+    once_statuses.sort_unstable();
+    assert_eq!(once_statuses, ["crash", "hang"]);
     assert!(
         summary
             .report
             .contains("| level-1 | fake-crash | 2 | 2 | 0 | 0 | 2 |")
     );
+}
+
+#[test]
+fn engines_that_cannot_start_stop_the_match_before_anything_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("bin");
+    let stockfish = missing.join("stockfish");
+    let fairy = missing.join("fairy-stockfish");
+    let not_executable = dir.path().join("engine.txt");
+    std::fs::write(&not_executable, "not a program\n").unwrap();
+    let ghost = format!("name=ghost,cmd={},nodes=100", stockfish.display());
+    let plain = format!("name=plain,cmd={},nodes=100", not_executable.display());
+    let mute = format!("{},nodes=100", fake("startup"));
+    let arena = |results: &Path| {
+        Command::new(env!("CARGO_BIN_EXE_ladder"))
+            .args(["arena", "--judge-depth", "0", "--level", "1", "--gauntlet"])
+            .args(["--engine", &ghost, "--engine", &plain, "--engine", &mute])
+            .args([
+                "--lichess-ai",
+                "1",
+                "--fairy-stockfish",
+                fairy.to_str().unwrap(),
+            ])
+            .args(["--engine", &format!("{},nodes=100", fake("crash"))])
+            .args(["--games-per-pairing", "2", "--seed", "3"])
+            .args(["--startup-timeout", "500"])
+            .arg("--results")
+            .arg(results)
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("ladder runs")
+    };
+
+    // A new results file is not even created.
+    let results = dir.path().join("r.jsonl");
+    let out = arena(&results);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(!results.exists(), "{stderr}");
+    // Each engine that cannot start is named with its program and why, once; the healthy one
+    // is not.
+    for named in [
+        format!("ghost ({})", stockfish.display()),
+        format!("lichess-ai-1 ({})", fairy.display()),
+        format!("plain ({})", not_executable.display()),
+        "fake-startup (".to_string(),
+    ] {
+        assert_eq!(stderr.matches(&named).count(), 1, "{named}: {stderr}");
+    }
+    assert!(!stderr.contains("fake-crash"), "{stderr}");
+    assert!(
+        stderr.contains("4 external engines cannot start"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("No such file or directory"), "{stderr}");
+    assert!(stderr.contains("no answer to `uci`"), "{stderr}");
+    // What to do: the Debian packages of the known engines in one command, the others' fixes.
+    assert!(
+        stderr.contains("fix: install Debian's package (it puts the engine in /usr/games): apt-get install stockfish fairy-stockfish\n"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("chmod +x"), "{stderr}");
+    assert!(stderr.contains("--startup-timeout"), "{stderr}");
+    assert!(!stderr.contains("crashed"), "no game was played: {stderr}");
+
+    // An existing results file is left as it was, byte for byte (even a torn last line, which
+    // opening it for the match would close with a newline).
+    let kept = "{\"game_id\":\"earlier\"}\n{\"game_id\":\"torn";
+    std::fs::write(&results, kept).unwrap();
+    let out = arena(&results);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read_to_string(&results).unwrap(), kept);
 }
 
 #[test]

@@ -247,3 +247,51 @@ fn levels_side_by_side_play_the_same_cycle_as_one_after_the_other() {
     assert_eq!(expected.len(), 16);
     assert_eq!(games(side_by_side.path()), expected);
 }
+
+#[test]
+fn an_anchor_engine_that_cannot_start_stops_the_loop_before_any_game() {
+    let dir = setup();
+    // The anchors of the test with a Stockfish anchor between them, on a machine where
+    // Stockfish is not installed (a path that does not exist).
+    let stockfish = dir.path().join("games/stockfish");
+    let anchors = format!(
+        "{ANCHORS}\n[[anchor]]\nname = \"sf-missing\"\nkind = \"uci\"\ncommand = \"{}\"\n\
+         nodes = 100\nrating = 400.0\nse = 10.0\n",
+        stockfish.display()
+    );
+    std::fs::write(dir.path().join("anchors.toml"), anchors).unwrap();
+    let coefficients = std::fs::read_to_string(dir.path().join("c.toml")).unwrap();
+    // Two anchors per level, the nearest: every batch meets the missing one, rated between the
+    // levels' targets (400, 700).
+    let out = ladder(
+        dir.path(),
+        &[
+            "--target-from",
+            "400",
+            "--target-step",
+            "300",
+            "--budget",
+            "6",
+            "--parallel-levels",
+            "2",
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("error: batch cal-v1-l"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "external engine cannot start, no game was played: sf-missing ({}): No such file",
+            stockfish.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("apt-get install stockfish"), "{stderr}");
+    // Not one game was written, and nothing moved.
+    assert!(!dir.path().join("games.jsonl").exists(), "{stderr}");
+    assert!(!stderr.contains("played no game"), "{stderr}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("c.toml")).unwrap(),
+        coefficients
+    );
+}

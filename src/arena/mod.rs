@@ -55,6 +55,18 @@ pub struct MatchSummary {
 /// and report files).
 pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
     let (plan, mut games) = MatchPlan::new(args)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(plan.concurrency + 2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    // Every external engine of this shard's games starts before the results file is opened:
+    // one that cannot start ends the match here, with nothing written (else each of its games
+    // would be recorded as lost by a crash). The schedule is already drawn, so the games and
+    // their seeds are the same whether this passes or not.
+    let needed = games.iter().flat_map(|g| [g.white, g.black]);
+    runtime.block_on(plan.roster.start_engines(needed))?;
     let log = ResultsLog::open(&args.results)
         .with_context(|| format!("opening results file {}", args.results.display()))?;
     let resumed = skip_recorded_games(&mut games, &log, &plan.match_id, &args.results);
@@ -76,12 +88,6 @@ pub fn run_match(args: &ArenaOptions) -> anyhow::Result<MatchSummary> {
         },
     };
 
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .max_blocking_threads(plan.concurrency + 2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
     let started = Instant::now();
     let played = runtime.block_on(play_games(args, &plan, games, &mut writer, started))?;
     if let Some(w) = writer.pgn {

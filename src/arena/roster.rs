@@ -1,15 +1,17 @@
 //! The players of a match (`ladder arena`): who they are ([`PlayerSpec`]: a name, a known
 //! rating for an anchor, and the [`PlayerKind`] that sits at the board), how the command line
 //! names them (`--level`, `--engine`, `--lichess-ai`), and the [`Roster`] that seats them game
-//! after game. External processes are reused between games of the same player; one that
-//! crashes, hangs or plays an illegal move is dropped and a fresh one starts for its next game.
+//! after game. Before the first game every external engine the games need is started once
+//! ([`Roster::start_engines`]): one that cannot start stops the match before anything is
+//! written. External processes are reused between games of the same player; one that crashes,
+//! hangs or plays an illegal move in a game is dropped and a fresh one starts for its next game.
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::levels::LevelParams;
 use crate::player::seat::{Fault, MoveLimits, MoverStyle, PlayerKind, Seat, Seating};
-use crate::player::uci_engine::{EngineCommand, UciEngine};
+use crate::player::uci_engine::{EngineCommand, UciEngine, UciError};
 
 /// A player of the match.
 #[derive(Clone, Debug, PartialEq)]
@@ -216,6 +218,48 @@ impl Roster {
             .await
     }
 
+    /// Starts the external engine of each player in `needed` (indices; levels and movers need
+    /// none), all at once, each within the seating's start-up timeout (`uci` answered by
+    /// `uciok`, the options set, `isready` answered), and keeps each process idle for its
+    /// player's first game. Called before the first game: an engine that cannot start would
+    /// lose every game of the match by forfeit. When one or more cannot start, the error names
+    /// each (its name and program, why) with how to install or fix it, and the processes that
+    /// did start are stopped. Nothing random is drawn: the games and their seeds are those of
+    /// the schedule whether this runs or not.
+    pub async fn start_engines(
+        &self,
+        needed: impl IntoIterator<Item = usize>,
+    ) -> anyhow::Result<()> {
+        let mut indices: Vec<usize> = needed.into_iter().collect();
+        indices.sort_unstable();
+        indices.dedup();
+        let startup = self.seating.timeouts.startup;
+        let starts = indices
+            .into_iter()
+            .filter_map(|index| match &self.players[index].kind {
+                PlayerKind::Uci { command, .. } => {
+                    Some(async move { (index, command, UciEngine::start(command, startup).await) })
+                }
+                PlayerKind::Level(_) | PlayerKind::Mover(_) => None,
+            });
+        let mut failures = Vec::new();
+        for (index, command, started) in futures_util::future::join_all(starts).await {
+            match started {
+                Ok(engine) => self.idle[index].lock().expect("pool lock").push(engine),
+                Err(error) => failures.push(StartFailure {
+                    name: self.players[index].name.clone(),
+                    program: command.program.clone(),
+                    error,
+                }),
+            }
+        }
+        if failures.is_empty() {
+            return Ok(());
+        }
+        self.shutdown().await;
+        Err(engines_not_starting(&failures))
+    }
+
     /// Returns player `index`'s seat after its game: a healthy external process goes back to
     /// the pool.
     pub fn release(&self, index: usize, seat: Seat) {
@@ -235,6 +279,107 @@ impl Roster {
             engine.quit().await;
         }
     }
+}
+
+/// An external engine that did not start before the match.
+struct StartFailure {
+    name: String,
+    program: PathBuf,
+    error: UciError,
+}
+
+/// The error of engines that cannot start: each one named with its program and why (one
+/// line of them), then what to do (`fix:` lines): the Debian package of a known engine that
+/// is not there, else the path to correct or the handshake to check.
+fn engines_not_starting(failures: &[StartFailure]) -> anyhow::Error {
+    // The players of one program that fail alike (the Stockfish anchors, the Lichess AI
+    // levels) are named together: `sf1350, sf1500 (/usr/games/stockfish): why`.
+    let mut groups: Vec<(Vec<&str>, String, String)> = Vec::new();
+    for f in failures {
+        let program = f.program.display().to_string();
+        let why = match &f.error {
+            UciError::Spawn { source, .. } => source.to_string(),
+            other => format!("started but is not a working UCI engine: {other}"),
+        };
+        match groups
+            .iter_mut()
+            .find(|(_, p, w)| *p == program && *w == why)
+        {
+            Some((names, _, _)) => names.push(&f.name),
+            None => groups.push((vec![&f.name], program, why)),
+        }
+    }
+    let described: Vec<String> = groups
+        .iter()
+        .map(|(names, program, why)| format!("{} ({program}): {why}", names.join(", ")))
+        .collect();
+    let headline = format!(
+        "{} cannot start, no game was played: {}",
+        if failures.len() == 1 {
+            "external engine".to_string()
+        } else {
+            format!("{} external engines", failures.len())
+        },
+        described.join("; ")
+    );
+    let mut packages: Vec<&str> = Vec::new();
+    let mut fixes: Vec<String> = Vec::new();
+    for f in failures {
+        let program = f.program.display();
+        let fix = match &f.error {
+            UciError::Spawn { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+                if let Some(package) = debian_package(&f.program) {
+                    if !packages.contains(&package) {
+                        packages.push(package);
+                    }
+                    // The package installs it where the path says, or where PATH finds it.
+                    let parent = f.program.parent().and_then(|p| p.to_str());
+                    if matches!(parent, Some("/usr/games" | "")) {
+                        continue;
+                    }
+                }
+                format!(
+                    "{program} does not exist: install the engine there or correct the path \
+                     (`cmd=` of --engine, `command` in the anchors file, --fairy-stockfish)"
+                )
+            }
+            UciError::Spawn { source, .. }
+                if source.kind() == std::io::ErrorKind::PermissionDenied =>
+            {
+                format!("{program} is not executable: chmod +x {program}")
+            }
+            UciError::Spawn { .. } => {
+                format!("{program} cannot be run: check that it is an executable program")
+            }
+            _ => format!(
+                "run {program} by hand and check that it answers `uci` with `uciok`, or allow \
+                 it more time with --startup-timeout (milliseconds)"
+            ),
+        };
+        if !fixes.contains(&fix) {
+            fixes.push(fix);
+        }
+    }
+    if !packages.is_empty() {
+        fixes.insert(
+            0,
+            format!(
+                "install Debian's package (it puts the engine in /usr/games): apt-get install {}",
+                packages.join(" ")
+            ),
+        );
+    }
+    // One `fix:` line each, as `exit::report` prints them.
+    crate::exit::with_fix(headline, fixes.join(crate::exit::FIX))
+}
+
+/// The Debian package that installs the engine at `program`, for the engines the arena and
+/// the anchors file use (installed in /usr/games under the package's name).
+fn debian_package(program: &Path) -> Option<&'static str> {
+    let name = program.file_name()?.to_str()?;
+    ["stockfish", "fairy-stockfish", "ethereal-chess"]
+        .into_iter()
+        .find(|package| *package == name)
 }
 
 #[cfg(test)]
@@ -261,6 +406,60 @@ mod tests {
                 .contains("colour")
         );
         assert!(parse_engine("name=x").unwrap_err().contains("cmd="));
+    }
+
+    #[test]
+    fn engines_that_cannot_start_are_named_with_their_program_and_the_fix() {
+        let missing = |name: &str, program: &str| StartFailure {
+            name: name.to_string(),
+            program: PathBuf::from(program),
+            error: UciError::Spawn {
+                program: program.to_string(),
+                source: std::io::Error::from(std::io::ErrorKind::NotFound),
+            },
+        };
+        // Debian's engines where Debian puts them: one install command, each player named.
+        let error = engines_not_starting(&[
+            missing("sf1350", "/usr/games/stockfish"),
+            missing("lichess-ai-1", "/usr/games/fairy-stockfish"),
+            missing("sf1500", "/usr/games/stockfish"),
+        ]);
+        assert_eq!(
+            crate::exit::report(&error),
+            "error: 3 external engines cannot start, no game was played: sf1350, sf1500 \
+             (/usr/games/stockfish): entity not found; lichess-ai-1 \
+             (/usr/games/fairy-stockfish): entity not found\n  \
+             fix: install Debian's package (it puts the engine in /usr/games): apt-get install \
+             stockfish fairy-stockfish"
+        );
+        // One that does not answer the handshake, and a path of one's own.
+        let mute = StartFailure {
+            name: "mute".to_string(),
+            program: PathBuf::from("/opt/mute"),
+            error: UciError::Timeout {
+                request: "uci".to_string(),
+                waited: std::time::Duration::from_secs(10),
+            },
+        };
+        let text = crate::exit::report(&engines_not_starting(&[
+            mute,
+            missing("own", "/opt/ethereal-chess"),
+        ]));
+        assert!(
+            text.starts_with(
+                "error: 2 external engines cannot start, no game was played: mute (/opt/mute): \
+                 started but is not a working UCI engine: no answer to `uci` within 10"
+            ),
+            "{text}"
+        );
+        for fix in [
+            "\n  fix: install Debian's package (it puts the engine in /usr/games): apt-get \
+             install ethereal-chess\n",
+            "\n  fix: run /opt/mute by hand and check that it answers `uci` with `uciok`",
+            "\n  fix: /opt/ethereal-chess does not exist: install the engine there or correct",
+        ] {
+            assert!(text.contains(fix), "{fix}: {text}");
+        }
     }
 
     #[test]

@@ -371,7 +371,7 @@ pub fn run(
                     let (level, match_id, summary) =
                         done_rx.recv().context("a batch ended without a word")?;
                     busy.remove(&level_key(level));
-                    let summary = summary?;
+                    let summary = summary.with_context(|| format!("batch {match_id}"))?;
                     run.played_here += summary.games.len();
                     if summary.interrupted {
                         interrupted = true;
