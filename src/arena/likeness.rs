@@ -1,7 +1,8 @@
 //! Human-likeness of a player's errors, from the judge's evaluations: big losses per 100 moves,
-//! the average centipawn loss, clear recaptures missed, big losses in easy positions against
-//! hard ones, and big losses by clock left; each rendered beside people's published figure and
-//! its source (the design note HUMANE.md gathers them).
+//! the average centipawn loss, clear recaptures missed, big losses in easy positions (and in
+//! their obvious and only-move parts) against hard ones, and big losses by clock left; each
+//! rendered beside people's published figure and its source (the report's legend names them;
+//! docs/humane.md keeps what was measured with them).
 //!
 //! The rules, stated in the report too:
 //! - evaluations are the judge's, capped at ±[`CP_CEILING`] (a mate counts as the cap), as lila
@@ -13,20 +14,27 @@
 //!   the clear recaptures and the clock are counted in play only (in a decided position every
 //!   move ties at the cap, so none is easy or hard);
 //! - a position is easy when the judge's best move is [`EASY_GAP_CP`] or more above its second,
-//!   hard otherwise (two or more moves within that of the best); of the easy ones, those whose
-//!   best move is quiet (no capture, no promotion) are counted apart: an *only move*, a quiet
+//!   hard otherwise (two or more moves within that of the best); the easy ones are split two
+//!   ways by that best move. *Obvious*: it takes material that is there to take, a capture or
+//!   promotion that does not lose by plain exchange (static exchange evaluation ≥ 0 by the
+//!   engine's [`see`](crate::engine::see::see), a bishop for a knight counting as even:
+//!   [`EVEN_EXCHANGE_CP`]), so also a recapture on the square the opponent just captured on
+//!   that does not lose the exchange: the forced or obvious reply in which issue 33 wants
+//!   people's errors almost never. *Only move*: it is quiet (no capture, no promotion), a
 //!   defence or shot that alone holds, which Anderson, Kleinberg and Mullainathan's blunder
-//!   potential calls difficult, not the obvious reply (a recapture, a hung piece taken) that
-//!   the easy/hard split is meant to isolate;
+//!   potential calls difficult. A capture that loses by plain exchange (a sacrifice) is
+//!   neither; the report says whether big losses are rarer in obvious positions than in hard
+//!   ones;
 //! - a clear recapture: the opponent's last move captured on a square, the judge's best move
 //!   recaptures there, and every move that does not is at least [`EASY_GAP_CP`] worse; it is
 //!   missed when the move played does not capture on that square.
 
-use shakmaty::Move;
+use shakmaty::{Chess, Move, Position};
 
 use super::people::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
 use crate::engine::Game;
 use crate::engine::humane::{ClockLeft, alarm_ms};
+use crate::engine::see::see_at_least;
 
 /// A move made where the mover's evaluation is at or beyond this (either way) is in a decided
 /// position and left out.
@@ -38,6 +46,10 @@ pub const EASY_GAP_CP: f64 = 150.0;
 pub const JUDGE_LINES: usize = 3;
 /// The last seconds of the clock, a bucket of its own.
 pub const LAST_SECONDS_MS: u64 = 10_000;
+/// An exchange that loses less than this by the engine's exchange values does not lose
+/// material: they put a bishop 10 cp above a knight, so a bishop taking a knight that is
+/// retaken (an even trade, a plain recapture) would otherwise count as a loss.
+pub const EVEN_EXCHANGE_CP: i32 = 50;
 
 /// What the judge saw in the position before one move: its best lines, best first (first move
 /// in UCI, capped centipawns for the side to move), and the number of legal moves.
@@ -90,6 +102,9 @@ pub struct Likeness {
     pub easy: Count,
     /// Of `easy`: the positions whose clearly best move is quiet (an only move).
     pub easy_quiet: Count,
+    /// Of `easy`: the positions whose clearly best move takes material that is there to take
+    /// (a capture or promotion that does not lose by plain exchange).
+    pub easy_obvious: Count,
     pub hard: Count,
     /// By the mover's clock ([`CLOCK_BUCKETS`]); moves without a clock are in none.
     pub clock: [Count; 3],
@@ -106,6 +121,7 @@ impl Likeness {
         self.recaptures_missed += other.recaptures_missed;
         self.easy.merge(&other.easy);
         self.easy_quiet.merge(&other.easy_quiet);
+        self.easy_obvious.merge(&other.easy_obvious);
         self.hard.merge(&other.hard);
         for (mine, theirs) in self.clock.iter_mut().zip(&other.clock) {
             mine.merge(theirs);
@@ -134,29 +150,42 @@ fn clock_bucket(clock: ClockLeft) -> usize {
     }
 }
 
-/// Whether the move `uci` in `position` is quiet: legal, no capture and no promotion.
-fn is_quiet(position: &shakmaty::Chess, uci: &str) -> bool {
+/// The legal move that `uci` (the judge's notation) names in `position`; `None` when it names
+/// none.
+fn legal_move(position: &Chess, uci: &str) -> Option<Move> {
     uci.parse::<shakmaty::uci::UciMove>()
         .ok()
         .and_then(|u| u.to_move(position).ok())
-        .is_some_and(|m| !m.is_capture() && !m.is_promotion())
+}
+
+/// Whether the move `uci` in `position` is quiet: legal, no capture and no promotion.
+fn is_quiet(position: &Chess, uci: &str) -> bool {
+    legal_move(position, uci).is_some_and(|m| !m.is_capture() && !m.is_promotion())
+}
+
+/// Whether the move `uci` in `position` is obvious: legal, a capture or a promotion, and not
+/// losing by plain exchange ([`see`](crate::engine::see::see) ≥ 0 within
+/// [`EVEN_EXCHANGE_CP`]: the material that is there to take). A recapture on the square the
+/// opponent just captured on is such a capture, obvious when it does not lose the exchange; a
+/// capture the exchange loses (a sacrifice) is not.
+fn is_obvious(position: &Chess, uci: &str) -> bool {
+    legal_move(position, uci).is_some_and(|m| {
+        (m.is_capture() || m.is_promotion())
+            && see_at_least(position.board(), position.turn(), m, 1 - EVEN_EXCHANGE_CP)
+    })
 }
 
 /// Whether `position` (after the opponent's `last`) holds a clear recapture by the judge's
 /// `judged` lines: the square recaptured on.
 fn clear_recapture(
-    position: &shakmaty::Chess,
+    position: &Chess,
     last: Option<&Move>,
     judged: &JudgedPosition,
 ) -> Option<shakmaty::Square> {
     let last = last.filter(|m| m.is_capture())?;
     let square = last.to();
-    let recaptures = |uci: &str| {
-        uci.parse::<shakmaty::uci::UciMove>()
-            .ok()
-            .and_then(|u| u.to_move(position).ok())
-            .is_some_and(|m| m.is_capture() && m.to() == square)
-    };
+    let recaptures =
+        |uci: &str| legal_move(position, uci).is_some_and(|m| m.is_capture() && m.to() == square);
     let (best, best_cp) = judged.lines.first()?;
     if !recaptures(best) {
         return None;
@@ -220,12 +249,12 @@ pub fn likeness_of_game(
             };
             if easy {
                 side.easy.add(big);
-                if judged
-                    .lines
-                    .first()
-                    .is_some_and(|(best, _)| is_quiet(replay.position(), best))
-                {
-                    side.easy_quiet.add(big);
+                if let Some((best, _)) = judged.lines.first() {
+                    if is_quiet(replay.position(), best) {
+                        side.easy_quiet.add(big);
+                    } else if is_obvious(replay.position(), best) {
+                        side.easy_obvious.add(big);
+                    }
                 }
             } else {
                 side.hard.add(big);
@@ -284,6 +313,16 @@ fn per_100(count: &Count) -> String {
         .map_or_else(|| "–".to_string(), |r| format!("{r:.1} ({})", count.moves))
 }
 
+/// Whether big losses per 100 are rarer in `obvious` positions than in `hard` ones: "yes",
+/// "no", or "–" when either has no moves.
+fn rarer(obvious: &Count, hard: &Count) -> &'static str {
+    match (obvious.per_100(), hard.per_100()) {
+        (Some(o), Some(h)) if o < h => "yes",
+        (Some(_), Some(_)) => "no",
+        _ => "–",
+    }
+}
+
 /// The human-likeness table: one row per player with counted moves; `claimed` is the rating
 /// each player stands for (people's figures are read there); `describe` says how the games
 /// were judged.
@@ -296,9 +335,11 @@ pub fn render_likeness(
     let mut text = String::from("## Human-likeness of the errors\n\n");
     text.push_str(&format!("{describe}.\n\n"));
     text.push_str(
-        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | of which only moves | hard: big /100 (moves) | above the alarm | below the alarm | last 10 s |\n",
+        "| player | rating | moves | big losses /100 | people /100 | × people | in play: big /100 (moves) | ACPL | people ACPL | clear recaptures missed | aim | easy: big /100 (moves) | of which only moves | of which obvious | hard: big /100 (moves) | obvious < hard | above the alarm | below the alarm | last 10 s |\n",
     );
-    text.push_str("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+    text.push_str(
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+    );
     for (i, name) in names.iter().enumerate() {
         let Some(l) = likeness.get(i).filter(|l| l.all.moves > 0) else {
             continue;
@@ -330,14 +371,16 @@ pub fn render_likeness(
             },
         );
         text.push_str(&format!(
-            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} | {} |\n",
+            "| {name} | {} | {} | {big:.1} | {people} | {ratio} | {} | {:.0} | {acpl_band} | {recaptures} | {aim} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             rating.map_or_else(|| "–".to_string(), |r| format!("{r:.0}")),
             l.all.moves,
             per_100(&l.in_play),
             l.acpl().unwrap_or(0.0),
             per_100(&l.easy),
             per_100(&l.easy_quiet),
+            per_100(&l.easy_obvious),
             per_100(&l.hard),
+            rarer(&l.easy_obvious, &l.hard),
             per_100(&l.clock[0]),
             per_100(&l.clock[1]),
             per_100(&l.clock[2]),
@@ -351,7 +394,13 @@ pub fn render_likeness(
          clear recaptures, the easy/hard split and the clock columns count. Easy: the judge's best move is {EASY_GAP_CP:.0} cp or more above its second; hard: \
          the rest; \"of which only moves\": the easy positions whose best move is quiet (no \
          capture or promotion), a defence or shot that alone holds (difficult by Anderson et \
-         al.'s blunder potential, not obvious). A clear recapture: the opponent just captured on a square, the judge's best \
+         al.'s blunder potential, not obvious); \"of which obvious\": the easy positions whose \
+         best move takes material that is there to take, a capture or promotion that does not \
+         lose by plain exchange (static exchange evaluation ≥ 0, a bishop for a knight counting \
+         as even; so also a recapture that does not lose the exchange), the obvious reply; an easy position whose best move is a \
+         capture the exchange loses (a sacrifice) is neither; \"obvious < hard\": whether big \
+         losses per 100 are rarer in the obvious positions than in the hard ones (\"–\" when \
+         either has no moves). A clear recapture: the opponent just captured on a square, the judge's best \
          move recaptures there and every other move is {EASY_GAP_CP:.0} cp or more worse. Clock: \
          the mover's before the move, against Lichess's low-time alarm (an eighth of the initial \
          time, 10–60 s); \"–\" without moves (no clock: none).\n\n\
@@ -359,7 +408,9 @@ pub fn render_likeness(
          count over 60k games, all speeds; method unpublished); ACPL bands are the same vendor's \
          typical ranges; clear recaptures: people above ~1000 almost never miss one (Rodent's \
          Blunder() protects the recapture from 1000; the aims are issue 33's); easy against hard: \
-         people err far less in easy positions (Anderson, Kleinberg, Mullainathan, KDD 2016); \
+         people err far less in easy positions (Anderson, Kleinberg, Mullainathan, KDD 2016: \
+         difficulty predicts blunders), and issue 33 wants their errors almost never in a forced \
+         or obvious reply; \
          clock: blunder rates climb in the last seconds, with a bump at the alarm (a study of \
          68M Lichess games, Antiochian's chess-blunders).\n",
     ));
@@ -467,6 +518,25 @@ mod tests {
                 big_losses: 0
             }
         );
+        // The queen's recapture on d5 (nothing of White's attacks d5) takes what is there to
+        // take: obvious, and missed with a big loss.
+        assert_eq!(
+            b.easy_obvious,
+            Count {
+                moves: 1,
+                big_losses: 1
+            }
+        );
+        assert_eq!(w.easy_obvious, Count::default());
+        let mut twice = b.clone();
+        twice.merge(&b);
+        assert_eq!(
+            twice.easy_obvious,
+            Count {
+                moves: 2,
+                big_losses: 2
+            }
+        );
         assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 1));
         assert_eq!(
             b.clock[0],
@@ -528,6 +598,65 @@ mod tests {
         assert_eq!(total.all.moves, 2 * b.all.moves);
     }
 
+    /// The Fried Liver: 1.e4 e5 2.Nf3 Nc6 3.Bc4 Nf6 4.Ng5 d5 5.exd5, then `rest`.
+    fn fried_liver(rest: &[&str]) -> Game {
+        let mut moves = vec![
+            "e2e4", "e7e5", "g1f3", "b8c6", "f1c4", "g8f6", "f3g5", "d7d5", "e4d5",
+        ];
+        moves.extend_from_slice(rest);
+        Game::from_uci_moves(None, &moves, false).unwrap()
+    }
+
+    #[test]
+    fn an_easy_position_is_obvious_when_its_best_move_takes_what_is_there_to_take() {
+        // Judged from 5…Nxd5 on: Black's recapture on d5 (the knight takes the pawn; Bxd5 Qxd5
+        // wins the bishop back) and White's 6.Nxf7 (the knight takes a pawn the king
+        // defends: Kxf7 and the exchange loses a knight for a pawn), each the judge's clear
+        // best.
+        let g = fried_liver(&["f6d5", "g5f7"]);
+        let evals = [-20.0, 30.0, -40.0];
+        let positions = [
+            judged(&[("f6d5", -20.0), ("c6a5", -190.0), ("d8e7", -230.0)], 38),
+            judged(&[("g5f7", 30.0), ("d2d4", -150.0), ("d1f3", -170.0)], 40),
+        ];
+        let (w, b) = likeness_of_game(&g, 9, &evals, &positions, &[]);
+        let one = Count {
+            moves: 1,
+            big_losses: 0,
+        };
+        // 5…Nxd5: a recapture that wins back the pawn: easy, obvious, no only move.
+        assert_eq!(b.easy, one);
+        assert_eq!(b.easy_obvious, one);
+        assert_eq!(b.easy_quiet, Count::default());
+        assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 0));
+        // 6.Nxf7: a capture that loses by plain exchange (a sacrifice): easy, but neither
+        // obvious nor an only move.
+        assert_eq!(w.easy, one);
+        assert_eq!(w.easy_obvious, Count::default());
+        assert_eq!(w.easy_quiet, Count::default());
+
+        // The same position with a quiet best move (6.d4 clearly best) is an only move.
+        let g = fried_liver(&["f6d5", "d2d4"]);
+        let positions = [
+            positions[0].clone(),
+            judged(&[("d2d4", 30.0), ("g5f7", -150.0)], 40),
+        ];
+        let (w, _) = likeness_of_game(&g, 9, &evals, &positions, &[]);
+        assert_eq!(w.easy_quiet, one);
+        assert_eq!(w.easy_obvious, Count::default());
+
+        // A best move that is not legal there (the queen is behind the d-pawn) is neither;
+        // 6.Bxd5 Qxd5 trades a bishop for a knight, 10 cp down by the exchange values but no
+        // material lost: obvious.
+        let position = fried_liver(&["f6d5"]);
+        let bxd5 = legal_move(position.position(), "c4d5").unwrap();
+        let board = position.position().board();
+        assert_eq!(crate::engine::see::see(board, position.turn(), bxd5), -10);
+        assert!(!is_obvious(position.position(), "d1d5"));
+        assert!(!is_quiet(position.position(), "d1d5"));
+        assert!(is_obvious(position.position(), "c4d5"));
+    }
+
     #[test]
     fn the_report_puts_each_figure_beside_peoples() {
         let g = game("a7a6");
@@ -556,5 +685,108 @@ mod tests {
         assert!(row.contains("| 0.0 | 5.9 | 0.00 |"), "{row}");
         assert!(row.contains("≤ 3%"), "{row}");
         assert!(text.contains("±500 cp"));
+    }
+
+    #[test]
+    fn the_report_says_whether_obvious_errors_are_rarer_than_hard_ones() {
+        let with = |obvious: Count, hard: Count| Likeness {
+            all: Count {
+                moves: 200,
+                big_losses: 20,
+            },
+            in_play: Count {
+                moves: 150,
+                big_losses: 15,
+            },
+            easy: Count {
+                moves: 50,
+                big_losses: 5,
+            },
+            easy_quiet: Count {
+                moves: 5,
+                big_losses: 3,
+            },
+            easy_obvious: obvious,
+            hard,
+            ..Likeness::default()
+        };
+        let hard = Count {
+            moves: 100,
+            big_losses: 10,
+        };
+        let likeness = [
+            // 5 per 100 in obvious positions against 10 in hard ones.
+            with(
+                Count {
+                    moves: 40,
+                    big_losses: 2,
+                },
+                hard,
+            ),
+            // 20 against 10.
+            with(
+                Count {
+                    moves: 40,
+                    big_losses: 8,
+                },
+                hard,
+            ),
+            // As many: not rarer.
+            with(
+                Count {
+                    moves: 40,
+                    big_losses: 4,
+                },
+                hard,
+            ),
+            // No obvious positions.
+            with(Count::default(), hard),
+        ];
+        let names = ["rarer", "more", "same", "none"].map(String::from);
+        let text = render_likeness(&names, &[Some(1500.0); 4], &likeness, "4 players");
+        let cells = |line: &str| -> Vec<String> {
+            line.trim_matches('|')
+                .split('|')
+                .map(|c| c.trim().to_string())
+                .collect()
+        };
+        let header = cells(text.lines().find(|l| l.starts_with("| player ")).unwrap());
+        let column = |name: &str| {
+            header
+                .iter()
+                .position(|c| c == name)
+                .unwrap_or_else(|| panic!("no column {name}: {header:?}"))
+        };
+        let (quiet, obvious, hard, rarer) = (
+            column("of which only moves"),
+            column("of which obvious"),
+            column("hard: big /100 (moves)"),
+            column("obvious < hard"),
+        );
+        assert_eq!(column("easy: big /100 (moves)") + 1, quiet);
+        assert_eq!(quiet + 1, obvious);
+        assert_eq!(obvious + 1, hard);
+        assert_eq!(hard + 1, rarer);
+        let separator = text.lines().find(|l| l.starts_with("|---")).unwrap();
+        assert_eq!(cells(separator).len(), header.len());
+        for (name, obvious_cell, answer) in [
+            ("rarer", "5.0 (40)", "yes"),
+            ("more", "20.0 (40)", "no"),
+            ("same", "10.0 (40)", "no"),
+            ("none", "–", "–"),
+        ] {
+            let row = text
+                .lines()
+                .find(|l| l.starts_with(&format!("| {name} ")))
+                .map(cells)
+                .unwrap();
+            assert_eq!(row.len(), header.len(), "{row:?}");
+            assert_eq!(row[quiet], "60.0 (5)", "{row:?}");
+            assert_eq!(row[obvious], obvious_cell, "{row:?}");
+            assert_eq!(row[hard], "10.0 (100)", "{row:?}");
+            assert_eq!(row[rarer], answer, "{row:?}");
+        }
+        assert!(text.contains("\"of which obvious\""), "{text}");
+        assert!(text.contains("\"obvious < hard\""), "{text}");
     }
 }
