@@ -942,16 +942,19 @@ pub(crate) mod tests {
         &'static str,
     );
 
+    /// Version 41, the last ladder without a network or the humane model: a fixture that
+    /// never changes when a new version ships (history files are never rewritten).
+    pub(crate) const VERSION_41: &str =
+        include_str!("../calibration/history/coefficients-v41.toml");
+
     #[test]
     fn a_network_is_named_only_when_the_levels_play_with_one() {
-        let shipped = Coefficients::builtin();
-        assert_eq!(LevelParams::new(&shipped, 5.0).network, shipped.network);
         // Files without the key write none: they keep their bytes.
-        let plain = Coefficients::parse(Coefficients::DEFAULT_TOML, "c.toml").unwrap();
+        let plain = Coefficients::parse(VERSION_41, "c.toml").unwrap();
         assert_eq!(plain.network, 0);
+        assert_eq!(LevelParams::new(&plain, 5.0).network, 0);
         assert!(!toml::to_string(&plain).unwrap().contains("network"));
-        let named =
-            Coefficients::DEFAULT_TOML.replacen("\nsearch = ", "\nnetwork = 1\nsearch = ", 1);
+        let named = VERSION_41.replacen("\nsearch = ", "\nnetwork = 1\nsearch = ", 1);
         let with_network = Coefficients::parse(&named, "c.toml").unwrap();
         assert_eq!(LevelParams::new(&with_network, 3.0).network, 1);
         assert!(
@@ -963,9 +966,9 @@ pub(crate) mod tests {
         assert!(err.contains("network: no built-in network"), "{err}");
     }
 
-    /// The built-in coefficients' text with `network` played from `from_level` up.
+    /// Version 41's text with `network` played from `from_level` up.
     pub(crate) fn network_from(network: u32, from_level: u32) -> String {
-        Coefficients::DEFAULT_TOML.replacen(
+        VERSION_41.replacen(
             "\nsearch = ",
             &format!("\nnetwork = {network}\nnetwork_from_level = {from_level}\nsearch = "),
             1,

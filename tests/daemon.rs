@@ -691,7 +691,9 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
         .await;
         let mut next = Coefficients::builtin();
         next.version = 2;
-        next.n0 *= 2.0;
+        // A thousandfold: a level held at a node or two by a low n0 (the recalibrated
+        // bottom) still gets a different budget.
+        next.n0 *= 1000.0;
         std::fs::write(&coefficients, next.to_toml()).unwrap();
         // A broken accounts.toml is refused and changes nothing...
         std::fs::write(&config_path, "[[accounts]]\nusername = 3\n").unwrap();
@@ -730,7 +732,7 @@ async fn reload_gives_new_games_new_coefficients_and_keeps_running_ones() {
             (new.header.coefficients_version, new.header.level),
             (2, 2.0)
         );
-        // The new file's level 2 (n0 doubled), not the shipped one's.
+        // The new file's level 2 (n0 × 1000), not the shipped one's.
         let shipped = ladder::levels::LevelParams::new(&Coefficients::builtin(), 2.0);
         let reloaded = ladder::levels::LevelParams::new(&next, 2.0);
         assert_ne!(reloaded.nodes, shipped.nodes);

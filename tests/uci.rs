@@ -267,12 +267,13 @@ fn go_nodes_is_exact() {
     assert_legal("startpos moves d2d4 g8f6 c2c4", &best);
     uci.set("Network", "0");
     // At a level the level's budget applies, capped by go nodes (out of the opening book,
-    // whose moves are not searched).
-    uci.set("Level", "4");
+    // whose moves are not searched). A level of hundreds of nodes or more: a budget of a few
+    // nodes (the bottom's) ends a few nodes past it, where the first iteration completes.
+    uci.set("Level", "8");
     uci.send("ucinewgame");
     uci.send("position startpos moves a2a3");
     let out_of_book = Game::from_uci_moves(None, &["a2a3"], false).unwrap();
-    let level_nodes = LevelParams::new(&Coefficients::builtin(), 4.0)
+    let level_nodes = LevelParams::new(&Coefficients::builtin(), 8.0)
         .search_params(&out_of_book, 1)
         .limits
         .nodes
@@ -437,9 +438,10 @@ fn uci_elo_selects_the_level_with_that_rating() {
         let (lines, _) = uci.go("nodes 50");
         assert_eq!(level_of(&lines), level, "UCI_Elo {rating}");
     }
-    // Between two rated levels: the interpolated level, with that level's node budget.
-    let (l0, r0) = coefficients.rated_levels()[2];
-    let (l1, r1) = coefficients.rated_levels()[3];
+    // Between two rated levels: the interpolated level, with that level's node budget
+    // (levels 7 and 8: hundreds of nodes, which the search keeps to exactly).
+    let (l0, r0) = coefficients.rated_levels()[6];
+    let (l1, r1) = coefficients.rated_levels()[7];
     let mid = ((r0 + r1) / 2.0).round();
     uci.set("UCI_Elo", &format!("{mid}"));
     uci.send("position startpos moves a2a3");
