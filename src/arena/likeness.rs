@@ -158,21 +158,19 @@ fn legal_move(position: &Chess, uci: &str) -> Option<Move> {
         .and_then(|u| u.to_move(position).ok())
 }
 
-/// Whether the move `uci` in `position` is quiet: legal, no capture and no promotion.
-fn is_quiet(position: &Chess, uci: &str) -> bool {
-    legal_move(position, uci).is_some_and(|m| !m.is_capture() && !m.is_promotion())
+/// Whether the move `m` is quiet: no capture and no promotion.
+fn is_quiet(m: &Move) -> bool {
+    !m.is_capture() && !m.is_promotion()
 }
 
-/// Whether the move `uci` in `position` is obvious: legal, a capture or a promotion, and not
+/// Whether the legal move `m` in `position` is obvious: a capture or a promotion, and not
 /// losing by plain exchange ([`see`](crate::engine::see::see) ≥ 0 within
 /// [`EVEN_EXCHANGE_CP`]: the material that is there to take). A recapture on the square the
 /// opponent just captured on is such a capture, obvious when it does not lose the exchange; a
 /// capture the exchange loses (a sacrifice) is not.
-fn is_obvious(position: &Chess, uci: &str) -> bool {
-    legal_move(position, uci).is_some_and(|m| {
-        (m.is_capture() || m.is_promotion())
-            && see_at_least(position.board(), position.turn(), m, 1 - EVEN_EXCHANGE_CP)
-    })
+fn is_obvious(position: &Chess, m: &Move) -> bool {
+    (m.is_capture() || m.is_promotion())
+        && see_at_least(position.board(), position.turn(), *m, 1 - EVEN_EXCHANGE_CP)
 }
 
 /// Whether `position` (after the opponent's `last`) holds a clear recapture by the judge's
@@ -249,10 +247,15 @@ pub fn likeness_of_game(
             };
             if easy {
                 side.easy.add(big);
-                if let Some((best, _)) = judged.lines.first() {
-                    if is_quiet(replay.position(), best) {
+                // The judge's best move, parsed once; one that is not legal here is neither.
+                let best = judged
+                    .lines
+                    .first()
+                    .and_then(|(uci, _)| legal_move(replay.position(), uci));
+                if let Some(best) = best {
+                    if is_quiet(&best) {
                         side.easy_quiet.add(big);
-                    } else if is_obvious(replay.position(), best) {
+                    } else if is_obvious(replay.position(), &best) {
                         side.easy_obvious.add(big);
                     }
                 }
@@ -652,9 +655,8 @@ mod tests {
         let bxd5 = legal_move(position.position(), "c4d5").unwrap();
         let board = position.position().board();
         assert_eq!(crate::engine::see::see(board, position.turn(), bxd5), -10);
-        assert!(!is_obvious(position.position(), "d1d5"));
-        assert!(!is_quiet(position.position(), "d1d5"));
-        assert!(is_obvious(position.position(), "c4d5"));
+        assert!(legal_move(position.position(), "d1d5").is_none());
+        assert!(is_obvious(position.position(), &bxd5));
     }
 
     #[test]
