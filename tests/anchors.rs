@@ -324,6 +324,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 depth: 6,
                 games_per_level,
                 coefficients: Coefficients::builtin(),
+                only_as_coefficients: None,
             }),
         )
         .unwrap()
@@ -344,6 +345,78 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
             .unwrap()
     };
     assert!(moves_judged(&last) < moves_judged(&both), "{last}");
+
+    // Judged as a set of coefficients plays: a game of another version counts only where that
+    // version, kept in the history directory, plays the level alike (a calibration loop's
+    // games from before a level's last move are left out).
+    let now = Coefficients::builtin();
+    let older = now.version - 1;
+    let versions = dir.path().join("versions.jsonl");
+    let mut first = true;
+    let text: String = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .map(|line| {
+            let mut record: serde_json::Value = serde_json::from_str(line).unwrap();
+            if std::mem::take(&mut first) {
+                record["coefficients_version"] = older.into();
+            }
+            format!("{record}\n")
+        })
+        .collect();
+    std::fs::write(&versions, text).unwrap();
+    let history = dir.path().join("history");
+    std::fs::create_dir_all(&history).unwrap();
+    let judged_as_now = |only_as_now: bool| {
+        report_from_results(
+            std::slice::from_ref(&versions),
+            Some(&RebuiltJudging {
+                program: Judge::installed_stockfish().unwrap(),
+                depth: 6,
+                games_per_level: 2,
+                coefficients: now.clone(),
+                only_as_coefficients: only_as_now.then(|| history.clone()),
+            }),
+        )
+        .unwrap()
+    };
+    let every = judged_as_now(false);
+    assert!(every.contains("(2 games judged by Stockfish"), "{every}");
+    assert!(!every.contains("only games a level played as"), "{every}");
+    // The older version unknown: its game is not judged.
+    let unknown = judged_as_now(true);
+    assert!(
+        unknown.contains("(1 games judged by Stockfish"),
+        "{unknown}"
+    );
+    assert!(
+        unknown.contains(&format!(
+            "only games a level played as version {}",
+            now.version
+        )),
+        "{unknown}"
+    );
+    // Kept, and level 3 plays alike under it (another level moved): both games count.
+    let mut other = now.clone();
+    other.offsets.insert("7".into(), now.offset(7.0) + 0.5);
+    let keep = |offset_of_3: f64| {
+        let mut old = other.clone();
+        old.version = older;
+        old.offsets.insert("3".into(), offset_of_3);
+        std::fs::write(
+            history.join(format!("coefficients-v{older}.toml")),
+            old.to_toml(),
+        )
+        .unwrap();
+    };
+    keep(now.offset(3.0));
+    let alike = judged_as_now(true);
+    assert!(alike.contains("(2 games judged by Stockfish"), "{alike}");
+    assert_eq!(rows(&alike), rows(&every), "{alike}");
+    // Level 3 itself was elsewhere then: its older game is left out.
+    keep(now.offset(3.0) - 0.5);
+    let moved = judged_as_now(true);
+    assert!(moved.contains("(1 games judged by Stockfish"), "{moved}");
     // Records written before the opening was kept are judged from their first ply, and the
     // report says so: more moves, the opening's included.
     let text = std::fs::read_to_string(&results).unwrap();

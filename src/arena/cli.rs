@@ -27,6 +27,7 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
                 depth: o.judge_depth,
                 games_per_level: o.judge_games,
                 coefficients: o.coefficients()?,
+                only_as_coefficients: o.judge_as_coefficients_history(),
             })
         } else {
             None

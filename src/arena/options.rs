@@ -96,11 +96,21 @@ pub struct ArenaOptions {
     /// runs sharing a level).
     #[arg(long, value_name = "FILE")]
     pub from_results: Vec<PathBuf>,
-    /// With --from-results: judge the last N games of each level in the files (their newest
-    /// coefficients) at --judge-depth, for the move-quality table beside people's figures; 0:
-    /// not judged. Levels' ratings there come from --coefficients.
+    /// With --from-results: judge the last N games of each level in the files at
+    /// --judge-depth, for the move-quality table beside people's figures; 0: not judged.
+    /// Levels' ratings there come from --coefficients.
     #[arg(long, value_name = "N", default_value_t = 0, requires = "from_results")]
     pub judge_games: usize,
+    /// With --judge-games: judge only the games a level played as --coefficients has it (its
+    /// version, or an older one under which the level plays alike, read from --history-dir):
+    /// a calibration loop's last version, judged on its own games.
+    #[arg(long, requires = "judge_games")]
+    pub judge_as_coefficients: bool,
+    /// The older coefficients versions for --judge-as-coefficients (`coefficients-vN.toml`, as
+    /// `ladder calibrate` keeps them; default: history/ beside --coefficients, else
+    /// calibration/history).
+    #[arg(long, value_name = "DIR", requires = "judge_as_coefficients")]
+    pub history_dir: Option<PathBuf>,
     /// Also write the report (Markdown) here.
     #[arg(long)]
     pub report: Option<PathBuf>,
@@ -138,6 +148,21 @@ impl ArenaOptions {
             Some(path) => Coefficients::load_or_explain(path, "--coefficients"),
             None => Ok(Coefficients::builtin()),
         }
+    }
+
+    /// The history directory --judge-as-coefficients compares with, when it is asked for.
+    pub fn judge_as_coefficients_history(&self) -> Option<PathBuf> {
+        self.judge_as_coefficients.then(|| {
+            self.history_dir
+                .clone()
+                .unwrap_or_else(|| match &self.coefficients {
+                    Some(path) => path
+                        .parent()
+                        .unwrap_or(std::path::Path::new("."))
+                        .join("history"),
+                    None => PathBuf::from("calibration/history"),
+                })
+        })
     }
 
     /// The anchors file of the options: `--anchors-file`, else the built-in one.

@@ -7,6 +7,10 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
 
+use std::collections::BTreeMap;
+
+use crate::calibration::apply::older_versions;
+use crate::calibration::select::{Versions, plays_alike};
 use crate::levels::Coefficients;
 use crate::logging::Progress;
 use crate::results::{GameRecord, Source};
@@ -23,6 +27,38 @@ pub struct RebuiltJudging {
     pub depth: u32,
     pub games_per_level: usize,
     pub coefficients: Coefficients,
+    /// `Some(history directory)`: judge only the games a level played as `coefficients` has
+    /// it — of its version, or of an older one (`coefficients-vN.toml` in that directory, as
+    /// `ladder calibrate` keeps them) under which the level plays alike ([`plays_alike`]; a
+    /// version without a file there counts as different). A calibration loop's results hold
+    /// each level's games from before its last move too, and the likeness of a shipped ladder
+    /// is that of the games it plays. `None`: every game.
+    pub only_as_coefficients: Option<PathBuf>,
+}
+
+/// Which games of a level count for the judge: every one, or those played as the judged
+/// coefficients play the level (their version, and the older `versions` where it plays alike).
+enum Counted<'a> {
+    Every,
+    AsNow {
+        now: &'a Coefficients,
+        versions: BTreeMap<u32, Coefficients>,
+    },
+}
+
+impl Counted<'_> {
+    fn counts(&self, record: &GameRecord, level: f64) -> bool {
+        match self {
+            Counted::Every => true,
+            Counted::AsNow { now, versions } => {
+                let version = record.header.coefficients_version;
+                version == now.version
+                    || versions
+                        .get(&version)
+                        .is_some_and(|old| plays_alike(old, now, level))
+            }
+        }
+    }
 }
 
 /// The report of games already played, read back from arena results files. A game between two
@@ -135,9 +171,31 @@ pub fn report_from_results(
     match judging {
         None => text.push_str("## Move quality\n\nnot judged: rebuilt from results files (--judge-games N judges the last N games of each level)\n"),
         Some(judging) => {
-            let (jobs, unmarked) =
-                judge_jobs(&scored, &played_records, &levels, judging.games_per_level);
+            let counted = match &judging.only_as_coefficients {
+                None => Counted::Every,
+                Some(history_dir) => {
+                    let now = &judging.coefficients;
+                    let window = Versions::Range(now.version, now.version);
+                    Counted::AsNow {
+                        now,
+                        versions: older_versions(&read.records, &window, now, history_dir),
+                    }
+                }
+            };
+            let (jobs, unmarked) = judge_jobs(
+                &scored,
+                &played_records,
+                &levels,
+                judging.games_per_level,
+                &counted,
+            );
             let mut judged = judge_rebuilt(judging, jobs, names.len())?;
+            if let Counted::AsNow { now, .. } = &counted {
+                judged.describe.push_str(&format!(
+                    "; only games a level played as version {} plays it",
+                    now.version
+                ));
+            }
             if unmarked > 0 {
                 judged.describe.push_str(&format!(
                     "; {unmarked} of them from their first ply (their records do not say where the opening ended)"
@@ -169,23 +227,31 @@ pub fn report_from_results(
 }
 
 /// The games to judge: going back from the last, each game that a level in it still needs
-/// (fewer than `per_level` of its games chosen), in the order they were played; and how many
-/// of them have records that do not mark the opening's plies (judged from the first).
+/// (fewer than `per_level` of its games chosen) and that every level in it played as `counted`
+/// asks, in the
+/// order they were played; and how many of them have records that do not mark the opening's
+/// plies (judged from the first).
 fn judge_jobs(
     scored: &[report::Scored],
     records: &[&GameRecord],
     levels: &[Option<f64>],
     per_level: usize,
+    counted: &Counted,
 ) -> (Vec<JudgeJob>, usize) {
     let mut chosen = vec![0usize; levels.len()];
     let mut jobs = Vec::new();
     let mut unmarked = 0;
     for (s, record) in scored.iter().zip(records).rev() {
         let sides = [s.white, s.black];
+        // Every level in the game must have played as asked (both sides of a game between
+        // levels count in the report), and one of them still need games.
+        let played_as_asked = sides
+            .iter()
+            .all(|&p| levels[p].is_none_or(|level| counted.counts(record, level)));
         let needed = sides
             .iter()
             .any(|&p| levels[p].is_some() && chosen[p] < per_level);
-        if !needed {
+        if !(played_as_asked && needed) {
             continue;
         }
         let Some(game) = record.replay() else {
