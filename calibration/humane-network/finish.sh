@@ -7,8 +7,13 @@
 #   2. level 1 of the shipped ladder against the random mover and Lichess AI 1 (100 games each;
 #      the issues ask 15-40% against Lichess AI 1) and its K+Q/K+R conversions against
 #      Stockfish (the endgame test's full sample, 200 positions each);
-#   3. the human-likeness report of issue 33 with the model off (version 41) and on (the shipped
-#      version): scripts/humane_report.sh, 17 games a pairing = 51 a level, seed 33;
+#   3. the human-likeness report of issue 33, model on (the shipped version) and off (version
+#      41): each judged on the last 50 games a level that its own loop played as it plays (the
+#      shipped version's in calibration/humane-network/games.jsonl, version 41's in
+#      calibration/next/games.jsonl: at least 200 a level against three anchors near its
+#      strength), by Stockfish at depth $DEPTH (default 12); then, for the clock columns that
+#      games at fixed nodes cannot fill, the shipped version at 60+0 (scripts/humane_report.sh,
+#      $CLOCK_GAMES games a pairing, default 6 = 18 a level, seed 33);
 #   4. the headroom above the top level (scripts/headroom.sh at 500k nodes a move: the same games
 #      on a busy machine).
 # Every step keeps what a stopped run finished (the arena resumes its results file, the report
@@ -65,9 +70,27 @@ if [ ! -s "$out/endgame.txt" ]; then
 fi
 cat "$out/endgame.txt"
 
-# 3. The human-likeness report, model off and on.
-LADDER="$ladder" OUT="$out/humane" OFF=calibration/history/coefficients-v41.toml \
-  ON=calibration/coefficients.toml CONCURRENCY=2 scripts/humane_report.sh 17 33
+# 3. The human-likeness report: each ladder judged on its own loop's games as it plays them,
+# model on (shipped) and off (version 41), both at once; then the clock at 60+0.
+judge_as() { # NAME RESULTS COEFFICIENTS
+  [ -s "$out/likeness-$1.md" ] && return 0
+  "$ladder" arena --from-results "$2" --judge-games 50 --judge-as-coefficients \
+    --history-dir calibration/history --coefficients "$3" --judge-depth "${DEPTH:-12}" \
+    --report "$out/likeness-$1.md.part" >/dev/null
+  mv "$out/likeness-$1.md.part" "$out/likeness-$1.md"
+}
+judge_as on "$loop/games.jsonl" calibration/coefficients.toml &
+on_pid=$!
+judge_as off calibration/next/games.jsonl calibration/history/coefficients-v41.toml &
+off_pid=$!
+wait "$on_pid"
+wait "$off_pid"
+for model in on off; do
+  echo "## the model $model: $out/likeness-$model.md"
+  grep -A 20 '^## Human-likeness' "$out/likeness-$model.md" | grep '^| level' || true
+done
+LADDER="$ladder" OUT="$out/humane" MODELS=on ON=calibration/coefficients.toml CONCURRENCY=2 \
+  scripts/humane_report.sh "${CLOCK_GAMES:-6}" 33
 
 # 4. The headroom above the top level.
 LADDER="$ladder" scripts/headroom.sh "$out/headroom" 20 nodes=500000 calibration/coefficients.toml
