@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use shakmaty::Position;
 
-use crate::engine::humane::HumaneCoefficients;
+use crate::engine::humane::{HumaneCoefficients, ModelRating};
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
 
@@ -510,9 +510,19 @@ impl Coefficients {
         })
     }
 
-    /// The rating the humane model plays at strength coordinate `x` (`None`: the model is off).
+    /// The rating the humane model plays at strength coordinate `x` (`None`: the model is off),
+    /// by its line (see [`Coefficients::humane_rating_of`] for a level).
     pub fn humane_rating(&self, x: f64) -> Option<f64> {
         self.humane_line().map(|(a, s)| a + s * x)
+    }
+
+    /// The rating the humane model plays at `level`, whose strength coordinate is `x`: the line's
+    /// at x, or with `rating_from = "target"` the level's target (`None`: the model is off).
+    pub fn humane_rating_of(&self, level: f64, x: f64) -> Option<f64> {
+        match self.humane?.rating_from {
+            ModelRating::Strength => self.humane_rating(x),
+            ModelRating::Target => Some(self.targets().target(level)),
+        }
     }
 
     /// The rating of a level: its recorded one, or interpolated linearly between the two
@@ -714,7 +724,7 @@ impl LevelParams {
             search: coefficients.search,
             humane: coefficients
                 .humane
-                .zip(coefficients.humane_rating(exponent))
+                .zip(coefficients.humane_rating_of(level, exponent))
                 .map(Box::new),
             blindness: coefficients.blindness,
             b: coefficients.b,

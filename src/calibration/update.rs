@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use super::fit::{LineFit, weighted_line};
 use super::select::plays_alike;
-use crate::engine::humane::HumaneCoefficients;
+use crate::engine::humane::{HumaneCoefficients, ModelRating};
 use crate::levels::{BlindnessCurve, Coefficients, LevelParams, level_key};
 use crate::rating::Estimate;
 
@@ -458,8 +458,11 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> Res
         width: curve.width / q,
         ..curve
     });
-    // So is the humane model's rating: rating(x_old) = a + s·(p + q·x_new).
-    if let (Some(h), Some((a, s))) = (current.humane, current.humane_line()) {
+    // So is the humane model's rating: rating(x_old) = a + s·(p + q·x_new) (a model that plays
+    // the levels' targets has no line to move).
+    if let (Some(h), Some((a, s))) = (current.humane, current.humane_line())
+        && h.rating_from == ModelRating::Strength
+    {
         next.humane = Some(HumaneCoefficients {
             rating_at_x0: Some(a + s * p),
             rating_per_x: Some(s * q),
@@ -573,8 +576,11 @@ fn secant(measured: &[(f64, f64, f64)], x: f64, rating: f64, target: f64) -> Opt
 /// easy errors never missed), so that a lower exponent always plays weaker.
 pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
     let cap = c.max_noise_cp?;
+    // A model that plays the levels' targets does not change with x.
     let humane = match (c.humane, c.humane_line()) {
-        (Some(h), Some((a, s))) => (h.weakest_rating()? - a) / s,
+        (Some(h), Some((a, s))) if h.rating_from == ModelRating::Strength => {
+            (h.weakest_rating()? - a) / s
+        }
         _ => f64::INFINITY,
     };
     // Nodes round to 1 below 1.5 (and clamp there); noise s0·d^x reaches the cap (d < 1).
@@ -913,6 +919,39 @@ mod tests {
         });
         assert!(!plays_alike(&c, &knob, 2.0));
         assert!(!plays_alike(&c, &base(), 2.0));
+    }
+
+    #[test]
+    fn a_model_that_plays_the_targets_keeps_them_through_a_refit_and_sets_no_floor() {
+        let mut c = base();
+        let targets = HumaneCoefficients {
+            rating_from: ModelRating::Target,
+            rating_at_x0: None,
+            rating_per_x: None,
+            ..humane_model()
+        };
+        c.humane = Some(targets);
+        let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_ne!(p.rescale.q, 1.0, "the test needs a refit that rescales x");
+        // No line is written: the model still plays each level's target, moved or not.
+        assert_eq!(p.coefficients.humane, Some(targets));
+        for u in &p.levels {
+            let model = LevelParams::new(&p.coefficients, u.level).humane.unwrap().1;
+            assert_eq!(model, c.targets().target(u.level), "level {}", u.level);
+        }
+        // The file says so and reads back the same.
+        let text = p.coefficients.to_toml();
+        assert!(text.contains("rating_from = \"target\""), "{text}");
+        let again = Coefficients::parse(&text, "next").unwrap();
+        assert_eq!(again.humane, p.coefficients.humane);
+        // The model does not weaken with x, so the floor is the search's alone; and the line
+        // model is another model.
+        assert_eq!(weakest_exponent(&c), weakest_exponent(&base()));
+        let mut line = c.clone();
+        line.humane = Some(humane_model());
+        assert!(!plays_alike(&c, &line, 3.0));
+        assert!(plays_alike(&c, &c, 3.0));
     }
 
     #[test]

@@ -69,10 +69,13 @@ pub struct HumaneCoefficients {
     /// What the player plays once it notices an error (absent: `best`).
     #[serde(default)]
     pub replacement: Replacement,
-    /// The model's rating at the strength coordinate x = 0, and its rise per unit of x (both
-    /// or neither; absent: the targets' line, the level's target where its offset is 0).
-    /// Calibration writes them when it rescales x, so a level it leaves alone keeps its
-    /// model rating, as it keeps its nodes, noise and blindness.
+    /// Which rating the model plays at a level (absent: `strength`, the line over x).
+    #[serde(default, skip_serializing_if = "ModelRating::is_strength")]
+    pub rating_from: ModelRating,
+    /// With `rating_from = "strength"`: the model's rating at the strength coordinate x = 0,
+    /// and its rise per unit of x (both or neither; absent: the targets' line, the level's
+    /// target where its offset is 0). Calibration writes them when it rescales x, so a level
+    /// it leaves alone keeps its model rating, as it keeps its nodes, noise and blindness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating_at_x0: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -80,6 +83,29 @@ pub struct HumaneCoefficients {
     /// The top's stumbles (`[humane.stumble]`, [`super::stumble`]); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stumble: Option<StumbleCoefficients>,
+}
+
+/// Which rating the model plays at a level: what it misses, what it protects, where it
+/// stumbles.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelRating {
+    /// The line over the level's strength coordinate x, which calibration moves: a level
+    /// given more search also errs less. Over a recalibration that moved the levels far and
+    /// rescaled x (version 42 → 50), the line stretched to 344 points a level: the model
+    /// played levels 4–6 about 200 below their ratings (too many errors) and levels 10–12
+    /// 340–950 above (too few stumbles) (docs/humane.md).
+    #[default]
+    Strength,
+    /// The level's target on the ladder's scale, whatever its x: a level errs like a person of
+    /// the rating it is calibrated to, and calibration buys that rating with search alone.
+    Target,
+}
+
+impl ModelRating {
+    fn is_strength(&self) -> bool {
+        *self == ModelRating::Strength
+    }
 }
 
 /// The move played instead of a noticed error.
@@ -104,6 +130,12 @@ impl HumaneCoefficients {
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !(1..=6).contains(&self.look_depth) {
             return Some(("humane.look_depth", "must be 1 to 6"));
+        }
+        if self.rating_from == ModelRating::Target && self.rating_at_x0.is_some() {
+            return Some((
+                "humane.rating_at_x0",
+                "has no use with humane.rating_from = \"target\" (remove it)",
+            ));
         }
         match (self.rating_at_x0, self.rating_per_x) {
             (Some(_), None) => {
@@ -377,6 +409,7 @@ mod tests {
             alarm_factor: 1.5,
             replacement: Replacement::Best,
             flag_factor: 2.5,
+            rating_from: ModelRating::Strength,
             rating_at_x0: None,
             rating_per_x: None,
             stumble: None,

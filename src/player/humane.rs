@@ -156,6 +156,28 @@ mod tests {
         let level3 = LevelParams::new(&line, 3.0);
         let want = 100.0 + 200.0 * level3.exponent;
         assert!((level3.humane.unwrap().1 - want).abs() < 1e-9);
+        // A model that plays the targets has no line: a line beside it is refused by name,
+        // and an unknown source is refused by its key.
+        let e = refusal(&CANDIDATE.replace(
+            "look_depth = 5",
+            "look_depth = 5\nrating_from = \"target\"\nrating_at_x0 = 100.0\nrating_per_x = 200.0",
+        ));
+        assert!(
+            e.contains("humane.rating_at_x0") && e.contains("target"),
+            "{e}"
+        );
+        let e =
+            refusal(&CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_from = \"x\""));
+        assert!(e.contains("rating_from"), "{e}");
+        let targets = Coefficients::parse(
+            &CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_from = \"target\""),
+            "t",
+        )
+        .unwrap();
+        for level in [1.0, 6.0, 10.0] {
+            let model = LevelParams::new(&targets, level).humane.unwrap().1;
+            assert_eq!(model, targets.targets().target(level), "level {level}");
+        }
         let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
         assert!(Coefficients::parse(&text, "c.toml").is_err());
         // The stumbles' table, nested in [humane], is named down to its key and line.
