@@ -7,7 +7,7 @@
 //! calibration/coefficients.toml.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -824,6 +824,87 @@ impl LevelParams {
             seed,
         }
     }
+}
+
+/// Whether `level` plays the same under `a` and `b`: the same evaluation weights and search, the same
+/// nodes and noise at full material, the same hash, and the same nodes (after the `max_nodes`
+/// cap), noise and chance of a blind move at every material ratio of the endgame scaling. Equal
+/// up to float dust (1e-8 relative, far below one node): a refit that leaves a level alone
+/// computes its parameters through other, rounded numbers. A new cap only moves the levels whose
+/// budget reaches it somewhere: the others keep their games.
+pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
+    let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
+    let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
+    let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
+    let capped_nodes = |c: &Coefficients, p: &LevelParams, r: f64| {
+        (raw_nodes(c) * p.node_multiplier(r)).min(c.max_nodes as f64)
+    };
+    // A bare king's budget has its own floor under the cap (see `LevelParams::search_params`).
+    let bare_king = |c: &Coefficients, p: &LevelParams| {
+        capped_nodes(c, p, 0.0)
+            .max(BARE_KING_NODES as f64)
+            .min(c.max_nodes as f64)
+    };
+    // The humane model: the same knobs (its line aside) and the same rating at the level.
+    let knobs = |p: &LevelParams| {
+        p.humane.as_ref().map(|h| HumaneCoefficients {
+            rating_at_x0: None,
+            rating_per_x: None,
+            ..h.0
+        })
+    };
+    let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1);
+    a.eval_weights == b.eval_weights
+        && knobs(&pa) == knobs(&pb)
+        && close(model_rating(&pa), model_rating(&pb))
+        && pa.network == pb.network
+        && a.search == b.search
+        && close(raw_nodes(a), raw_nodes(b))
+        && close(bare_king(a, &pa), bare_king(b, &pb))
+        && close(pa.noise_cp, pb.noise_cp)
+        && pa.hash_mb == pb.hash_mb
+        && (0..=64).all(|i| {
+            let r = f64::from(i) / 64.0;
+            close(capped_nodes(a, &pa, r), capped_nodes(b, &pb, r))
+                && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
+                && close(pa.blindness_at(r), pb.blindness_at(r))
+        })
+}
+
+/// Where version `version` of a coefficients file is kept in `history_dir` (calibration keeps
+/// every version it replaces there; the arena reads them back to judge a shipped version on
+/// its own games).
+pub fn history_path(history_dir: &Path, version: u32) -> PathBuf {
+    history_dir.join(format!("coefficients-v{version}.toml"))
+}
+
+/// The coefficients `versions` as kept in `history_dir` ([`history_path`]). A version whose
+/// file is missing is left out; one whose file is unreadable or holds another version too,
+/// with a warning that its games are `lost` ("not compared", "not judged").
+pub fn history_versions(
+    history_dir: &Path,
+    versions: impl IntoIterator<Item = u32>,
+    lost: &str,
+) -> BTreeMap<u32, Coefficients> {
+    let mut out = BTreeMap::new();
+    for version in versions {
+        let path = history_path(history_dir, version);
+        if !path.exists() {
+            continue;
+        }
+        match Coefficients::load(&path) {
+            Ok(c) if c.version == version => {
+                out.insert(version, c);
+            }
+            Ok(c) => tracing::warn!(
+                "{} holds version {}, not {version}: its games are {lost}",
+                path.display(),
+                c.version
+            ),
+            Err(e) => tracing::warn!("{e}: the games of version {version} are {lost}"),
+        }
+    }
+    out
 }
 
 /// The least noise (cp) of a game's first moves: enough that the top levels, whose own noise is

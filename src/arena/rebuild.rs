@@ -9,9 +9,7 @@ use anyhow::{Context, bail};
 
 use std::collections::BTreeMap;
 
-use crate::calibration::apply::older_versions;
-use crate::calibration::select::{Versions, plays_alike};
-use crate::levels::Coefficients;
+use crate::levels::{Coefficients, history_versions, plays_alike};
 use crate::logging::Progress;
 use crate::results::{GameRecord, Source};
 
@@ -34,6 +32,21 @@ pub struct RebuiltJudging {
     /// each level's games from before its last move too, and the likeness of a shipped ladder
     /// is that of the games it plays. `None`: every game.
     pub only_as_coefficients: Option<PathBuf>,
+}
+
+/// The older coefficients versions the games in `records` were played with, read from
+/// `history_dir` (a version without a readable file is left out: its games are not judged).
+fn older_versions(
+    records: &[&GameRecord],
+    now: u32,
+    history_dir: &std::path::Path,
+) -> BTreeMap<u32, Coefficients> {
+    let wanted: std::collections::BTreeSet<u32> = records
+        .iter()
+        .map(|r| r.header.coefficients_version)
+        .filter(|&v| v != now)
+        .collect();
+    history_versions(history_dir, wanted, "not judged")
 }
 
 /// Which games of a level count for the judge: every one, or those played as the judged
@@ -173,14 +186,14 @@ pub fn report_from_results(
         Some(judging) => {
             let counted = match &judging.only_as_coefficients {
                 None => Counted::Every,
-                Some(history_dir) => {
-                    let now = &judging.coefficients;
-                    let window = Versions::Range(now.version, now.version);
-                    Counted::AsNow {
-                        now,
-                        versions: older_versions(&read.records, &window, now, history_dir),
-                    }
-                }
+                Some(history_dir) => Counted::AsNow {
+                    now: &judging.coefficients,
+                    versions: older_versions(
+                        &played_records,
+                        judging.coefficients.version,
+                        history_dir,
+                    ),
+                },
             };
             let (jobs, unmarked) = judge_jobs(
                 &scored,

@@ -25,10 +25,7 @@ const HEADER: &str = "\
 # the named scale; accounts, `ladder check`, the sandbox and calibration all read it here.
 ";
 
-/// Where version `version` of `coefficients` is kept.
-pub fn history_path(history_dir: &Path, version: u32) -> PathBuf {
-    history_dir.join(format!("coefficients-v{version}.toml"))
-}
+pub use crate::levels::history_path;
 
 /// Replaces `path` (which holds `current`) with `next`, keeping the old text in `history_dir`.
 /// Refuses when the file on disk is no longer the version the proposal was computed from, or
@@ -86,25 +83,7 @@ pub fn older_versions(
         .map(|r| r.header.coefficients_version)
         .filter(|&v| v != current.version && v != 0 && !window.contains(v))
         .collect();
-    let mut out = BTreeMap::new();
-    for version in wanted {
-        let path = history_path(history_dir, version);
-        if !path.exists() {
-            continue;
-        }
-        match Coefficients::load(&path) {
-            Ok(c) if c.version == version => {
-                out.insert(version, c);
-            }
-            Ok(c) => tracing::warn!(
-                "{} holds version {}, not {version}: its games are not compared",
-                path.display(),
-                c.version
-            ),
-            Err(e) => tracing::warn!("{e}: the games of version {version} are not compared"),
-        }
-    }
-    out
+    crate::levels::history_versions(history_dir, wanted, "not compared")
 }
 
 #[cfg(test)]

@@ -14,8 +14,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use crate::engine::humane::HumaneCoefficients;
-use crate::levels::{BARE_KING_NODES, Coefficients, LevelParams, level_key};
+pub use crate::levels::plays_alike;
+use crate::levels::{Coefficients, level_key};
 use crate::rating::{Observation, PROVISIONAL_RD, glicko_g};
 use crate::results::{GameRecord, Source};
 
@@ -236,51 +236,6 @@ pub struct Lineage<'a> {
     pub older: &'a BTreeMap<u32, Coefficients>,
 }
 
-/// Whether `level` plays the same under `a` and `b`: the same evaluation weights and search, the same
-/// nodes and noise at full material, the same hash, and the same nodes (after the `max_nodes`
-/// cap), noise and chance of a blind move at every material ratio of the endgame scaling. Equal
-/// up to float dust (1e-8 relative, far below one node): a refit that leaves a level alone
-/// computes its parameters through other, rounded numbers. A new cap only moves the levels whose
-/// budget reaches it somewhere: the others keep their games.
-pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
-    let close = |x: f64, y: f64| (x - y).abs() <= 1e-8 * x.abs().max(y.abs()) + 1e-12;
-    let raw_nodes = |c: &Coefficients| c.n0 * c.b.powf(level + c.offset(level));
-    let (pa, pb) = (LevelParams::new(a, level), LevelParams::new(b, level));
-    let capped_nodes = |c: &Coefficients, p: &LevelParams, r: f64| {
-        (raw_nodes(c) * p.node_multiplier(r)).min(c.max_nodes as f64)
-    };
-    // A bare king's budget has its own floor under the cap (see `LevelParams::search_params`).
-    let bare_king = |c: &Coefficients, p: &LevelParams| {
-        capped_nodes(c, p, 0.0)
-            .max(BARE_KING_NODES as f64)
-            .min(c.max_nodes as f64)
-    };
-    // The humane model: the same knobs (its line aside) and the same rating at the level.
-    let knobs = |p: &LevelParams| {
-        p.humane.as_ref().map(|h| HumaneCoefficients {
-            rating_at_x0: None,
-            rating_per_x: None,
-            ..h.0
-        })
-    };
-    let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1);
-    a.eval_weights == b.eval_weights
-        && knobs(&pa) == knobs(&pb)
-        && close(model_rating(&pa), model_rating(&pb))
-        && pa.network == pb.network
-        && a.search == b.search
-        && close(raw_nodes(a), raw_nodes(b))
-        && close(bare_king(a, &pa), bare_king(b, &pb))
-        && close(pa.noise_cp, pb.noise_cp)
-        && pa.hash_mb == pb.hash_mb
-        && (0..=64).all(|i| {
-            let r = f64::from(i) / 64.0;
-            close(capped_nodes(a, &pa, r), capped_nodes(b, &pb, r))
-                && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
-                && close(pa.blindness_at(r), pb.blindness_at(r))
-        })
-}
-
 /// Marks a record whose engine parameters are unknown (fetched from Lichess, not logged by us):
 /// `engine.nodes == 0`. Such a record carries an inferred coefficients version, or 0 when none
 /// could be inferred.
@@ -469,6 +424,7 @@ impl Selection {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::levels::LevelParams;
     use crate::lichess::Perf;
     use crate::results::{Outcome, sample_record};
 
