@@ -1,13 +1,12 @@
 //! The report of games already played, rebuilt from arena results files (`ladder arena
 //! --from-results`), with the last games of each level judged when asked.
 
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
-
-use std::collections::BTreeMap;
 
 use crate::levels::{Coefficients, history_versions, plays_alike};
 use crate::logging::Progress;
@@ -39,9 +38,9 @@ pub struct RebuiltJudging {
 fn older_versions(
     records: &[&GameRecord],
     now: u32,
-    history_dir: &std::path::Path,
+    history_dir: &Path,
 ) -> BTreeMap<u32, Coefficients> {
-    let wanted: std::collections::BTreeSet<u32> = records
+    let wanted: BTreeSet<u32> = records
         .iter()
         .map(|r| r.header.coefficients_version)
         .filter(|&v| v != now)
@@ -241,9 +240,8 @@ pub fn report_from_results(
 
 /// The games to judge: going back from the last, each game that a level in it still needs
 /// (fewer than `per_level` of its games chosen) and that every level in it played as `counted`
-/// asks, in the
-/// order they were played; and how many of them have records that do not mark the opening's
-/// plies (judged from the first).
+/// asks, in the order they were played; and how many of them have records that do not mark
+/// the opening's plies (judged from the first).
 fn judge_jobs(
     scored: &[report::Scored],
     records: &[&GameRecord],
