@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use shakmaty::Position;
 
 use crate::engine::humane::{HumaneCoefficients, ModelRating};
+use crate::engine::ramp::interpolate;
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
 
@@ -575,23 +576,6 @@ fn keyed(table: &BTreeMap<String, f64>) -> Vec<(f64, f64)> {
         .collect();
     levels.sort_by(|a, b| a.0.total_cmp(&b.0));
     levels
-}
-
-/// The value at `x` of the piecewise-linear curve through `points` (x, value), in order of x,
-/// constant beyond its ends; a segment that does not rise in x is passed over. `None` without
-/// points (or where only such segments span `x`).
-pub(crate) fn interpolate(points: &[(f64, f64)], x: f64) -> Option<f64> {
-    let (first, last) = (points.first()?, points.last()?);
-    if x <= first.0 {
-        return Some(first.1);
-    }
-    if x >= last.0 {
-        return Some(last.1);
-    }
-    points.windows(2).find_map(|w| {
-        let ((x0, v0), (x1, v1)) = (w[0], w[1]);
-        (x >= x0 && x <= x1 && x1 > x0).then(|| v0 + (v1 - v0) * (x - x0) / (x1 - x0))
-    })
 }
 
 /// The line of the coefficients file that sets `key` as [`Coefficients::validate`] names it

@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::likeness::{JudgedPosition, Likeness, likeness_of_game};
-use super::people::{BIG_LOSS_CP, CP_CEILING};
 use crate::engine::humane::ClockLeft;
+use crate::engine::people::{BIG_LOSS_CP, CP_CEILING};
 use crate::engine::position::GameEnd;
 use crate::engine::{Game, Score};
 use crate::player::seat::position_command;

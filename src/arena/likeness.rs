@@ -31,9 +31,9 @@
 
 use shakmaty::{Chess, Move, Position};
 
-use super::people::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
 use crate::engine::Game;
 use crate::engine::humane::{ClockLeft, alarm_ms};
+use crate::engine::people::{BIG_LOSS_CP, CP_CEILING, human_big_losses_per_100};
 use crate::engine::see::see_at_least;
 
 /// A move made where the mover's evaluation is at or beyond this (either way) is in a decided

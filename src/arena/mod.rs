@@ -10,7 +10,6 @@ pub mod judging;
 pub mod likeness;
 pub mod openings;
 pub mod options;
-pub mod people;
 pub mod pgn;
 pub mod rebuild;
 pub mod records;

@@ -554,7 +554,7 @@ pub fn render_quality(
     quality: &[super::judge::Quality],
     how: &str,
 ) -> String {
-    use super::people::{BIG_LOSS_CP, human_big_losses_per_100};
+    use crate::engine::people::{BIG_LOSS_CP, human_big_losses_per_100};
     let mut out = format!("## Move quality ({how})\n\n");
     if quality.iter().all(|q| q.moves == 0) {
         return out;

@@ -30,11 +30,15 @@
 //!   more of them and the errors that survive are the ones it cannot see: quiet, deeper ones.
 //!   Lichess's local bots likewise "always recapture the last moved piece when it is the
 //!   favourite" (lila `ui/local/src/bot.ts`).
+//! - **Aimed moves at the bottom** (optional, [`super::aim`]): instead of the noisy search's
+//!   choice, the move whose loss is closest to one drawn as people's are, big ones at people's
+//!   rate; the same protections guard the look's best move first.
 
 use serde::{Deserialize, Serialize};
 use shakmaty::{Chess, Move, Position, Role};
 
 use super::Game;
+use super::aim::{AimCoefficients, closest};
 use super::ramp::logistic;
 use super::stumble::StumbleCoefficients;
 
@@ -83,6 +87,9 @@ pub struct HumaneCoefficients {
     /// The top's stumbles (`[humane.stumble]`, [`super::stumble`]); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stumble: Option<StumbleCoefficients>,
+    /// The bottom's aimed moves (`[humane.aim]`, [`super::aim`]); absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub aim: Option<AimCoefficients>,
 }
 
 /// Which rating the model plays at a level: what it misses, what it protects, where it
@@ -184,6 +191,7 @@ impl HumaneCoefficients {
             )
         });
         own.or_else(|| self.stumble.and_then(|s| s.problem()))
+            .or_else(|| self.aim.and_then(|a| a.problem()))
     }
 }
 
@@ -389,6 +397,42 @@ impl HumaneCoefficients {
             }
         }
     }
+
+    /// The aimed move of a person rated `rating` ([`super::aim`]), given the moves `scored` by
+    /// the aim's own look (best first); `None` without `[humane.aim]` or moves. The look's best
+    /// move stands when a Rodent protection of it holds (draw `draws[0]`); else a big loss is
+    /// aimed at with its chance (`draws[1]`) and the move whose loss is closest to the aim
+    /// (sized by `draws[2]`) is played. Whether the move is aimed at all is
+    /// [`AimCoefficients::share`]'s.
+    pub fn aim(
+        &self,
+        rating: f64,
+        game: &Game,
+        scored: &[(Move, i32)],
+        clock: Option<ClockLeft>,
+        draws: [f64; 3],
+    ) -> Option<Move> {
+        let aim = self.aim?;
+        let &(best, best_cp) = scored.first()?;
+        let kinds = Protected::kinds(game.position(), game.moves().last(), &best);
+        let forgotten: f64 = kinds
+            .iter()
+            .map(|&kind| 1.0 - protection(kind, rating, self.protect_width))
+            .product();
+        if draws[0] >= forgotten {
+            return Some(best);
+        }
+        let easy = scored
+            .get(1)
+            .is_none_or(|&(_, second)| f64::from(best_cp - second) >= self.easy_gap_cp);
+        let big_chance = aim.big_chance(
+            rating,
+            self.clock_factor(clock),
+            easy.then_some(self.easy_factor),
+        );
+        let target = aim.target_loss(rating, draws[1] < big_chance, draws[2]);
+        closest(scored, target)
+    }
 }
 
 #[cfg(test)]
@@ -413,6 +457,7 @@ mod tests {
             rating_at_x0: None,
             rating_per_x: None,
             stumble: None,
+            aim: None,
         }
     }
 
@@ -423,6 +468,59 @@ mod tests {
     fn uci(game: &Game, m: &str) -> Move {
         let mut g = game.clone();
         g.play_uci(m).unwrap()
+    }
+
+    #[test]
+    fn an_aimed_move_keeps_a_protected_recapture_and_otherwise_loses_what_it_aims_at() {
+        // White's knight has just taken on d5; e6xd5 retakes (a recapture, Rodent's from 1000).
+        let g = game(
+            "rnbqkb1r/pp3ppp/4p3/3p4/3P4/2N5/PPP1PPPP/R1BQKBNR w KQkq - 0 4",
+            &["c3d5"],
+        );
+        let scored = score_moves(&mut Engine::new(1), &g, 2);
+        let best = scored[0].0;
+        assert!(
+            Protected::kinds(g.position(), g.moves().last(), &best).contains(&Protected::Recapture)
+        );
+        let always_big = HumaneCoefficients {
+            aim: Some(crate::engine::aim::AimCoefficients {
+                big_factor: 100.0,
+                ..crate::engine::aim::tests::knobs()
+            }),
+            ..knobs()
+        };
+        let loss = |m: Move| scored[0].1 - scored.iter().find(|s| s.0 == m).unwrap().1;
+        let aimed = |rating: f64, draws| always_big.aim(rating, &g, &scored, None, draws).unwrap();
+        // A player of 1600 keeps the recapture whatever the big-loss draw says.
+        for u in [0.01, 0.5, 0.99] {
+            assert_eq!(aimed(1600.0, [u, 0.0, 0.5]), best);
+        }
+        // At 200 the recapture is protected 13% of the time: past that draw, every draw aims
+        // at a big loss, and the move played loses one by the look.
+        let played = aimed(200.0, [0.5, 0.0, 0.5]);
+        assert!(
+            loss(played) >= 200,
+            "{} loses {}",
+            g.to_uci(played),
+            loss(played)
+        );
+        // Without the table nothing is aimed.
+        assert_eq!(
+            knobs().aim(200.0, &g, &scored, None, [0.99, 0.0, 0.5]),
+            None
+        );
+        // An ordinary aim well below the big loss (up to about 90 cp here) plays a small loss.
+        let calm = HumaneCoefficients {
+            aim: Some(crate::engine::aim::AimCoefficients {
+                big_factor: 0.0,
+                ..crate::engine::aim::tests::knobs()
+            }),
+            ..knobs()
+        };
+        for u in [0.0, 0.3, 0.6] {
+            let m = calm.aim(200.0, &g, &scored, None, [0.5, 0.5, u]).unwrap();
+            assert!(loss(m) < 200, "{} loses {}", g.to_uci(m), loss(m));
+        }
     }
 
     #[test]

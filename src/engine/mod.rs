@@ -5,6 +5,7 @@
 //! stop the search (time, `stop`) and hears about every completed iteration. Same inputs, same
 //! output, bit for bit.
 
+pub mod aim;
 pub mod blindness;
 pub mod constants;
 pub mod eval;
@@ -18,6 +19,7 @@ pub mod nnue;
 pub mod noise;
 mod ordering;
 pub mod params;
+pub mod people;
 pub mod position;
 pub mod ramp;
 pub mod score;

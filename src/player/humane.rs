@@ -3,7 +3,8 @@
 //! a clean shallow search scores every legal move, and the model decides, by the position, the
 //! level's target rating and the clock, whether the player notices that the chosen move loses
 //! material and plays the look's best instead; at the top, whether the player stumbles into a
-//! trap ([`crate::engine::stumble`]) where it chose well. Its draws are functions of the game's
+//! trap ([`crate::engine::stumble`]) where it chose well; at the bottom, whether the move is
+//! aimed at a loss drawn as people's are ([`crate::engine::aim`]) instead. Its draws are functions of the game's
 //! seed and ply, and the look's engine is cleared before every look, so a game replays exactly
 //! from its seed; the level's own engine (and its table) is never touched.
 
@@ -58,8 +59,19 @@ impl SecondLook {
         if game.legal_moves().len() < 2 {
             return chosen;
         }
-        let scored = score_moves(&mut self.engine, game, self.model.look_depth);
         let ply = game.moves().len();
+        // At the bottom a move may be aimed instead, by its own look and draws.
+        if let Some(aim) = self.model.aim {
+            let [aimed, draws @ ..] = AIM_SALTS.map(|salt| draw(seed ^ salt, ply));
+            if aimed < aim.share(self.rating) {
+                let sight = score_moves(&mut self.engine, game, aim.look_depth);
+                return self
+                    .model
+                    .aim(self.rating, game, &sight, clock, draws)
+                    .unwrap_or(chosen);
+            }
+        }
+        let scored = score_moves(&mut self.engine, game, self.model.look_depth);
         // Independent draws: whether the error stands, which move replaces it, whether the
         // player stumbles.
         let draws = (draw(seed, ply), draw(seed ^ 0x9e37_79b9_7f4a_7c15, ply));
@@ -90,6 +102,15 @@ impl SecondLook {
             .unwrap_or(chosen)
     }
 }
+
+/// What makes the aimed move's four draws (whether aimed, protected, big, how big) differ from
+/// each other and from the model's other draws.
+const AIM_SALTS: [u64; 4] = [
+    0x510e_527f_ade6_82d1,
+    0x9b05_688c_2b3e_6c1f,
+    0x1f83_d9ab_fb41_bd6b,
+    0x5be0_cd19_137e_2179,
+];
 
 /// The uniform draw in [0, 1) of the move at `ply` of the game with `seed`.
 fn draw(seed: u64, ply: usize) -> f64 {
@@ -353,6 +374,27 @@ mod tests {
             self_play(&on, 4.0, seed, 40),
         );
         assert_eq!(low.0, low.1);
+    }
+
+    #[test]
+    fn aimed_moves_replay_from_the_seed_and_only_below_their_rating() {
+        let with_aim = |below_rating: f64| {
+            let mut c = candidate();
+            c.humane.as_mut().expect("the model is on").aim =
+                Some(crate::engine::aim::AimCoefficients {
+                    below_rating,
+                    ..crate::engine::aim::tests::knobs()
+                });
+            c
+        };
+        let plain = self_play(&candidate(), 2.0, 5, 40);
+        // Aimed everywhere: other moves than the search's, the same ones from the same seed.
+        let aimed = self_play(&with_aim(10_000.0), 2.0, 5, 40);
+        assert_ne!(aimed, plain);
+        assert_eq!(aimed, self_play(&with_aim(10_000.0), 2.0, 5, 40));
+        assert_ne!(aimed, self_play(&with_aim(10_000.0), 2.0, 6, 40));
+        // Far above the level's rating nothing is aimed: the game is the plain one.
+        assert_eq!(self_play(&with_aim(-10_000.0), 2.0, 5, 40), plain);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! What counts as a big loss, and how often people make one: the threshold and the published
 //! figures that the judge's move-quality table and the human-likeness table both read beside a
-//! level's own rate.
+//! level's own rate, and that the aimed errors ([`super::aim`]) draw their big losses by.
 
 /// Evaluations are capped here (and a mate counts as this), as lila does.
 pub const CP_CEILING: f64 = 1000.0;
@@ -24,7 +24,7 @@ const HUMAN_BIG_LOSSES: [(f64, f64); 5] = [
 /// People's moves losing [`BIG_LOSS_CP`] or more per 100 moves at `rating`, interpolated
 /// linearly between the published bands' middles and flat beyond the outer ones.
 pub fn human_big_losses_per_100(rating: f64) -> f64 {
-    crate::levels::interpolate(&HUMAN_BIG_LOSSES, rating).expect("the published figures")
+    super::ramp::interpolate(&HUMAN_BIG_LOSSES, rating).expect("the published figures")
 }
 
 #[cfg(test)]
