@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The human-likeness report of issue 33: every level with the humane error model off (the
-# shipped coefficients) and on (calibration/humane/coefficients.toml), each pair of levels
+# The human-likeness report of issue 33: every level with the humane error model off (version
+# 41, the last shipped without it) and on (the shipped coefficients), each pair of levels
 # against three external opponents near its strength, every game judged by Stockfish at depth
 # $DEPTH with 3 lines per position:
 #   levels 1-2: Lichess AI 1 and 2 (emulated by Fairy-Stockfish) and the greedy mover;
@@ -15,9 +15,10 @@
 # Usage: scripts/humane_report.sh [GAMES_PER_PAIRING] [SEED]; LADDER overrides the binary
 # (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), MODELS
 # which runs ("off on"), PAIRS which pairs of levels ("1,2 3,4 5,6 7,8 9,10 11,12"), OFF and
-# ON the coefficients of each run (calibration/coefficients.toml and
-# calibration/humane/coefficients.toml; once the recalibration ships the model, ON is the
-# shipped file and OFF the last version without it, calibration/history/coefficients-v41.toml).
+# ON the coefficients of each run (calibration/history/coefficients-v41.toml and
+# calibration/coefficients.toml, version 58 on; the reports in calibration/humane/ were made
+# before the model shipped, with OFF the shipped version 41 and ON
+# calibration/humane/coefficients.toml, version 41 with the model).
 # 17 games a pairing is 51 a level (the issue asks 50). Needs Debian's stockfish and
 # fairy-stockfish. Stopped, the same command keeps the pairs it finished and plays the rest.
 set -euo pipefail
@@ -29,8 +30,8 @@ LADDER=${LADDER:-target/release/ladder}
 OUT=${OUT:-calibration/humane}
 mkdir -p "$OUT"
 for model in ${MODELS:-off on}; do
-  coefficients=${OFF:-calibration/coefficients.toml}
-  [ "$model" = on ] && coefficients=${ON:-calibration/humane/coefficients.toml}
+  coefficients=${OFF:-calibration/history/coefficients-v41.toml}
+  [ "$model" = on ] && coefficients=${ON:-calibration/coefficients.toml}
   for levels in ${PAIRS:-1,2 3,4 5,6 7,8 9,10 11,12}; do
     case $levels in
       1,2) anchors=lichess-ai-1,greedy,lichess-ai-2 ;;
