@@ -518,11 +518,15 @@ impl Coefficients {
     }
 
     /// The rating the humane model plays at `level`, whose strength coordinate is `x`: the line's
-    /// at x, or with `rating_from = "target"` the level's target (`None`: the model is off).
+    /// at x, with `rating_from = "target"` the level's target, with `"lower"` the lower of the
+    /// two (`None`: the model is off).
     pub fn humane_rating_of(&self, level: f64, x: f64) -> Option<f64> {
         match self.humane?.rating_from {
             ModelRating::Strength => self.humane_rating(x),
             ModelRating::Target => Some(self.targets().target(level)),
+            ModelRating::Lower => self
+                .humane_rating(x)
+                .map(|line| line.min(self.targets().target(level))),
         }
     }
 

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use super::fit::{LineFit, weighted_line};
 use super::select::plays_alike;
-use crate::engine::humane::{HumaneCoefficients, ModelRating};
+use crate::engine::humane::HumaneCoefficients;
 use crate::levels::{BlindnessCurve, Coefficients, LevelParams, level_key};
 use crate::rating::Estimate;
 
@@ -461,7 +461,7 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> Res
     // So is the humane model's rating: rating(x_old) = a + s·(p + q·x_new) (a model that plays
     // the levels' targets has no line to move).
     if let (Some(h), Some((a, s))) = (current.humane, current.humane_line())
-        && h.rating_from == ModelRating::Strength
+        && h.rating_from.uses_line()
     {
         next.humane = Some(HumaneCoefficients {
             rating_at_x0: Some(a + s * p),
@@ -578,9 +578,7 @@ pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
     let cap = c.max_noise_cp?;
     // A model that plays the levels' targets does not change with x.
     let humane = match (c.humane, c.humane_line()) {
-        (Some(h), Some((a, s))) if h.rating_from == ModelRating::Strength => {
-            (h.weakest_rating()? - a) / s
-        }
+        (Some(h), Some((a, s))) if h.rating_from.uses_line() => (h.weakest_rating()? - a) / s,
         _ => f64::INFINITY,
     };
     // Nodes round to 1 below 1.5 (and clamp there); noise s0·d^x reaches the cap (d < 1).
@@ -635,6 +633,7 @@ fn round9(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::humane::ModelRating;
 
     fn est(rating: f64, se: f64, games: usize) -> Option<Estimate> {
         Some(Estimate {
@@ -952,6 +951,67 @@ mod tests {
         line.humane = Some(humane_model());
         assert!(!plays_alike(&c, &line, 3.0));
         assert!(plays_alike(&c, &c, 3.0));
+    }
+
+    #[test]
+    fn a_model_that_plays_the_lower_takes_the_line_below_the_targets_and_keeps_it_through_a_refit()
+    {
+        let mut c = base().with_test_bottom(600.0);
+        // A line twice as steep as the targets', crossing them at level 3's exponent: below
+        // the targets under it, above them over it (version 58's shape).
+        let t = c.targets();
+        let x3 = LevelParams::new(&c, 3.0).exponent;
+        let slope = 2.0 * t.step;
+        let lower = HumaneCoefficients {
+            rating_from: ModelRating::Lower,
+            rating_at_x0: Some(t.target(3.0) - slope * x3),
+            rating_per_x: Some(slope),
+            ..humane_model()
+        };
+        c.humane = Some(lower);
+        let model = |c: &Coefficients, level: f64| LevelParams::new(c, level).humane.unwrap().1;
+        let line = |c: &Coefficients, level: f64| {
+            c.humane_rating(LevelParams::new(c, level).exponent)
+                .unwrap()
+        };
+        assert!(line(&c, 1.0) < t.target(1.0) && line(&c, 5.0) > t.target(5.0));
+        assert_eq!(model(&c, 1.0), line(&c, 1.0));
+        assert_eq!(model(&c, 5.0), t.target(5.0));
+        // A refit that rescales x rewrites the line, so each level keeps its model rating.
+        let inputs = linear_levels(5, (200.0, 300.0), (400.0, 150.0), 200);
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_ne!(p.rescale.q, 1.0, "the test needs a refit that rescales x");
+        assert_eq!(
+            p.coefficients.humane.unwrap().rating_from,
+            ModelRating::Lower
+        );
+        for u in &p.levels {
+            let x_new = LevelParams::new(&p.coefficients, u.level).exponent;
+            let want = c
+                .humane_rating(p.rescale.old_scale(x_new))
+                .unwrap()
+                .min(t.target(u.level));
+            let got = model(&p.coefficients, u.level);
+            assert!(
+                (got - want).abs() < 1e-6,
+                "level {}: {got} vs {want}",
+                u.level
+            );
+        }
+        let text = p.coefficients.to_toml();
+        assert!(text.contains("rating_from = \"lower\""), "{text}");
+        let again = Coefficients::parse(&text, "next").unwrap();
+        assert_eq!(again.humane, p.coefficients.humane);
+        // The line still sets the floor under x, as the line model's does (the bottom weakens
+        // by it where the search cannot); and the two are other models at the top.
+        let mut strength = c.clone();
+        strength.humane = Some(HumaneCoefficients {
+            rating_from: ModelRating::Strength,
+            ..lower
+        });
+        assert_eq!(weakest_exponent(&c), weakest_exponent(&strength));
+        assert!(plays_alike(&c, &c, 5.0));
+        assert!(!plays_alike(&c, &strength, 5.0));
     }
 
     #[test]

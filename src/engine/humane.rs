@@ -76,9 +76,9 @@ pub struct HumaneCoefficients {
     /// Which rating the model plays at a level (absent: `strength`, the line over x).
     #[serde(default, skip_serializing_if = "ModelRating::is_strength")]
     pub rating_from: ModelRating,
-    /// With `rating_from = "strength"`: the model's rating at the strength coordinate x = 0,
-    /// and its rise per unit of x (both or neither; absent: the targets' line, the level's
-    /// target where its offset is 0). Calibration writes them when it rescales x, so a level
+    /// With `rating_from = "strength"` or `"lower"`: the model's rating at the strength
+    /// coordinate x = 0, and its rise per unit of x (both or neither; absent: the targets'
+    /// line, the level's target where its offset is 0). Calibration writes them when it rescales x, so a level
     /// it leaves alone keeps its model rating, as it keeps its nodes, noise and blindness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating_at_x0: Option<f64>,
@@ -107,11 +107,23 @@ pub enum ModelRating {
     /// The level's target on the ladder's scale, whatever its x: a level errs like a person of
     /// the rating it is calibrated to, and calibration buys that rating with search alone.
     Target,
+    /// The lower of the two: the line where it is below the target, the target above. At the
+    /// bottom the search is at its floor (version 58's levels 1–2 play one node at the noise
+    /// cap and differ only by the line's model rating), so only the line weakens them further;
+    /// at the top the line overshoots the targets (version 58: levels 9–12 at 2320–3630 for
+    /// targets 2130–2760), which shortens their sight and tapers their stumbles away.
+    Lower,
 }
 
 impl ModelRating {
     fn is_strength(&self) -> bool {
         *self == ModelRating::Strength
+    }
+
+    /// Whether the model's rating follows the line over x somewhere (and so calibration
+    /// rewrites the line when it rescales x, and the line sets the floor under x).
+    pub fn uses_line(self) -> bool {
+        matches!(self, ModelRating::Strength | ModelRating::Lower)
     }
 }
 
@@ -340,6 +352,16 @@ impl HumaneCoefficients {
             .then(|| self.miss_mid - shift - self.miss_width * 99f64.ln())
     }
 
+    /// The chance that a person rated `rating` forgets the move `m` in `game`: 1 unless it is
+    /// one of Rodent's protected kinds, each of which it then forgets only as far as that
+    /// kind's protection at the rating leaves it.
+    pub fn forgotten(&self, rating: f64, game: &Game, m: &Move) -> f64 {
+        Protected::kinds(game.position(), game.moves().last(), m)
+            .into_iter()
+            .map(|kind| 1.0 - protection(kind, rating, self.protect_width))
+            .product()
+    }
+
     /// 1 with time to spare; from Lichess's alarm `alarm_factor`, rising to `flag_factor` at 0.
     pub fn clock_factor(&self, clock: Option<ClockLeft>) -> f64 {
         let Some(clock) = clock else {
@@ -414,12 +436,7 @@ impl HumaneCoefficients {
     ) -> Option<Move> {
         let aim = self.aim?;
         let &(best, best_cp) = scored.first()?;
-        let kinds = Protected::kinds(game.position(), game.moves().last(), &best);
-        let forgotten: f64 = kinds
-            .iter()
-            .map(|&kind| 1.0 - protection(kind, rating, self.protect_width))
-            .product();
-        if draws[0] >= forgotten {
+        if draws[0] >= self.forgotten(rating, game, &best) {
             return Some(best);
         }
         let easy = scored

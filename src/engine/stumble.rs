@@ -23,6 +23,10 @@
 //!   top buys back with search, and the highest levels have less search above them to buy it
 //!   with than their targets need (issue 33: "levels 11–12 as the headroom allows").
 //! - **More in time trouble** — times the humane model's clock factor (Lichess's low-time alarm).
+//! - **Never away from what the player does not forget** — a chosen recapture, pawn's capture,
+//!   short capture, queen promotion or way out of check stands as far as Rodent's protections
+//!   hold at the rating (the humane model's [`super::humane::Protected`]): a master who has
+//!   seen the recapture plays it, whatever else looks as good.
 //!
 //! Pure logic over the engine: no I/O; the draw is the caller's (a function of the game's seed)
 //! and the engine is cleared before every search, so a game replays exactly.
@@ -70,6 +74,11 @@ pub struct Turn<'a> {
     pub nodes: u64,
     /// The humane model's clock factor (1 with time to spare).
     pub clock_factor: f64,
+    /// The chance that the player forgets the chosen move (the humane model's
+    /// [`super::humane::HumaneCoefficients::forgotten`]): 1 unless it is one of Rodent's
+    /// protected kinds. A strong player who has seen the recapture, the pawn's capture or the
+    /// way out of check plays it; no plausible other move talks it out of it.
+    pub forgotten: f64,
 }
 
 /// The most plausible moves, best-looking first, checked for a trap by the level's own search
@@ -174,8 +183,9 @@ impl StumbleCoefficients {
             rating,
             nodes,
             clock_factor,
+            forgotten,
         } = turn;
-        if u >= self.chance_at(rating, clock_factor) {
+        if u >= self.chance_at(rating, clock_factor) * forgotten {
             return None;
         }
         let sight = sight_plies(rating);
@@ -349,6 +359,7 @@ pub(crate) mod tests {
                 rating: 2400.0,
                 nodes: 2000,
                 clock_factor: 1.0,
+                forgotten: 1.0,
             };
             k.stumble(&mut engine, turn, u, None, &mut crate::engine::NoStop)
         };

@@ -90,6 +90,7 @@ impl SecondLook {
             rating: self.rating,
             nodes,
             clock_factor: self.model.clock_factor(clock),
+            forgotten: self.model.forgotten(self.rating, game, &chosen),
         };
         stumble
             .stumble(
@@ -123,6 +124,7 @@ fn draw(seed: u64, ply: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::humane::Protected;
     use crate::engine::look::score_after;
     use crate::engine::stumble::{StumbleCoefficients, sight_plies};
     use crate::engine::{Limits, NoStop};
@@ -323,6 +325,33 @@ mod tests {
             let (calm, stumbled) = (player(&off), player(&on));
             if calm != stumbled {
                 stumbles += 1;
+                // Never away from a recapture, a pawn's capture, a way out of check...: a
+                // player of this rating does not forget those (Rodent's protections).
+                assert!(
+                    Protected::kinds(game.position(), game.moves().last(), &calm).is_empty(),
+                    "stumbled away from {}, a protected move",
+                    game.to_uci(calm)
+                );
+                let level_nodes = LevelParams::new(&on, level)
+                    .search_params(&game, seed)
+                    .limits
+                    .nodes
+                    .unwrap();
+                let trap = |forgotten: f64| {
+                    let turn = Turn {
+                        game: &game,
+                        chosen: calm,
+                        rating,
+                        nodes: level_nodes,
+                        clock_factor: 1.0,
+                        forgotten,
+                    };
+                    stumble.stumble(&mut Engine::new(1), turn, 0.0, None, &mut NoStop)
+                };
+                // The same trap is there for a move the player could forget, and none for
+                // one it never forgets.
+                assert_eq!(trap(1.0), Some(stumbled));
+                assert_eq!(trap(0.0), None);
                 // With the clock out once the move's own search is done, no check decides and
                 // the calm move stands.
                 let mut hurried = LevelPlayer::new(LevelParams::new(&on, level), seed);
