@@ -316,7 +316,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
             .map(str::to_string)
             .collect()
     };
-    let rebuilt = |games_per_level| {
+    let rebuilt_near = |games_per_level, near| {
         report_from_results(
             std::slice::from_ref(&results),
             Some(&RebuiltJudging {
@@ -325,11 +325,33 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 games_per_level,
                 coefficients: Coefficients::builtin(),
                 only_as_coefficients: None,
+                near,
             }),
         )
         .unwrap()
     };
+    let rebuilt = |games_per_level| rebuilt_near(games_per_level, None);
     let both = rebuilt(2);
+    // Only opponents near the level's strength: greedy's rating in the records against level
+    // 3's in the coefficients decides whether its games are judged.
+    let greedy: f64 = std::fs::read_to_string(&results)
+        .unwrap()
+        .lines()
+        .find_map(|line| {
+            let record: serde_json::Value = serde_json::from_str(line).ok()?;
+            record["opponent"]["rating"].as_f64()
+        })
+        .expect("the anchor's rating in the records");
+    let gap = (Coefficients::builtin().rating_of(3.0).unwrap() - greedy).abs();
+    let near = rebuilt_near(2, Some(gap + 1.0));
+    assert!(near.contains("(2 games judged by Stockfish"), "{near}");
+    assert!(
+        near.contains("only games between sides rated within"),
+        "{near}"
+    );
+    assert_eq!(rows(&near), rows(&both), "{near}");
+    let far = rebuilt_near(2, Some((gap - 1.0).max(0.0)));
+    assert!(far.contains("(0 games judged by"), "{far}");
     assert!(both.contains("(2 games judged by Stockfish"), "{both}");
     assert_eq!(rows(&both), rows(&summary.report), "{both}");
     assert_eq!(rows(&both).len(), 2);
@@ -376,6 +398,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 games_per_level: 2,
                 coefficients: now.clone(),
                 only_as_coefficients: only_as_now.then(|| history.clone()),
+                near: None,
             }),
         )
         .unwrap()

@@ -28,6 +28,7 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
                 games_per_level: o.judge_games,
                 coefficients: o.coefficients()?,
                 only_as_coefficients: o.judge_as_coefficients_history(),
+                near: o.judge_near,
             })
         } else {
             None

@@ -106,6 +106,11 @@ pub struct ArenaOptions {
     /// a calibration loop's last version, judged on its own games.
     #[arg(long, requires = "judge_games")]
     pub judge_as_coefficients: bool,
+    /// With --judge-games: judge only games whose sides are rated within ELO of each other (a
+    /// level by --coefficients, an anchor by its record): people's figures come from games
+    /// between players of about one strength, and issue 33 asks for opponents near the level's.
+    #[arg(long, value_name = "ELO", requires = "judge_games", value_parser = near_elo)]
+    pub judge_near: Option<f64>,
     /// The older coefficients versions for --judge-as-coefficients (`coefficients-vN.toml`, as
     /// `ladder calibrate` keeps them; default: history/ beside --coefficients, else
     /// calibration/history).
@@ -171,5 +176,15 @@ impl ArenaOptions {
             Some(path) => AnchorsFile::load(path)?,
             None => AnchorsFile::builtin(),
         })
+    }
+}
+
+/// `--judge-near`: a number of rating points, finite and not negative.
+fn near_elo(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(elo) if elo.is_finite() && elo >= 0.0 => Ok(elo),
+        _ => Err(format!(
+            "{text:?} is not a number of rating points (0 or more)"
+        )),
     }
 }

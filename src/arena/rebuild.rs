@@ -31,6 +31,13 @@ pub struct RebuiltJudging {
     /// each level's games from before its last move too, and the likeness of a shipped ladder
     /// is that of the games it plays. `None`: every game.
     pub only_as_coefficients: Option<PathBuf>,
+    /// `Some(elo)`: judge only games whose two sides' ratings (a level's from `coefficients`,
+    /// an anchor's from its record) are within `elo` of each other. People's figures come from
+    /// games between players of about one strength (Lichess pairs them so), and issue 33 asks
+    /// for opponents near the level's strength: a level outplayed by an anchor 300 points
+    /// above it spends its game in lost positions, where every further slip counts. A game
+    /// with a side of unknown rating is left out. `None`: every opponent.
+    pub near: Option<f64>,
 }
 
 /// The older coefficients versions the games in `records` were played with, read from
@@ -194,12 +201,20 @@ pub fn report_from_results(
                     ),
                 },
             };
+            let claimed: Vec<Option<f64>> = levels
+                .iter()
+                .zip(&known)
+                .map(|(level, known)| {
+                    level.map_or(*known, |l| judging.coefficients.rating_of(l))
+                })
+                .collect();
             let (jobs, unmarked) = judge_jobs(
                 &scored,
                 &played_records,
                 &levels,
                 judging.games_per_level,
                 &counted,
+                judging.near.map(|elo| (elo, claimed.as_slice())),
             );
             let mut judged = judge_rebuilt(judging, jobs, names.len())?;
             if let Counted::AsNow { now, .. } = &counted {
@@ -208,18 +223,16 @@ pub fn report_from_results(
                     now.version
                 ));
             }
+            if let Some(elo) = judging.near {
+                judged.describe.push_str(&format!(
+                    "; only games between sides rated within {elo:.0} of each other"
+                ));
+            }
             if unmarked > 0 {
                 judged.describe.push_str(&format!(
                     "; {unmarked} of them from their first ply (their records do not say where the opening ended)"
                 ));
             }
-            let claimed: Vec<Option<f64>> = levels
-                .iter()
-                .zip(&known)
-                .map(|(level, known)| {
-                    level.map_or(*known, |l| judging.coefficients.rating_of(l))
-                })
-                .collect();
             text.push_str(&report::render_quality(
                 &names,
                 &claimed,
@@ -240,14 +253,16 @@ pub fn report_from_results(
 
 /// The games to judge: going back from the last, each game that a level in it still needs
 /// (fewer than `per_level` of its games chosen) and that every level in it played as `counted`
-/// asks, in the order they were played; and how many of them have records that do not mark
-/// the opening's plies (judged from the first).
+/// asks, and with `near` = (elo, ratings) whose sides' ratings are within elo of each other, in
+/// the order they were played; and how many of them have records that do not mark the
+/// opening's plies (judged from the first).
 fn judge_jobs(
     scored: &[report::Scored],
     records: &[&GameRecord],
     levels: &[Option<f64>],
     per_level: usize,
     counted: &Counted,
+    near: Option<(f64, &[Option<f64>])>,
 ) -> (Vec<JudgeJob>, usize) {
     let mut chosen = vec![0usize; levels.len()];
     let mut jobs = Vec::new();
@@ -262,7 +277,13 @@ fn judge_jobs(
         let needed = sides
             .iter()
             .any(|&p| levels[p].is_some() && chosen[p] < per_level);
-        if !(played_as_asked && needed) {
+        let close = near.is_none_or(
+            |(elo, ratings)| match (ratings[s.white], ratings[s.black]) {
+                (Some(w), Some(b)) => (w - b).abs() <= elo,
+                _ => false,
+            },
+        );
+        if !(played_as_asked && needed && close) {
             continue;
         }
         let Some(game) = record.replay() else {
