@@ -833,11 +833,13 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             .max(BARE_KING_NODES as f64)
             .min(c.max_nodes as f64)
     };
-    // The humane model: the same knobs (its line aside) and the same rating at the level.
+    // The humane model: the same knobs (its line, and where its rating comes from, aside) and
+    // the same rating at the level.
     let knobs = |p: &LevelParams| {
         p.humane.as_ref().map(|h| HumaneCoefficients {
             rating_at_x0: None,
             rating_per_x: None,
+            rating_from: ModelRating::Strength,
             ..h.0
         })
     };

@@ -947,10 +947,20 @@ mod tests {
         // The model does not weaken with x, so the floor is the search's alone; and the line
         // model is another model.
         assert_eq!(weakest_exponent(&c), weakest_exponent(&base()));
+        // The line model is another model where its rating differs from the target, and the
+        // same where it does not (the targets' own line at a level with no offset).
+        let t = c.targets();
         let mut line = c.clone();
-        line.humane = Some(humane_model());
+        line.humane = Some(HumaneCoefficients {
+            rating_at_x0: Some(t.from - t.step + 100.0),
+            rating_per_x: Some(t.step),
+            ..humane_model()
+        });
         assert!(!plays_alike(&c, &line, 3.0));
         assert!(plays_alike(&c, &c, 3.0));
+        line.humane = Some(humane_model());
+        assert_eq!(c.offset(3.0), 0.0);
+        assert!(plays_alike(&c, &line, 3.0));
     }
 
     #[test]
@@ -1012,6 +1022,9 @@ mod tests {
         assert_eq!(weakest_exponent(&c), weakest_exponent(&strength));
         assert!(plays_alike(&c, &c, 5.0));
         assert!(!plays_alike(&c, &strength, 5.0));
+        // Where the line is the lower, the level plays as under the line model: a loop that
+        // turns "lower" on keeps the bottom's games.
+        assert!(plays_alike(&c, &strength, 1.0));
     }
 
     #[test]
