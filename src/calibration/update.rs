@@ -987,6 +987,26 @@ mod tests {
         assert!(line(&c, 1.0) < t.target(1.0) && line(&c, 5.0) > t.target(5.0));
         assert_eq!(model(&c, 1.0), line(&c, 1.0));
         assert_eq!(model(&c, 5.0), t.target(5.0));
+        // From `target_from_level` up the target, even where the line is lower.
+        let mut from2 = c.clone();
+        from2.humane = Some(HumaneCoefficients {
+            target_from_level: Some(2.0),
+            ..lower
+        });
+        assert!(line(&c, 2.0) < t.target(2.0));
+        assert_eq!(model(&from2, 1.0), line(&c, 1.0));
+        assert_eq!(model(&from2, 2.0), t.target(2.0));
+        let refit = propose(
+            &from2,
+            &linear_levels(5, (200.0, 300.0), (400.0, 150.0), 200),
+            &UpdateConfig::default(),
+            "t",
+        )
+        .unwrap();
+        assert_eq!(
+            refit.coefficients.humane.unwrap().target_from_level,
+            Some(2.0)
+        );
         // A refit that rescales x rewrites the line, so each level keeps its model rating.
         let inputs = linear_levels(5, (200.0, 300.0), (400.0, 150.0), 200);
         let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();

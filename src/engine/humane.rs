@@ -84,6 +84,13 @@ pub struct HumaneCoefficients {
     pub rating_at_x0: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating_per_x: Option<f64>,
+    /// With `rating_from = "lower"`: from this level up the model plays the level's target
+    /// even where the line is lower (absent: the lower of the two everywhere). The line is
+    /// needed only where the search is at its floor (version 58: levels 1–3 at 1–3 nodes, the
+    /// noise near its cap); above, it made levels 4–6 err as players 200–235 points below
+    /// their targets, and the search can weaken them instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub target_from_level: Option<f64>,
     /// The top's stumbles (`[humane.stumble]`, [`super::stumble`]); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stumble: Option<StumbleCoefficients>,
@@ -149,6 +156,17 @@ impl HumaneCoefficients {
         let positive = |x: f64| x.is_finite() && x > 0.0;
         if !(1..=6).contains(&self.look_depth) {
             return Some(("humane.look_depth", "must be 1 to 6"));
+        }
+        if let Some(level) = self.target_from_level {
+            if self.rating_from != ModelRating::Lower {
+                return Some((
+                    "humane.target_from_level",
+                    "needs humane.rating_from = \"lower\" beside it",
+                ));
+            }
+            if !level.is_finite() {
+                return Some(("humane.target_from_level", "must be a number"));
+            }
         }
         if self.rating_from == ModelRating::Target && self.rating_at_x0.is_some() {
             return Some((
@@ -473,6 +491,7 @@ mod tests {
             rating_from: ModelRating::Strength,
             rating_at_x0: None,
             rating_per_x: None,
+            target_from_level: None,
             stumble: None,
             aim: None,
         }

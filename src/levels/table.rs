@@ -70,9 +70,6 @@ fn decimals_of(x: f64) -> usize {
         .map_or(0, |(_, frac)| frac.len().min(9))
 }
 
-/// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
-/// interpolated between rated levels), nodes, noise, the chance of a blind move, hash and the
-/// evaluation it plays, and the endgame multipliers at r = 1, 0.5 and 0.25.
 /// The evaluation a level plays, as the table names it: `hce` (hand-crafted) or `netN`.
 fn evaluation(p: &LevelParams) -> String {
     match p.network {
@@ -81,6 +78,10 @@ fn evaluation(p: &LevelParams) -> String {
     }
 }
 
+/// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
+/// interpolated between rated levels), the rating whose errors the humane model plays (`-` with
+/// the model off), nodes, noise, the chance of a blind move, hash and the evaluation it plays,
+/// and the endgame multipliers at r = 1, 0.5 and 0.25.
 pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
     use std::fmt::Write;
     let mut out = String::new();
@@ -113,7 +114,7 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
     );
     let _ = writeln!(
         out,
-        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>5} {:>7} {:>7} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
+        "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>5} {:>7} {:>7} {:>6} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
         "level",
         "offset",
         "nodes",
@@ -123,6 +124,7 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
         "eval",
         "target",
         "rating",
+        "model",
         "nodes@1",
         "nodes@0.5",
         "nodes@0.25",
@@ -138,9 +140,13 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
                 .rating_of(level)
                 .map_or("-".to_string(), |r| format!("~{r:.0}")),
         };
+        let model = p
+            .humane
+            .as_ref()
+            .map_or("-".to_string(), |h| format!("{:.0}", h.1));
         let _ = writeln!(
             out,
-            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>5} {:>7.0} {:>7} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
+            "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>5} {:>7.0} {:>7} {:>6} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
             level_key(level),
             p.offset,
             p.nodes,
@@ -150,6 +156,7 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
             evaluation(&p),
             targets.target(level),
             rating,
+            model,
             p.nodes_at(1.0),
             p.nodes_at(0.5),
             p.nodes_at(0.25),
@@ -238,6 +245,32 @@ pub(crate) mod tests {
         assert_eq!(
             (cell(&table, "9", "eval"), cell(&table, "10", "eval")),
             ("hce".into(), "net4".into())
+        );
+    }
+
+    #[test]
+    fn the_table_shows_the_rating_the_humane_model_plays() {
+        let shipped = Coefficients::builtin();
+        let table = render(&shipped, &[1.0, 12.0]);
+        for level in [1.0, 12.0] {
+            let want = LevelParams::new(&shipped, level)
+                .humane
+                .map_or("-".to_string(), |h| format!("{:.0}", h.1));
+            assert_eq!(cell(&table, &level_key(level), "model"), want);
+        }
+        let mut off = shipped.clone();
+        off.humane = None;
+        assert_eq!(cell(&render(&off, &[3.0]), "3", "model"), "-");
+        // The lower of the line and the target: the target where the line is above it.
+        let mut lower = shipped.clone();
+        let h = lower.humane.as_mut().expect("the shipped model is on");
+        h.rating_from = crate::engine::humane::ModelRating::Lower;
+        let line = LevelParams::new(&shipped, 12.0).humane.unwrap().1;
+        let target = shipped.targets().target(12.0);
+        assert!(line > target, "version 58's line overshoots at the top");
+        assert_eq!(
+            cell(&render(&lower, &[12.0]), "12", "model"),
+            format!("{target:.0}")
         );
     }
 }

@@ -189,6 +189,13 @@ mod tests {
             e.contains("humane.rating_at_x0") && e.contains("target"),
             "{e}"
         );
+        let e = refusal(
+            &CANDIDATE.replace("look_depth = 5", "look_depth = 5\ntarget_from_level = 4.0"),
+        );
+        assert!(
+            e.contains("humane.target_from_level") && e.contains("lower"),
+            "{e}"
+        );
         let e =
             refusal(&CANDIDATE.replace("look_depth = 5", "look_depth = 5\nrating_from = \"x\""));
         assert!(e.contains("rating_from"), "{e}");

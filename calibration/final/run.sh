@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The last recalibration of issues 32 and 33: version 58 (shipped) with the humane model
+# retuned (calibration/final/coefficients.toml, version 59 onward):
+#   - rating_from = "lower" with target_from_level = 4: levels 1-3 keep the line's model rating
+#     (their search is at its floor: 1-3 nodes, the noise near its cap), levels 4-12 play the
+#     model of their target (version 58 played levels 4-6 as 845-1278 for targets 1080-1500,
+#     levels 9-12 as 2320-3630 for 2130-2760);
+#   - the top's taper from 2600 instead of 2800 (chance 0.25 above): with the targets as model
+#     ratings, levels 9-10 stumble at full chance, level 11 at ~0.77, level 12 at ~0.30
+#     (version 58: 1, 0.77, 0.25, 0.25);
+#   - a stumble never leaves a move Rodent protects (the commit that added this file).
+# It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
+# anchors and settings), starting from that run's games: the levels that play as they did
+# (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
+# again. Network 4 from level 10, as shipped.
+# Run from the repository root; stopped (Ctrl-C, crash, end of a session), the same command
+# continues where it stopped. LADDER overrides the binary (default: target/release/ladder); the
+# binary must play as the one that began the run (`ladder bench` 514395, `--network 4` 501239,
+# the humane model of the commit that added this file). CONCURRENCY: games of one batch at once
+# (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
+set -euo pipefail
+LADDER=${LADDER:-target/release/ladder}
+dir=calibration/final
+# The first run starts from the previous loop's games (the results file is the loop's own and
+# grows; those games count where the level still plays alike).
+if [ ! -s "$dir/games.jsonl" ]; then
+  cp calibration/humane-network/games.jsonl "$dir/games.jsonl.part"
+  mv "$dir/games.jsonl.part" "$dir/games.jsonl"
+fi
+exec "$LADDER" calibrate --arena \
+  --coefficients "$dir/coefficients.toml" \
+  --history-dir calibration/history \
+  --results "$dir/games.jsonl" \
+  --report-dir "$dir" \
+  --level 1..12 \
+  --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
+  --gain-floor 0.5 --budget 9000 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
