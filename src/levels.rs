@@ -824,6 +824,12 @@ impl LevelParams {
     }
 }
 
+/// A stumble chance a move below which a level plays as if it had no stumbles: where its model
+/// rating is far below the stumbles' ramp (version 58's levels 1-3: at most 1.4e-8 a move, in
+/// time trouble), a game differs once in tens of thousands of games at most, far below what a
+/// rating or a likeness report can see; so a loop that retunes the top keeps the bottom's games.
+pub const NEVER_STUMBLES: f64 = 1e-6;
+
 /// Whether `level` plays the same under `a` and `b`: the same evaluation weights and search, the same
 /// nodes and noise at full material, the same hash, and the same nodes (after the `max_nodes`
 /// cap), noise and chance of a blind move at every material ratio of the endgame scaling. Equal
@@ -844,13 +850,17 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             .min(c.max_nodes as f64)
     };
     // The humane model: the same knobs (its line, and where its rating comes from, aside) and
-    // the same rating at the level.
+    // the same rating at the level; the top's stumbles only where the level may stumble.
     let knobs = |p: &LevelParams| {
-        p.humane.as_ref().map(|h| HumaneCoefficients {
+        p.humane.as_deref().map(|&(h, rating)| HumaneCoefficients {
             rating_at_x0: None,
             rating_per_x: None,
             rating_from: ModelRating::Strength,
-            ..h.0
+            target_from_level: None,
+            stumble: h
+                .stumble
+                .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES),
+            ..h
         })
     };
     let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1);

@@ -602,4 +602,37 @@ mod tests {
             "a cap that cuts the level's endgame budget changes how it plays"
         );
     }
+
+    #[test]
+    fn a_retuned_top_keeps_the_games_of_levels_that_cannot_stumble() {
+        let v1 = Coefficients::builtin();
+        let mut v2 = v1.clone();
+        v2.version = v1.version + 1;
+        let stumble = v2
+            .humane
+            .as_mut()
+            .and_then(|h| h.stumble.as_mut())
+            .expect("the shipped model has the top's stumbles");
+        stumble.top_from_rating = Some(2600.0);
+        stumble.chance = 0.9;
+        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1;
+        let chance = |level: f64| {
+            let h = v1.humane.unwrap();
+            h.stumble.unwrap().chance_at(model(level), h.flag_factor)
+        };
+        // Level 1 sits far below the stumbles' ramp: its games count under either table.
+        assert!(
+            chance(1.0) < crate::levels::NEVER_STUMBLES,
+            "{}",
+            chance(1.0)
+        );
+        assert!(plays_alike(&v1, &v2, 1.0));
+        // Level 12 stumbles: another table is another player.
+        assert!(chance(12.0) > 0.1);
+        assert!(!plays_alike(&v1, &v2, 12.0));
+        // The other knobs of the model still count everywhere.
+        let mut v3 = v1.clone();
+        v3.humane.as_mut().unwrap().notice_cp += 10.0;
+        assert!(!plays_alike(&v1, &v3, 1.0));
+    }
 }
