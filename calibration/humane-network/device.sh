@@ -5,6 +5,8 @@
 # binaries travel packed in $PACK (ladder as built here, /usr/games/stockfish and
 # fairy-stockfish, each xz-compressed); what the loop wrote comes back as $OUT/recal.tgz and
 # replaces calibration/humane-network/ and calibration/history/ here, after which run.sh goes on.
+# LOOP names another loop's folder with its own run.sh (e.g. LOOP=calibration/final, the last
+# recalibration); its folder comes back instead.
 # Packing, here: echo /.dev/ >> .git/info/exclude; mkdir -p .dev; for f in target/release/ladder
 # /usr/games/stockfish /usr/games/fairy-stockfish; do xz -6 -c "$f" > ".dev/$(basename "$f").xz"; done
 # (about 26 MB); the call: `PLAY_SECONDS=420 KILL_AFTER=130 bash calibration/humane-network/device.sh`
@@ -27,9 +29,9 @@ echo "cores: $(nproc)"
 "$BIN/ladder" bench 2>&1 | tail -1
 # run.sh holds the loop's settings; here only the binary and how many games play at once differ.
 LADDER="$BIN/ladder" CONCURRENCY="${CONCURRENCY:-6}" timeout -s INT -k "$KILL_AFTER" "$PLAY_SECONDS" \
-  calibration/humane-network/run.sh --parallel-levels "${PARALLEL_LEVELS:-12}" \
+  "${LOOP:-calibration/humane-network}/run.sh" --parallel-levels "${PARALLEL_LEVELS:-12}" \
   2> "$OUT/recal.log"
 echo "loop exit: $?"
 grep -v "INFO game" "$OUT/recal.log" | tail -40
-tar czf "$OUT/recal.tgz" calibration/humane-network calibration/history
+tar czf "$OUT/recal.tgz" "${LOOP:-calibration/humane-network}" calibration/history
 ls -la "$OUT"

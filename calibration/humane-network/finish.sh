@@ -25,7 +25,10 @@
 # test `one_set_of_targets_everywhere` holds it to the shipped ratings) and the reports' numbers.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-loop=calibration/humane-network
+# LOOP: another loop's folder (calibration/final, the last recalibration), OUT its outputs.
+# NEAR: judge only games between sides rated within NEAR (`--judge-near`). HEADROOM_BUDGET:
+# the headroom's budget (e.g. `nodes=1165926,option.Network=4`, the top level's own).
+loop=${LOOP:-calibration/humane-network}
 out=${OUT:-calibration/shipped}
 state=$(sed -n 's/^State: \([^.]*\)\..*/\1/p' "$loop/report.md" | head -1)
 case $state in
@@ -76,7 +79,7 @@ judge_as() { # NAME RESULTS COEFFICIENTS
   [ -s "$out/likeness-$1.md" ] && return 0
   "$ladder" arena --from-results "$2" --judge-games 50 --judge-as-coefficients \
     --history-dir calibration/history --coefficients "$3" --judge-depth "${DEPTH:-12}" \
-    --report "$out/likeness-$1.md.part" >/dev/null
+    ${NEAR:+--judge-near "$NEAR"} --report "$out/likeness-$1.md.part" >/dev/null
   mv "$out/likeness-$1.md.part" "$out/likeness-$1.md"
 }
 judge_as on "$loop/games.jsonl" calibration/coefficients.toml &
@@ -93,4 +96,5 @@ LADDER="$ladder" OUT="$out/humane" MODELS=on ON=calibration/coefficients.toml CO
   scripts/humane_report.sh "${CLOCK_GAMES:-6}" 33
 
 # 4. The headroom above the top level.
-LADDER="$ladder" scripts/headroom.sh "$out/headroom" 20 nodes=500000 calibration/coefficients.toml
+LADDER="$ladder" scripts/headroom.sh "$out/headroom" 20 "${HEADROOM_BUDGET:-nodes=500000}" \
+  calibration/coefficients.toml
