@@ -521,23 +521,14 @@ impl Coefficients {
     /// at x, with `rating_from = "target"` the level's target, with `"lower"` the lower of the
     /// two (the target from `target_from_level` up) (`None`: the model is off).
     pub fn humane_rating_of(&self, level: f64, x: f64) -> Option<f64> {
-        match self.humane?.rating_from {
-            ModelRating::Strength => self.humane_rating(x),
-            ModelRating::Target => Some(self.targets().target(level)),
-            ModelRating::Lower => {
-                let target = self.targets().target(level);
-                let line = self.humane_rating(x)?;
-                let targets_only = self
-                    .humane?
-                    .target_from_level
-                    .is_some_and(|from| level >= from);
-                Some(if targets_only {
-                    target
-                } else {
-                    line.min(target)
-                })
-            }
-        }
+        let h = self.humane?;
+        let target = self.targets().target(level);
+        Some(match h.rating_from {
+            ModelRating::Strength => self.humane_rating(x)?,
+            ModelRating::Target => target,
+            ModelRating::Lower if h.target_from_level.is_some_and(|from| level >= from) => target,
+            ModelRating::Lower => self.humane_rating(x)?.min(target),
+        })
     }
 
     /// The rating of a level: its recorded one, or interpolated linearly between the two

@@ -78,8 +78,9 @@ pub struct HumaneCoefficients {
     pub rating_from: ModelRating,
     /// With `rating_from = "strength"` or `"lower"`: the model's rating at the strength
     /// coordinate x = 0, and its rise per unit of x (both or neither; absent: the targets'
-    /// line, the level's target where its offset is 0). Calibration writes them when it rescales x, so a level
-    /// it leaves alone keeps its model rating, as it keeps its nodes, noise and blindness.
+    /// line, the level's target where its offset is 0). Calibration writes them when it
+    /// rescales x, so a level it leaves alone keeps its model rating, as it keeps its nodes,
+    /// noise and blindness.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rating_at_x0: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
