@@ -13,7 +13,9 @@
 # ACPL, clear recaptures missed, easy against hard, by clock left; people's figures beside them)
 # and the scores against the anchors (the rating change the recalibration must take back).
 # Usage: scripts/humane_report.sh [GAMES_PER_PAIRING] [SEED]; LADDER overrides the binary
-# (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), MODELS
+# (default: release), OUT the folder (default: calibration/humane), TC the clock (60+0), THINK
+# how the levels pace their moves on it (`fast`, or `human`: charged a person's think time,
+# without waiting, so they come into time trouble and the clock columns fill), MODELS
 # which runs ("off on"), PAIRS which pairs of levels ("1,2 3,4 5,6 7,8 9,10 11,12"), OFF and
 # ON the coefficients of each run (calibration/history/coefficients-v41.toml and
 # calibration/coefficients.toml, version 58 on; the reports in calibration/humane/ were made
@@ -55,7 +57,7 @@ for model in ${MODELS:-off on}; do
     fi
     rm -f "$name.jsonl" "$name.md"
     "$LADDER" arena --gauntlet --level "$1" --anchor "$2" --coefficients "$coefficients" \
-      --games-per-pairing "$GAMES" --seed "$SEED" --tc "$TC" --judge-depth "$DEPTH" \
+      --games-per-pairing "$GAMES" --seed "$SEED" --tc "$TC" --think "${THINK:-fast}" --judge-depth "$DEPTH" \
       --concurrency "${CONCURRENCY:-1}" --results "$name.jsonl" --report "$name.md" >/dev/null
     echo "## levels $1, model $model: $name.md"
     grep -A 20 '^## Human-likeness' "$name.md" | grep '^| level' || true

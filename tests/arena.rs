@@ -406,6 +406,81 @@ fn bad_arguments_are_refused_with_a_reason() {
     assert!(err.contains("--nodes"), "{err}");
     let err = run_match(&args(&["--level", "1"])).unwrap_err().to_string();
     assert!(err.contains("two players"), "{err}");
+    // Pacing is paid on a clock: without one it is refused, and so is an unknown pace.
+    let parse = |list: &[&str]| {
+        Cli::try_parse_from(["arena"].into_iter().chain(list.iter().copied()))
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    };
+    let err = parse(&["--level", "1..2", "--think", "human"]);
+    assert!(err.contains("--tc"), "{err}");
+    let err = parse(&["--level", "1..2", "--tc", "60+0", "--think", "slow"]);
+    assert!(err.contains("fast or human"), "{err}");
+}
+
+/// `--think human` paces the levels as the daemon paces them live: each move costs the level's
+/// clock what a person of its rating would take, and the match does not wait for it. So the
+/// levels come into time trouble as people do (the human-likeness report's clock columns)
+/// while the games take the wall time of fixed-node ones. The PGN shows each move's clock as
+/// Lichess writes it.
+#[test]
+fn human_paced_levels_spend_their_clock_without_the_match_waiting() {
+    let largest_drop = |pace: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let results = dir.path().join("r.jsonl");
+        let pgn = dir.path().join("g.pgn");
+        let started = std::time::Instant::now();
+        let summary = run(&[
+            "--level",
+            "1..2",
+            "--tc",
+            "180+0",
+            "--think",
+            pace,
+            "--games-per-pairing",
+            "2",
+            "--seed",
+            "5",
+            "--concurrency",
+            "2",
+            "--results",
+            results.to_str().unwrap(),
+            "--pgn",
+            pgn.to_str().unwrap(),
+        ]);
+        let wall = started.elapsed();
+        assert_eq!(summary.games.len(), 2);
+        let text = std::fs::read_to_string(&pgn).unwrap();
+        let left: Vec<u64> = text
+            .split("[%clk ")
+            .skip(1)
+            .map(|rest| {
+                let hms: Vec<u64> = rest[..rest.find(']').unwrap()]
+                    .split(':')
+                    .map(|n| n.parse().unwrap())
+                    .collect();
+                hms[0] * 3600 + hms[1] * 60 + hms[2]
+            })
+            .collect();
+        assert!(left.len() > 40, "a clock after every move:\n{text}");
+        let drop = std::time::Duration::from_secs(180 - left.iter().min().unwrap());
+        (drop, wall)
+    };
+    let (human, wall) = largest_drop("human");
+    assert!(
+        human > std::time::Duration::from_secs(60),
+        "a person spends a third of a 3-minute clock over a game: {human:?}"
+    );
+    assert!(
+        wall < human,
+        "the match waited for the pace: {wall:?} of wall time for {human:?} on the clock"
+    );
+    let (fast, _) = largest_drop("fast");
+    assert!(
+        fast < std::time::Duration::from_secs(5),
+        "paced fast, the clock pays only the searches: {fast:?}"
+    );
 }
 
 #[test]

@@ -12,8 +12,9 @@
 #      shipped version's in calibration/humane-network/games.jsonl, version 41's in
 #      calibration/next/games.jsonl: at least 200 a level against three anchors near its
 #      strength), by Stockfish at depth $DEPTH (default 12); then, for the clock columns that
-#      games at fixed nodes cannot fill, the shipped version at 60+0 (scripts/humane_report.sh,
-#      $CLOCK_GAMES games a pairing, default 6 = 18 a level, seed 33);
+#      games at fixed nodes cannot fill, the shipped version at $CLOCK_TC (default 180+0) with
+#      the levels paced as people (`--think human`; scripts/humane_report.sh, $CLOCK_GAMES games
+#      a pairing, default 6 = 18 a level, seed 33);
 #   4. the headroom above the top level (scripts/headroom.sh at 500k nodes a move: the same games
 #      on a busy machine).
 # Every step keeps what a stopped run finished (the arena resumes its results file, the report
@@ -92,8 +93,10 @@ for model in on off; do
   echo "## the model $model: $out/likeness-$model.md"
   grep -A 20 '^## Human-likeness' "$out/likeness-$model.md" | grep '^| level' || true
 done
+# The levels paced as people at 3+0 (charged a person's think time, never waited for), so they
+# come under Lichess's low-time alarm as people do.
 LADDER="$ladder" OUT="$out/humane" MODELS=on ON=calibration/coefficients.toml CONCURRENCY=2 \
-  scripts/humane_report.sh "${CLOCK_GAMES:-6}" 33
+  TC="${CLOCK_TC:-180+0}" THINK=human scripts/humane_report.sh "${CLOCK_GAMES:-6}" 33
 
 # 4. The headroom above the top level.
 LADDER="$ladder" scripts/headroom.sh "$out/headroom" 20 "${HEADROOM_BUDGET:-nodes=500000}" \

@@ -84,6 +84,9 @@ pub struct PlayedGame {
     /// The mover's clock before each of the players' moves (from `opening_plies` on), with the
     /// game's initial time; empty without a clock.
     pub clocks: Vec<ClockLeft>,
+    /// The mover's clock after each of the players' moves, increment added (Lichess's
+    /// `[%clk]`); empty without a clock.
+    pub clocks_after_ms: Vec<u64>,
     /// `None`: a draw.
     pub winner: Option<Color>,
     pub termination: Termination,
@@ -128,9 +131,10 @@ pub async fn play(
     let opening_plies = opening.moves().len();
     let mut game = opening;
     let mut clocks = Vec::new();
+    let mut clocks_after_ms = Vec::new();
     let (termination, seats) = match seat_both(roster, scheduled, seeds).await {
         Ok(mut seats) => (
-            play_moves(&mut game, &mut seats, tc, &mut clocks).await,
+            play_moves(&mut game, &mut seats, tc, &mut clocks, &mut clocks_after_ms).await,
             Some(seats),
         ),
         Err(termination) => (termination, None),
@@ -152,6 +156,7 @@ pub async fn play(
         game,
         opening_plies,
         clocks,
+        clocks_after_ms,
         winner,
         termination,
         seeds,
@@ -184,12 +189,14 @@ async fn seat_both(
     }
 }
 
-/// Plays the game out; with a clock, `clock_log` gets the mover's clock before each move.
+/// Plays the game out; with a clock, `clock_log` gets the mover's clock before each move and
+/// `after_log` after it.
 async fn play_moves(
     game: &mut Game,
     seats: &mut [Seat; 2],
     tc: Option<Clock>,
     clock_log: &mut Vec<ClockLeft>,
+    after_log: &mut Vec<u64>,
 ) -> Termination {
     let mut clocks = tc.map(|tc| Clocks {
         white_ms: tc.initial_ms,
@@ -208,11 +215,13 @@ async fn play_moves(
         }
         let started = Instant::now();
         let answer = seat.choose(game, clocks).await;
-        let elapsed_ms = started.elapsed().as_millis() as u64;
-        let uci = match answer {
-            Ok(uci) => uci,
+        let choice = match answer {
+            Ok(choice) => choice,
             Err(fault) => return Termination::Fault { side, fault },
         };
+        // A human-paced level pays its wait on the clock without the match waiting for it.
+        let elapsed_ms = (started.elapsed() + choice.pace).as_millis() as u64;
+        let uci = choice.uci;
         if let Some(c) = clocks.as_mut() {
             let own = if side.is_white() {
                 &mut c.white_ms
@@ -223,6 +232,7 @@ async fn play_moves(
                 return Termination::Time { loser: side };
             }
             *own = *own - elapsed_ms + c.increment_ms;
+            after_log.push(*own);
         }
         if let Err(e) = game.play_uci(&uci) {
             seat.discard();

@@ -178,6 +178,7 @@ impl MatchPlan {
             coefficients,
             fixed,
             timeouts,
+            think: args.think,
         };
         let roster = Arc::new(Roster::new(players.clone(), seating));
         let plan = MatchPlan {

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use crate::anchors::AnchorsFile;
 use crate::levels::Coefficients;
 use crate::lichess::{Clock, Perf};
+use crate::player::think::ThinkMode;
 
 use super::judge;
 use crate::shard::ShardArg;
@@ -61,6 +62,12 @@ pub struct ArenaOptions {
     /// Clock for both sides, seconds+increment: `60+0.6`.
     #[arg(long, value_name = "TC")]
     pub tc: Option<Clock>,
+    /// How our levels pace their moves on the clock (needs --tc): `fast` moves as the search
+    /// ends; `human` charges each move the time a person of the level would take, as the
+    /// daemon waits live (`think_time = "human"`), without waiting: the levels come into time
+    /// trouble as people do (the report's clock columns), at no cost in wall time.
+    #[arg(long, value_name = "PACE", default_value = "fast", value_parser = think_mode, requires = "tc")]
+    pub think: ThinkMode,
     /// Fixed nodes per move for external engines without their own limits (no clock).
     #[arg(long, conflicts_with = "tc")]
     pub nodes: Option<u64>,
@@ -177,6 +184,11 @@ impl ArenaOptions {
             None => AnchorsFile::builtin(),
         })
     }
+}
+
+/// `--think`: `fast` or `human`.
+fn think_mode(text: &str) -> Result<ThinkMode, String> {
+    ThinkMode::parse(text).ok_or_else(|| format!("{text:?} is not a pace: fast or human"))
 }
 
 /// `--judge-near`: a number of rating points, finite and not negative.

@@ -1,5 +1,6 @@
 //! PGN of arena games, appended in schedule order (games finishing out of order wait for the
 //! ones before them), so a run with a given seed always adds the same games in the same order.
+//! Under a clock each move carries the mover's time left, as Lichess writes it (`[%clk]`).
 
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -69,9 +70,21 @@ pub fn format_game(played: &PlayedGame, ctx: &PgnContext<'_>) -> String {
             pgn.comment("end of opening");
         }
         pgn.play(*m);
+        let after = ply
+            .checked_sub(played.opening_plies)
+            .and_then(|k| played.clocks_after_ms.get(k));
+        if let Some(&ms) = after {
+            pgn.comment(&clk(ms));
+        }
     }
     pgn.comment(&played.termination.describe());
     pgn.finish(played.result_str())
+}
+
+/// Lichess's clock comment: the mover's time left after the move, `[%clk H:MM:SS]`.
+fn clk(ms: u64) -> String {
+    let s = ms / 1000;
+    format!("[%clk {}:{:02}:{:02}]", s / 3600, s / 60 % 60, s % 60)
 }
 
 /// Appends games to a PGN file in the order of `expected` (the shard's game indices), holding

@@ -10,14 +10,20 @@
 //! it, so each plays the same moves wherever it sits. [`Seating::seat`] turns a kind into a
 //! [`Seat`] for one game. An external engine that crashes, hangs or plays an illegal move is a
 //! [`Fault`] of its player; its process is dropped (killed on drop) and never reused.
+//!
+//! A level can be paced as the daemon paces it live ([`Seating::think`]): its clock is then
+//! charged, beyond the search, the wait a person of its rating would take
+//! ([`super::think::wait_after_search`]), without waiting, so an offline match shows how the
+//! levels play in time trouble at no cost in wall time.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode, Move, Position, Role};
 
 use super::clock::{ClockInput, think_time};
 use super::deadline::TimeBudget;
+use super::think::{PositionFacts, ThinkClock, ThinkMode, Thinker, wait_after_search};
 use super::uci_engine::{EngineCommand, UciEngine, UciError};
 use super::{LevelPlayer, choose_blocking};
 use crate::engine::Game;
@@ -214,6 +220,10 @@ pub struct Seating {
     /// Per-move limits for an external engine without its own (the arena's `--nodes` etc.).
     pub fixed: MoveLimits,
     pub timeouts: Timeouts,
+    /// How our levels pace their moves on a clock: `Fast` as the search ends; `Human` also
+    /// charges each move the wait the daemon would take live (`think_time = "human"`, its
+    /// default `max_think`), without waiting.
+    pub think: ThinkMode,
 }
 
 impl Seating {
@@ -233,6 +243,7 @@ impl Seating {
                     LevelParams::new(&self.coefficients, *level),
                     seed,
                 ))),
+                think: self.think,
             }),
             PlayerKind::Uci { command, limits } => {
                 let mut engine = match idle {
@@ -267,6 +278,7 @@ pub enum Seat {
         /// The level player the daemon would use; `None` only while a search runs on the
         /// blocking pool.
         player: Option<Box<LevelPlayer>>,
+        think: ThinkMode,
     },
     Uci {
         /// `None` after a fault: the process was dropped (killed).
@@ -281,11 +293,30 @@ pub enum Seat {
     },
 }
 
+/// A player's move and what its clock pays beyond the time it took.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// UCI notation, not yet checked for legality.
+    pub uci: String,
+    /// A human-paced level's wait after its search (charged to its clock, never waited);
+    /// zero for every other player.
+    pub pace: Duration,
+}
+
+impl Choice {
+    fn at_once(uci: String) -> Choice {
+        Choice {
+            uci,
+            pace: Duration::ZERO,
+        }
+    }
+}
+
 impl Seat {
-    /// The move this player chooses (UCI notation, not yet checked for legality).
-    pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<String, Fault> {
+    /// The move this player chooses, and its pace.
+    pub async fn choose(&mut self, game: &Game, clocks: Option<Clocks>) -> Result<Choice, Fault> {
         match self {
-            Seat::Level { player } => {
+            Seat::Level { player, think } => {
                 let mut taken = player
                     .take()
                     .expect("the player is back after every search");
@@ -294,18 +325,26 @@ impl Seat {
                     soft: None,
                     hard: clocks.map(|c| level_time_budget(c, game)),
                 };
+                let started = Instant::now();
                 let (returned, result) = choose_blocking(taken, game.clone(), budget)
                     .await
                     .map_err(|e| Fault::Crash(format!("our search panicked: {e}")))?;
-                *player = Some(returned);
                 let best = result
                     .best_move
                     .ok_or_else(|| Fault::Illegal("our search returned no move".to_string()))?;
-                Ok(game.to_uci(best))
+                let pace = match clocks {
+                    Some(clocks) => human_pace(*think, &returned, game, &best, clocks, started),
+                    None => Duration::ZERO,
+                };
+                *player = Some(returned);
+                Ok(Choice {
+                    uci: game.to_uci(best),
+                    pace,
+                })
             }
             Seat::Mover { style, rng } => style
                 .choose(game.position(), rng)
-                .map(|m| game.to_uci(m))
+                .map(|m| Choice::at_once(game.to_uci(m)))
                 .ok_or_else(|| Fault::Illegal("no legal move to play".to_string())),
             Seat::Uci {
                 engine: slot,
@@ -320,7 +359,7 @@ impl Seat {
                 let answer = engine
                     .analyse(&position_command(game), &go, wait)
                     .await
-                    .map(|analysis| analysis.best);
+                    .map(|analysis| Choice::at_once(analysis.best));
                 match answer {
                     Ok(uci) => Ok(uci),
                     Err(e) => {
@@ -351,6 +390,37 @@ impl Seat {
             *engine = None;
         }
     }
+}
+
+/// The wait a level paced by `think` would take live after choosing `best` in `game` with
+/// `clocks`, its search having started at `started` (the daemon's own model and safety cap:
+/// the wait never flags the player).
+fn human_pace(
+    think: ThinkMode,
+    player: &LevelPlayer,
+    game: &Game,
+    best: &Move,
+    clocks: Clocks,
+    started: Instant,
+) -> Duration {
+    let own = if game.turn().is_white() {
+        clocks.white_ms
+    } else {
+        clocks.black_ms
+    };
+    let thinker = Thinker {
+        level: player.params().level,
+        seed: player.seed(),
+        max_think: super::think::DEFAULT_MAX_THINK,
+    };
+    let clock = ThinkClock {
+        remaining_ms: Some(own),
+        increment_ms: clocks.increment_ms,
+        initial_ms: Some(clocks.initial_ms),
+        overhead_ms: 0,
+    };
+    let facts = PositionFacts::of(game).with_move(Some(best));
+    wait_after_search(think, &thinker, &clock, &facts, started.elapsed())
 }
 
 /// `go` for an external engine and how long to wait for its answer.

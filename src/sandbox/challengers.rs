@@ -22,6 +22,7 @@ use crate::levels::Coefficients;
 use crate::lichess::types::ChallengeColor;
 use crate::lichess::{GameId, TimeControl};
 use crate::player::seat::{MoveLimits, PlayerKind, Seat, Seating, Timeouts};
+use crate::player::think::ThinkMode;
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, super::world::World> {
     shared.lock().expect("sandbox world lock")
@@ -35,6 +36,8 @@ pub async fn supervise(shared: Shared, mut notices: mpsc::UnboundedReceiver<Noti
         // An engine's own limits only: a simulated person has no match to take them from.
         fixed: MoveLimits::default(),
         timeouts: TIMEOUTS,
+        // No clock: a simulated person's moves come as the world schedules them.
+        think: ThinkMode::Fast,
     });
     while let Some(notice) = notices.recv().await {
         match notice {
@@ -283,7 +286,7 @@ impl ChallengerSeat {
             },
         };
         // No clock: the player plays under its own limits.
-        match seat.choose(game, None).await {
+        match seat.choose(game, None).await.map(|choice| choice.uci) {
             Ok(uci) if is_legal(game, &uci) => {
                 self.seat = Some(seat);
                 Some(uci)
@@ -318,6 +321,7 @@ mod tests {
             coefficients: Coefficients::builtin(),
             fixed: MoveLimits::default(),
             timeouts: TIMEOUTS,
+            think: ThinkMode::Fast,
         };
         ChallengerSeat::new(&config, Arc::new(seating), seed)
     }
