@@ -5,9 +5,12 @@
 #     (their search is at its floor: 1-3 nodes, the noise near its cap), levels 4-12 play the
 #     model of their target (version 58 played levels 4-6 as 845-1278 for targets 1080-1500,
 #     levels 9-12 as 2320-3630 for 2130-2760);
-#   - the top's taper from 2600 instead of 2800 (chance 0.25 above): with the targets as model
-#     ratings, levels 9-10 stumble at full chance, level 11 at ~0.77, level 12 at ~0.30
-#     (version 58: 1, 0.77, 0.25, 0.25);
+#   - the top's taper from 2450 instead of 2800 (chance 0.25 above): with the targets as model
+#     ratings, level 9 stumbles at full chance, level 10 at ~0.90, level 11 at ~0.37, level 12
+#     at ~0.25 (version 58: 1, 0.77, 0.25, 0.25). Versions 59-64 tapered from 2600 (level 11 at
+#     0.77); level 11 then stood at 2300-2454 from 110k to 462k nodes, its rating no longer
+#     rising with nodes (more search finds more traps to fall for), so version 65 moved the
+#     taper and replays levels 4-12 (a changed stumble table counts as another player);
 #   - a stumble never leaves a move Rodent protects (the commit that added this file).
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
