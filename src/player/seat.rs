@@ -403,20 +403,16 @@ fn human_pace(
     clocks: Clocks,
     started: Instant,
 ) -> Duration {
-    let own = if game.turn().is_white() {
-        clocks.white_ms
-    } else {
-        clocks.black_ms
-    };
+    let left = clocks.left_for(game);
     let thinker = Thinker {
         level: player.params().level,
         seed: player.seed(),
         max_think: super::think::DEFAULT_MAX_THINK,
     };
     let clock = ThinkClock {
-        remaining_ms: Some(own),
+        remaining_ms: Some(left.remaining_ms),
         increment_ms: clocks.increment_ms,
-        initial_ms: Some(clocks.initial_ms),
+        initial_ms: Some(left.initial_ms),
         overhead_ms: 0,
     };
     let facts = PositionFacts::of(game).with_move(Some(best));
@@ -481,13 +477,8 @@ pub fn position_command(game: &Game) -> String {
 /// ([`crate::player::clock`]), with no network overhead. The node budget is the real limit;
 /// this only stops a level from losing on time.
 fn level_time_budget(clocks: Clocks, game: &Game) -> Duration {
-    let own = if game.turn().is_white() {
-        clocks.white_ms
-    } else {
-        clocks.black_ms
-    };
     think_time(ClockInput {
-        remaining_ms: Some(own),
+        remaining_ms: Some(clocks.left_for(game).remaining_ms),
         increment_ms: clocks.increment_ms,
         overhead_ms: 0,
         // The arena's clock runs from the first move: no abort timer to beat.
