@@ -12,6 +12,9 @@
 #     rising with nodes (more search finds more traps to fall for), so version 65 moved the
 #     taper and replays levels 4-12 (a changed stumble table counts as another player);
 #   - a stumble never leaves a move Rodent protects (the commit that added this file).
+#   - from version 69, levels 4-6 (model ratings 1000-1600) notice an error of 100 cp, not only
+#     one of 150 ([humane.notice]): they made 1.1-1.5x people's big losses at version 65, a
+#     quarter of them errors their look saw at 100-150 cp; only levels 4-6 replay.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -19,7 +22,8 @@
 # Run from the repository root; stopped (Ctrl-C, crash, end of a session), the same command
 # continues where it stopped. LADDER overrides the binary (default: target/release/ladder); the
 # binary must play as the one that began the run (`ladder bench` 514395, `--network 4` 501239,
-# the humane model of the commit that added this file). CONCURRENCY: games of one batch at once
+# the humane model of the commit that added this file, with [humane.notice] read: a build
+# from the commit of version 69 on). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}

@@ -635,4 +635,27 @@ mod tests {
         v3.humane.as_mut().unwrap().notice_cp += 10.0;
         assert!(!plays_alike(&v1, &v3, 1.0));
     }
+
+    #[test]
+    fn a_notice_band_changes_only_the_levels_whose_rating_it_covers() {
+        use crate::engine::humane::NoticeBand;
+        let v1 = Coefficients::builtin();
+        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1;
+        // A band around level 5's model rating, ending below level 7's.
+        let (from, to) = (model(4.0) - 1.0, (model(6.0) + model(7.0)) / 2.0);
+        assert!(model(3.0) < from && model(7.0) >= to, "{from}..{to}");
+        let mut v2 = v1.clone();
+        v2.version = v1.version + 1;
+        v2.humane.as_mut().unwrap().notice = Some(NoticeBand {
+            cp: 100.0,
+            from_rating: from,
+            to_rating: to,
+        });
+        for level in [1.0, 2.0, 3.0, 7.0, 9.0, 12.0] {
+            assert!(plays_alike(&v1, &v2, level), "level {level}");
+        }
+        for level in [4.0, 5.0, 6.0] {
+            assert!(!plays_alike(&v1, &v2, level), "level {level}");
+        }
+    }
 }

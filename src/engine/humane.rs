@@ -98,6 +98,33 @@ pub struct HumaneCoefficients {
     /// The bottom's aimed moves (`[humane.aim]`, [`super::aim`]); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aim: Option<AimCoefficients>,
+    /// A notice threshold of its own over a band of ratings (`[humane.notice]`); absent:
+    /// `notice_cp` everywhere.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub notice: Option<NoticeBand>,
+}
+
+/// `[humane.notice]`: from `from_rating` up to (not including) `to_rating` the player notices
+/// an error `cp` below the look's best instead of `notice_cp`. Why a band: with the model
+/// playing the levels' targets, levels 4-6 (1080-1500) still made 1.1-1.5 times people's big
+/// losses while levels 7-9 stood at 0.9-1.0 (docs/humane.md, "Noticing more from 1000"); about
+/// a quarter of level 5's big losses by the judge were moves the 5-ply look found 100-150 cp
+/// below its best, under `notice_cp`. A player from about 1000 sees a pawn's loss that a
+/// beginner does not (Rodent's protections start there); above the band the levels err near
+/// people's rate already, and noticing more would take them under it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoticeBand {
+    pub cp: f64,
+    pub from_rating: f64,
+    pub to_rating: f64,
+}
+
+impl NoticeBand {
+    /// Whether a player rated `rating` notices by this band.
+    pub fn covers(&self, rating: f64) -> bool {
+        (self.from_rating..self.to_rating).contains(&rating)
+    }
 }
 
 /// Which rating the model plays at a level: what it misses, what it protects, where it
@@ -221,7 +248,25 @@ impl HumaneCoefficients {
                 },
             )
         });
-        own.or_else(|| self.stumble.and_then(|s| s.problem()))
+        let band = self.notice.and_then(|n| {
+            if !positive(n.cp) {
+                Some(("humane.notice.cp", "must be a positive number"))
+            } else if !(n.from_rating.is_finite() && n.to_rating.is_finite()) {
+                Some((
+                    "humane.notice.from_rating",
+                    "must be a number, as to_rating",
+                ))
+            } else if n.from_rating >= n.to_rating {
+                Some((
+                    "humane.notice.to_rating",
+                    "must be above humane.notice.from_rating",
+                ))
+            } else {
+                None
+            }
+        });
+        own.or(band)
+            .or_else(|| self.stumble.and_then(|s| s.problem()))
             .or_else(|| self.aim.and_then(|a| a.problem()))
     }
 }
@@ -328,6 +373,14 @@ pub fn look_at(scored: &[(Move, i32)], chosen: &Move) -> Option<Look> {
 }
 
 impl HumaneCoefficients {
+    /// How far below the look's best a chosen move must be for a person rated `rating` to
+    /// notice it: the `[humane.notice]` band's where it covers the rating, else `notice_cp`.
+    pub fn notice_cp_at(&self, rating: f64) -> f64 {
+        self.notice
+            .filter(|n| n.covers(rating))
+            .map_or(self.notice_cp, |n| n.cp)
+    }
+
     /// The chance that a person rated `rating` lets the error the look found stand: a logistic
     /// fall with the rating (in an easy position, that of a player [`Self::easy_shift`]
     /// higher), times what the Rodent protections of the look's best move leave, times the
@@ -396,7 +449,7 @@ impl HumaneCoefficients {
 
     /// The move a person rated `rating` plays where the search chose `chosen`, given the
     /// look's moves `scored` (from [`super::look::score_moves`], best first): when `chosen` is at
-    /// least `notice_cp` below the best and the draw `u` (uniform in [0, 1), the caller's, from
+    /// least [`Self::notice_cp_at`] below the best and the draw `u` (uniform in [0, 1), the caller's, from
     /// the game's seed) falls beyond the miss chance, the [`Replacement`] (drawn by `v` when
     /// there is a choice); else `chosen`.
     pub fn decide(
@@ -411,7 +464,8 @@ impl HumaneCoefficients {
         let Some(look) = look_at(scored, &chosen) else {
             return chosen;
         };
-        if f64::from(look.best_cp - look.chosen_cp) < self.notice_cp {
+        let notice_cp = self.notice_cp_at(rating);
+        if f64::from(look.best_cp - look.chosen_cp) < notice_cp {
             return chosen;
         }
         let easy = look
@@ -429,7 +483,7 @@ impl HumaneCoefficients {
             Replacement::Safe => {
                 let safe: Vec<Move> = scored
                     .iter()
-                    .take_while(|&&(_, cp)| f64::from(look.best_cp - cp) < self.notice_cp)
+                    .take_while(|&&(_, cp)| f64::from(look.best_cp - cp) < notice_cp)
                     .map(|&(m, _)| m)
                     .collect();
                 // The best is always safe, so the list is never empty.
@@ -495,6 +549,7 @@ mod tests {
             target_from_level: None,
             stumble: None,
             aim: None,
+            notice: None,
         }
     }
 
@@ -725,6 +780,82 @@ mod tests {
             );
         }
         assert!(played.len() >= 2, "{played:?}");
+    }
+
+    #[test]
+    fn a_notice_band_notices_smaller_errors_only_at_the_ratings_it_covers() {
+        // A move the look finds 100-150 cp below its best: under `notice_cp` (150), over the
+        // band's 100.
+        let mut engine = Engine::new(1);
+        let (g, scored, chosen) = [
+            (
+                "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
+                3,
+            ),
+            (
+                "r1bqk2r/pppp1ppp/2n2n2/2b1p3/2B1P3/3P1N2/PPP2PPP/RNBQK2R w KQkq - 1 5",
+                3,
+            ),
+            (
+                "rnbqkb1r/ppp2ppp/4pn2/3p4/2PP4/2N5/PP2PPPP/R1BQKBNR w KQkq - 0 4",
+                3,
+            ),
+        ]
+        .into_iter()
+        .find_map(|(fen, depth)| {
+            let g = game(fen, &[]);
+            let scored = score_moves(&mut engine, &g, depth);
+            let best = scored[0].1;
+            let chosen = scored
+                .iter()
+                .find(|&&(_, cp)| (100..150).contains(&(best - cp)))?
+                .0;
+            Some((g, scored, chosen))
+        })
+        .expect("a position with a move 100-150 cp below the best");
+        let banded = HumaneCoefficients {
+            replacement: Replacement::Safe,
+            notice: Some(NoticeBand {
+                cp: 100.0,
+                from_rating: 1000.0,
+                to_rating: 1600.0,
+            }),
+            ..knobs()
+        };
+        assert_eq!(banded.notice_cp_at(1300.0), 100.0);
+        assert_eq!(banded.notice_cp_at(1600.0), banded.notice_cp);
+        assert_eq!(banded.notice_cp_at(999.0), banded.notice_cp);
+        // A draw beyond any miss chance: noticed inside the band, below notice_cp outside it.
+        let best_cp = scored[0].1;
+        for i in 0..10 {
+            let v = f64::from(i) / 10.0;
+            let inside = banded.decide(1300.0, &g, &scored, chosen, None, (0.9999, v));
+            assert_ne!(inside, chosen);
+            let cp = scored.iter().find(|(m, _)| *m == inside).unwrap().1;
+            assert!(
+                best_cp - cp < 100,
+                "{} loses {}",
+                g.to_uci(inside),
+                best_cp - cp
+            );
+            assert_eq!(
+                banded.decide(1700.0, &g, &scored, chosen, None, (0.9999, v)),
+                chosen
+            );
+        }
+        // A band that ends where it starts is refused by its key.
+        let empty = HumaneCoefficients {
+            notice: Some(NoticeBand {
+                cp: 100.0,
+                from_rating: 1600.0,
+                to_rating: 1600.0,
+            }),
+            ..knobs()
+        };
+        assert_eq!(
+            empty.problem().map(|(key, _)| key),
+            Some("humane.notice.to_rating")
+        );
     }
 
     #[test]
