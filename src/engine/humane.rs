@@ -248,22 +248,28 @@ impl HumaneCoefficients {
                 },
             )
         });
+        // The band's keys, each named by itself: a bad one is refused before the others.
         let band = self.notice.and_then(|n| {
-            if !positive(n.cp) {
-                Some(("humane.notice.cp", "must be a positive number"))
-            } else if !(n.from_rating.is_finite() && n.to_rating.is_finite()) {
-                Some((
+            [
+                (
+                    "humane.notice.cp",
+                    positive(n.cp),
+                    "must be a positive number",
+                ),
+                (
                     "humane.notice.from_rating",
-                    "must be a number, as to_rating",
-                ))
-            } else if n.from_rating >= n.to_rating {
-                Some((
+                    n.from_rating.is_finite(),
+                    "must be a number",
+                ),
+                (
                     "humane.notice.to_rating",
-                    "must be above humane.notice.from_rating",
-                ))
-            } else {
-                None
-            }
+                    n.to_rating.is_finite() && n.to_rating > n.from_rating,
+                    "must be a number above humane.notice.from_rating",
+                ),
+            ]
+            .into_iter()
+            .find(|&(_, ok, _)| !ok)
+            .map(|(key, _, problem)| (key, problem))
         });
         own.or(band)
             .or_else(|| self.stumble.and_then(|s| s.problem()))
@@ -449,9 +455,9 @@ impl HumaneCoefficients {
 
     /// The move a person rated `rating` plays where the search chose `chosen`, given the
     /// look's moves `scored` (from [`super::look::score_moves`], best first): when `chosen` is at
-    /// least [`Self::notice_cp_at`] below the best and the draw `u` (uniform in [0, 1), the caller's, from
-    /// the game's seed) falls beyond the miss chance, the [`Replacement`] (drawn by `v` when
-    /// there is a choice); else `chosen`.
+    /// least [`Self::notice_cp_at`] below the best and the draw `u` (uniform in [0, 1), the
+    /// caller's, from the game's seed) falls beyond the miss chance, the [`Replacement`] (drawn
+    /// by `v` when there is a choice); else `chosen`.
     pub fn decide(
         &self,
         rating: f64,
@@ -788,23 +794,14 @@ mod tests {
         // band's 100.
         let mut engine = Engine::new(1);
         let (g, scored, chosen) = [
-            (
-                "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
-                3,
-            ),
-            (
-                "r1bqk2r/pppp1ppp/2n2n2/2b1p3/2B1P3/3P1N2/PPP2PPP/RNBQK2R w KQkq - 1 5",
-                3,
-            ),
-            (
-                "rnbqkb1r/ppp2ppp/4pn2/3p4/2PP4/2N5/PP2PPPP/R1BQKBNR w KQkq - 0 4",
-                3,
-            ),
+            "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
+            "r1bqk2r/pppp1ppp/2n2n2/2b1p3/2B1P3/3P1N2/PPP2PPP/RNBQK2R w KQkq - 1 5",
+            "rnbqkb1r/ppp2ppp/4pn2/3p4/2PP4/2N5/PP2PPPP/R1BQKBNR w KQkq - 0 4",
         ]
         .into_iter()
-        .find_map(|(fen, depth)| {
+        .find_map(|fen| {
             let g = game(fen, &[]);
-            let scored = score_moves(&mut engine, &g, depth);
+            let scored = score_moves(&mut engine, &g, 3);
             let best = scored[0].1;
             let chosen = scored
                 .iter()

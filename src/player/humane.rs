@@ -223,6 +223,28 @@ mod tests {
         assert!(e.contains("humane.stumble.trap_cp"), "{e}");
         let line = text.lines().position(|l| l.starts_with("trap_cp")).unwrap() + 1;
         assert!(e.contains(&format!(":{line}")), "{e}");
+        // So is the notice band: it reads back, and a bad key is named with its line.
+        let band = "[humane.notice]\ncp = 100.0\nfrom_rating = 1000.0\nto_rating = 1600.0\n\n";
+        let with = with.replacen(
+            "\n[humane.stumble]",
+            &format!("\n{band}[humane.stumble]"),
+            1,
+        );
+        let parsed = Coefficients::parse(&with, "c.toml").unwrap();
+        assert_eq!(parsed.humane.unwrap().notice_cp_at(1300.0), 100.0);
+        assert_eq!(
+            Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
+            parsed
+        );
+        let text = with.replace("to_rating = 1600.0", "to_rating = 900.0");
+        let e = refusal(&text);
+        assert!(e.contains("humane.notice.to_rating"), "{e}");
+        let line = text
+            .lines()
+            .position(|l| l.starts_with("to_rating"))
+            .unwrap()
+            + 1;
+        assert!(e.contains(&format!(":{line}")), "{e}");
     }
 
     #[test]
