@@ -16,6 +16,19 @@ set -euo pipefail
 seed=${SEED:-11}; network=${NETWORK:-0}
 out=${1:?OUTDIR}; seconds=${2:?SECONDS}; procs=${3:?PROCESSES}; first=${4:?FIRST_SHARD}
 ladder=${5:-target/release/ladder}
+# Arguments in the wrong order (a first shard of 1000 given as PROCESSES) would start a thousand
+# searches on a two-core machine: refuse what no machine here runs.
+cores=$(nproc)
+case $procs in '' | *[!0-9]*) echo "PROCESSES must be a number, not '$procs'" >&2; exit 2 ;; esac
+case $first in '' | *[!0-9]*) echo "FIRST_SHARD must be a number, not '$first'" >&2; exit 2 ;; esac
+if [ "$procs" -lt 1 ] || [ "$procs" -gt $((4 * cores)) ]; then
+  echo "PROCESSES is $procs: one a core is the plan, at most $((4 * cores)) on this machine's $cores cores" >&2
+  exit 2
+fi
+if [ "$first" -lt 1 ] || [ "$first" -gt 8192 ]; then
+  echo "FIRST_SHARD is $first: the run has shards 1 to 8192" >&2
+  exit 2
+fi
 mkdir -p "$out"
 deadline=$(( $(date +%s) + seconds ))
 for p in $(seq 0 $((procs - 1))); do
