@@ -650,7 +650,6 @@ mod tests {
             cp: 100.0,
             from_rating: from,
             to_rating: to,
-            size_cp: None,
         });
         for level in [1.0, 2.0, 3.0, 7.0, 9.0, 12.0] {
             assert!(plays_alike(&v1, &v2, level), "level {level}");

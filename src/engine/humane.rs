@@ -118,15 +118,6 @@ pub struct NoticeBand {
     pub cp: f64,
     pub from_rating: f64,
     pub to_rating: f64,
-    /// Inside the band, an error the look finds `loss` below its best is missed
-    /// `exp(-(loss - cp) / size_cp)` times as often as one at the threshold: the bigger the
-    /// error, the likelier a player sees it (absent: every size alike). Regan and Haworth's
-    /// intrinsic-rating model ("Intrinsic Chess Ratings", AAAI 2011) has a player's chance of
-    /// choosing a move fall off with how much worse it is; a player of 1000-1600 who lets a
-    /// 100 cp slip keeps a piece more often than the model without it, which misses a hung
-    /// piece as often as a weak pawn.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub size_cp: Option<f64>,
 }
 
 impl NoticeBand {
@@ -275,11 +266,6 @@ impl HumaneCoefficients {
                     n.to_rating.is_finite() && n.to_rating > n.from_rating,
                     "must be a number above humane.notice.from_rating",
                 ),
-                (
-                    "humane.notice.size_cp",
-                    n.size_cp.is_none_or(positive),
-                    "must be a positive number",
-                ),
             ]
             .into_iter()
             .find(|&(_, ok, _)| !ok)
@@ -401,19 +387,6 @@ impl HumaneCoefficients {
             .map_or(self.notice_cp, |n| n.cp)
     }
 
-    /// What the size of a noticed error does to its miss chance at `rating`: 1 at the notice
-    /// threshold, falling by e every `size_cp` beyond it where the `[humane.notice]` band
-    /// covers the rating and has a `size_cp`; 1 everywhere else.
-    pub fn size_factor(&self, rating: f64, loss_cp: f64) -> f64 {
-        self.notice
-            .filter(|n| n.covers(rating))
-            .and_then(|n| {
-                n.size_cp
-                    .map(|size| (-(loss_cp - n.cp).max(0.0) / size).exp())
-            })
-            .unwrap_or(1.0)
-    }
-
     /// The chance that a person rated `rating` lets the error the look found stand: a logistic
     /// fall with the rating (in an easy position, that of a player [`Self::easy_shift`]
     /// higher), times what the Rodent protections of the look's best move leave, times the
@@ -498,15 +471,14 @@ impl HumaneCoefficients {
             return chosen;
         };
         let notice_cp = self.notice_cp_at(rating);
-        let loss_cp = f64::from(look.best_cp - look.chosen_cp);
-        if loss_cp < notice_cp {
+        if f64::from(look.best_cp - look.chosen_cp) < notice_cp {
             return chosen;
         }
         let easy = look
             .second_cp
             .is_none_or(|second| f64::from(look.best_cp - second) >= self.easy_gap_cp);
         let kinds = Protected::kinds(game.position(), game.moves().last(), &look.best);
-        if u < self.miss_chance(rating, easy, &kinds, clock) * self.size_factor(rating, loss_cp) {
+        if u < self.miss_chance(rating, easy, &kinds, clock) {
             return chosen;
         }
         match self.replacement {
@@ -844,7 +816,6 @@ mod tests {
                 cp: 100.0,
                 from_rating: 1000.0,
                 to_rating: 1600.0,
-                size_cp: None,
             }),
             ..knobs()
         };
@@ -875,73 +846,12 @@ mod tests {
                 cp: 100.0,
                 from_rating: 1600.0,
                 to_rating: 1600.0,
-                size_cp: None,
             }),
             ..knobs()
         };
         assert_eq!(
             empty.problem().map(|(key, _)| key),
             Some("humane.notice.to_rating")
-        );
-    }
-
-    #[test]
-    fn with_size_cp_a_bigger_error_is_noticed_more_inside_the_band_only() {
-        let band = |size_cp| NoticeBand {
-            cp: 100.0,
-            from_rating: 1000.0,
-            to_rating: 1600.0,
-            size_cp,
-        };
-        let sized = HumaneCoefficients {
-            notice: Some(band(Some(100.0))),
-            ..knobs()
-        };
-        // At the threshold as without it; e times rarer missed every 100 cp beyond; nothing
-        // outside the band.
-        assert_eq!(sized.size_factor(1300.0, 100.0), 1.0);
-        assert!((sized.size_factor(1300.0, 300.0) - (-2f64).exp()).abs() < 1e-12);
-        assert_eq!(sized.size_factor(1700.0, 300.0), 1.0);
-        assert_eq!(sized.size_factor(900.0, 300.0), 1.0);
-        let plain = HumaneCoefficients {
-            notice: Some(band(None)),
-            ..knobs()
-        };
-        assert_eq!(plain.size_factor(1300.0, 300.0), 1.0);
-        // In play: a move that hangs material, with a draw inside the plain miss chance but
-        // beyond the sized one, stands without size_cp and gives way with it.
-        let mut engine = Engine::new(1);
-        let g = game(
-            "r1bqkbnr/pppp1ppp/2n5/4p3/2B1P3/5N2/PPPP1PPP/RNBQK2R b KQkq - 3 3",
-            &[],
-        );
-        let scored = score_moves(&mut engine, &g, 3);
-        let (chosen, cp) = *scored
-            .iter()
-            .find(|&&(_, cp)| scored[0].1 - cp >= 300)
-            .expect("a move that loses 300 cp or more");
-        let loss = f64::from(scored[0].1 - cp);
-        let easy = f64::from(scored[0].1 - scored[1].1) >= plain.easy_gap_cp;
-        let kinds = Protected::kinds(g.position(), None, &scored[0].0);
-        let miss = plain.miss_chance(1300.0, easy, &kinds, None);
-        let u = miss * (0.5 + 0.5 * sized.size_factor(1300.0, loss));
-        assert!(u < miss && u >= miss * sized.size_factor(1300.0, loss));
-        assert_eq!(
-            plain.decide(1300.0, &g, &scored, chosen, None, (u, 0.0)),
-            chosen
-        );
-        assert_ne!(
-            sized.decide(1300.0, &g, &scored, chosen, None, (u, 0.0)),
-            chosen
-        );
-        // A size that is no positive number is refused by its key.
-        let bad = HumaneCoefficients {
-            notice: Some(band(Some(0.0))),
-            ..knobs()
-        };
-        assert_eq!(
-            bad.problem().map(|(key, _)| key),
-            Some("humane.notice.size_cp")
         );
     }
 
