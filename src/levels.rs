@@ -841,8 +841,8 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             .min(c.max_nodes as f64)
     };
     // The humane model: the same knobs (its line, and where its rating comes from, aside) and
-    // the same rating at the level; the top's stumbles only where the level may stumble, a
-    // notice band only where it covers the level's rating.
+    // the same rating at the level; the top's stumbles only where the level may stumble, the
+    // notice threshold the level plays by (a band's edges elsewhere change nothing here).
     let knobs = |p: &LevelParams| {
         p.humane.as_deref().map(|&(h, rating)| HumaneCoefficients {
             rating_at_x0: None,
@@ -852,7 +852,8 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
             stumble: h
                 .stumble
                 .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES),
-            notice: h.notice.filter(|n| n.covers(rating)),
+            notice_cp: h.notice_cp_at(rating),
+            notice: None,
             ..h
         })
     };

@@ -657,5 +657,21 @@ mod tests {
         for level in [4.0, 5.0, 6.0] {
             assert!(!plays_alike(&v1, &v2, level), "level {level}");
         }
+        // The band's start moved above level 4: level 4 notices as before the band, levels
+        // 5 and 6 as in it, so only level 4 plays again.
+        let mut v3 = v2.clone();
+        v3.version = v2.version + 1;
+        v3.humane
+            .as_mut()
+            .unwrap()
+            .notice
+            .as_mut()
+            .unwrap()
+            .from_rating = (model(4.0) + model(5.0)) / 2.0;
+        assert!(plays_alike(&v1, &v3, 4.0));
+        assert!(!plays_alike(&v2, &v3, 4.0));
+        for level in [1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 9.0, 12.0] {
+            assert!(plays_alike(&v2, &v3, level), "level {level}");
+        }
     }
 }
