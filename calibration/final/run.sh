@@ -15,6 +15,10 @@
 #   - from version 69, levels 4-6 (model ratings 1000-1600) notice an error of 100 cp, not only
 #     one of 150 ([humane.notice]): they made 1.1-1.5x people's big losses at version 65, a
 #     quarter of them errors their look saw at 100-150 cp; only levels 4-6 replay.
+#   - from version 81 the band starts at 1200: level 4 (model 1080) notices at 150 again. With
+#     the band it stood 100 above its target, and the loop's weaker search made it err 1.32x
+#     people's (version 79, depth 12) against 1.07x without (version 65); levels 5-6 keep it
+#     and their games (`plays_alike` compares the threshold a level plays by); level 4 replays.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -23,7 +27,8 @@
 # continues where it stopped. LADDER overrides the binary (default: target/release/ladder); the
 # binary must play as the one that began the run (`ladder bench` 514395, `--network 4` 501239,
 # the humane model of the commit that added this file, with [humane.notice] read: a build
-# from the commit of version 69 on). CONCURRENCY: games of one batch at once
+# from the commit of version 69 on; from version 81 one from the commit of version 81 on, whose
+# `plays_alike` lets levels 5-6 keep their games). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
