@@ -111,7 +111,9 @@ pub struct HumaneCoefficients {
 /// a quarter of level 5's big losses by the judge were moves the 5-ply look found 100-150 cp
 /// below its best, under `notice_cp`. A player from about 1000 sees a pawn's loss that a
 /// beginner does not (Rodent's protections start there); above the band the levels err near
-/// people's rate already, and noticing more would take them under it.
+/// people's rate already, and noticing more would take them under it. Where the search is near
+/// its floor (level 4 of the last recalibration), the loop buys the band's strength back with
+/// noise and the level errs more, not less: that recalibration's band starts at 1200.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoticeBand {
