@@ -154,16 +154,30 @@ mod tests {
     #[test]
     fn a_bad_humane_knob_is_refused_by_its_key_and_line() {
         let refusal = |text: &str| Coefficients::parse(text, "c.toml").unwrap_err().to_string();
+        // Refused, naming `key` and the line that starts with `line_start`.
+        let refused_at = |text: &str, key: &str, line_start: &str| {
+            let e = refusal(text);
+            assert!(e.contains(key), "{e}");
+            let line = text
+                .lines()
+                .position(|l| l.starts_with(line_start))
+                .unwrap()
+                + 1;
+            assert!(e.contains(&format!(":{line}")), "{e}");
+            e
+        };
+        // Read, and read back the same from what it writes.
+        let reads_back = |text: &str| {
+            let parsed = Coefficients::parse(text, "c.toml").unwrap();
+            assert_eq!(
+                Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
+                parsed
+            );
+            parsed
+        };
         let text = CANDIDATE.replace("easy_factor = 0.1", "easy_factor = 1.5");
-        let e = refusal(&text);
-        assert!(e.contains("humane.easy_factor"), "{e}");
+        let e = refused_at(&text, "humane.easy_factor", "easy_factor");
         assert!(e.contains("[0, 1]"), "{e}");
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("easy_factor"))
-            .unwrap()
-            + 1;
-        assert!(e.contains(&format!(":{line}")), "{e}");
         let e = refusal(&CANDIDATE.replace("look_depth = 5", "look_depth = 0"));
         assert!(e.contains("humane.look_depth"), "{e}");
         // The model's own line comes whole.
@@ -212,17 +226,10 @@ mod tests {
         assert!(Coefficients::parse(&text, "c.toml").is_err());
         // The stumbles' table, nested in [humane], is named down to its key and line.
         let with = CANDIDATE.replace("chance = 1.0", "chance = 0.5");
-        let parsed = Coefficients::parse(&with, "c.toml").unwrap();
+        let parsed = reads_back(&with);
         assert_eq!(parsed.humane.unwrap().stumble.unwrap().chance, 0.5);
-        assert_eq!(
-            Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
-            parsed
-        );
         let text = with.replace("trap_cp = 200.0", "trap_cp = 0.0");
-        let e = refusal(&text);
-        assert!(e.contains("humane.stumble.trap_cp"), "{e}");
-        let line = text.lines().position(|l| l.starts_with("trap_cp")).unwrap() + 1;
-        assert!(e.contains(&format!(":{line}")), "{e}");
+        refused_at(&text, "humane.stumble.trap_cp", "trap_cp");
         // So is the notice band: it reads back, and a bad key is named with its line.
         let band = "[humane.notice]\ncp = 100.0\nfrom_rating = 1000.0\nto_rating = 1600.0\n\n";
         let with = with.replacen(
@@ -230,21 +237,10 @@ mod tests {
             &format!("\n{band}[humane.stumble]"),
             1,
         );
-        let parsed = Coefficients::parse(&with, "c.toml").unwrap();
+        let parsed = reads_back(&with);
         assert_eq!(parsed.humane.unwrap().notice_cp_at(1300.0), 100.0);
-        assert_eq!(
-            Coefficients::parse(&parsed.to_toml(), "again.toml").unwrap(),
-            parsed
-        );
         let text = with.replace("to_rating = 1600.0", "to_rating = 900.0");
-        let e = refusal(&text);
-        assert!(e.contains("humane.notice.to_rating"), "{e}");
-        let line = text
-            .lines()
-            .position(|l| l.starts_with("to_rating"))
-            .unwrap()
-            + 1;
-        assert!(e.contains(&format!(":{line}")), "{e}");
+        refused_at(&text, "humane.notice.to_rating", "to_rating");
     }
 
     #[test]
