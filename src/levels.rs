@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 
 use shakmaty::Position;
 
-use crate::engine::humane::{HumaneCoefficients, ModelRating};
+use crate::engine::humane::{HumaneCoefficients, ModelRating, PlayedAs};
 use crate::engine::ramp::interpolate;
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
@@ -531,6 +531,21 @@ impl Coefficients {
         })
     }
 
+    /// The ratings the humane model plays `level` at, whose strength coordinate is `x`: its
+    /// errors at [`Self::humane_rating_of`], its habits there too, or with
+    /// `habits_at_target` at the level's target where that is higher (`None`: the model is
+    /// off).
+    pub fn humane_played_as(&self, level: f64, x: f64) -> Option<PlayedAs> {
+        let h = self.humane?;
+        let errors = self.humane_rating_of(level, x)?;
+        let habits = if h.habits_at_target {
+            errors.max(self.targets().target(level))
+        } else {
+            errors
+        };
+        Some(PlayedAs { errors, habits })
+    }
+
     /// The rating of a level: its recorded one, or interpolated linearly between the two
     /// rated levels around it (`None` outside the rated levels, or with no ratings).
     pub fn rating_of(&self, level: f64) -> Option<f64> {
@@ -672,7 +687,7 @@ pub struct LevelParams {
     /// with the search (a level pushed below the bottom, where the search cannot get weaker,
     /// still gets weaker by missing more; x is the level's target where the offset is 0)
     /// (boxed: the parameters travel in enums and channels, mostly without it).
-    pub humane: Option<Box<(HumaneCoefficients, f64)>>,
+    pub humane: Option<Box<(HumaneCoefficients, PlayedAs)>>,
     blindness: Option<BlindnessCurve>,
     b: f64,
     d: f64,
@@ -713,7 +728,7 @@ impl LevelParams {
             search: coefficients.search,
             humane: coefficients
                 .humane
-                .zip(coefficients.humane_rating_of(level, exponent))
+                .zip(coefficients.humane_played_as(level, exponent))
                 .map(Box::new),
             blindness: coefficients.blindness,
             b: coefficients.b,
@@ -844,23 +859,29 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     // the same rating at the level; the top's stumbles only where the level may stumble, the
     // notice threshold the level plays by (a band's edges elsewhere change nothing here).
     let knobs = |p: &LevelParams| {
-        p.humane.as_deref().map(|&(h, rating)| HumaneCoefficients {
-            rating_at_x0: None,
-            rating_per_x: None,
-            rating_from: ModelRating::Strength,
-            target_from_level: None,
-            stumble: h
-                .stumble
-                .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES),
-            notice_cp: h.notice_cp_at(rating),
-            notice: None,
-            ..h
-        })
+        p.humane
+            .as_deref()
+            .map(|&(h, PlayedAs { errors: rating, .. })| HumaneCoefficients {
+                rating_at_x0: None,
+                rating_per_x: None,
+                rating_from: ModelRating::Strength,
+                target_from_level: None,
+                // What it changes is the habits' rating, compared below.
+                habits_at_target: false,
+                stumble: h
+                    .stumble
+                    .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES),
+                notice_cp: h.notice_cp_at(rating),
+                notice: None,
+                ..h
+            })
     };
-    let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1);
+    let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.errors);
+    let habits_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.habits);
     a.eval_weights == b.eval_weights
         && knobs(&pa) == knobs(&pb)
         && close(model_rating(&pa), model_rating(&pb))
+        && close(habits_rating(&pa), habits_rating(&pb))
         && pa.network == pb.network
         && a.search == b.search
         && close(raw_nodes(a), raw_nodes(b))

@@ -615,7 +615,7 @@ mod tests {
             .expect("the shipped model has the top's stumbles");
         stumble.top_from_rating = Some(2600.0);
         stumble.chance = 0.9;
-        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1;
+        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1.errors;
         let chance = |level: f64| {
             let h = v1.humane.unwrap();
             h.stumble.unwrap().chance_at(model(level), h.flag_factor)
@@ -640,7 +640,7 @@ mod tests {
     fn a_notice_band_changes_only_the_levels_whose_rating_it_covers() {
         use crate::engine::humane::NoticeBand;
         let v1 = Coefficients::builtin();
-        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1;
+        let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1.errors;
         // A band around level 5's model rating, ending below level 7's.
         let (from, to) = (model(4.0) - 1.0, (model(6.0) + model(7.0)) / 2.0);
         assert!(model(3.0) < from && model(7.0) >= to, "{from}..{to}");
@@ -672,6 +672,32 @@ mod tests {
         assert!(!plays_alike(&v2, &v3, 4.0));
         for level in [1.0, 2.0, 3.0, 5.0, 6.0, 7.0, 9.0, 12.0] {
             assert!(plays_alike(&v2, &v3, level), "level {level}");
+        }
+    }
+
+    #[test]
+    fn habits_at_the_target_replay_only_the_levels_whose_model_plays_below_it() {
+        // The last recalibration's model: the line below level 4, the targets from there.
+        let mut v1 = Coefficients::builtin();
+        let h = v1.humane.as_mut().unwrap();
+        h.rating_from = crate::engine::humane::ModelRating::Lower;
+        h.target_from_level = Some(4.0);
+        let mut v2 = v1.clone();
+        v2.version = v1.version + 1;
+        v2.humane.as_mut().unwrap().habits_at_target = true;
+        let played = |c: &Coefficients, level: f64| LevelParams::new(c, level).humane.unwrap().1;
+        let target = |level: f64| v1.targets().target(level);
+        let below = |level: f64| played(&v1, level).errors < target(level) - 1e-6;
+        // The bottom plays the line, below its targets; the rest their targets.
+        assert!(below(1.0) && below(3.0) && !below(4.0) && !below(12.0));
+        for level in (1..=12).map(f64::from) {
+            assert_eq!(plays_alike(&v1, &v2, level), !below(level), "level {level}");
+            let (old, new) = (played(&v1, level), played(&v2, level));
+            assert_eq!(
+                new.errors, old.errors,
+                "the errors' rating stays: level {level}"
+            );
+            assert_eq!(new.habits, old.errors.max(target(level)), "level {level}");
         }
     }
 }

@@ -633,7 +633,7 @@ fn round9(v: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::humane::ModelRating;
+    use crate::engine::humane::{ModelRating, PlayedAs};
 
     fn est(rating: f64, se: f64, games: usize) -> Option<Estimate> {
         Some(Estimate {
@@ -936,7 +936,11 @@ mod tests {
         // No line is written: the model still plays each level's target, moved or not.
         assert_eq!(p.coefficients.humane, Some(targets));
         for u in &p.levels {
-            let model = LevelParams::new(&p.coefficients, u.level).humane.unwrap().1;
+            let model = LevelParams::new(&p.coefficients, u.level)
+                .humane
+                .unwrap()
+                .1
+                .errors;
             assert_eq!(model, c.targets().target(u.level), "level {}", u.level);
         }
         // The file says so and reads back the same.
@@ -979,7 +983,8 @@ mod tests {
             ..humane_model()
         };
         c.humane = Some(lower);
-        let model = |c: &Coefficients, level: f64| LevelParams::new(c, level).humane.unwrap().1;
+        let model =
+            |c: &Coefficients, level: f64| LevelParams::new(c, level).humane.unwrap().1.errors;
         let line = |c: &Coefficients, level: f64| {
             c.humane_rating(LevelParams::new(c, level).exponent)
                 .unwrap()
@@ -1057,7 +1062,7 @@ mod tests {
         let model = c.humane.unwrap();
         let at = |x: f64| {
             let rating = c.humane_rating(x).unwrap();
-            model.miss_chance(rating, true, &[], None)
+            model.miss_chance(PlayedAs::one(rating), true, &[], None)
         };
         assert!(at(floor) >= 0.99 - 1e-9, "{}", at(floor));
         assert!(at(floor + 1.0) < 0.99);

@@ -92,6 +92,15 @@ pub struct HumaneCoefficients {
     /// their targets, and the search can weaken them instead.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target_from_level: Option<f64>,
+    /// Whether Rodent's protections (what a person of a rating does not forget: the
+    /// recapture, a pawn's capture, ...) are judged at the level's target where the model's
+    /// rating is below it (absent: false, at the model's rating). The line that weakens the
+    /// bottom (`"lower"`) is no person's rating: version 58's level 1 played as −600 and left
+    /// 65–73% of clear recaptures on the board, which beginners do not. The line still
+    /// weakens everything else ([`PlayedAs`]); the easy positions stay on it, for at the
+    /// search's floor a level's rating rests on them (docs/humane.md, "Habits at the target").
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub habits_at_target: bool,
     /// The top's stumbles (`[humane.stumble]`, [`super::stumble`]); absent: none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stumble: Option<StumbleCoefficients>,
@@ -161,6 +170,31 @@ impl ModelRating {
     /// rewrites the line when it rescales x, and the line sets the floor under x).
     pub fn uses_line(self) -> bool {
         matches!(self, ModelRating::Strength | ModelRating::Lower)
+    }
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+/// The ratings the model plays a level at: `errors` decides how often a noticed error is let
+/// stand (in hard and easy positions), the top's stumbles and aimed moves; `habits` how often
+/// a person of the level's rating keeps Rodent's protected moves. The two differ only at the
+/// bottom, where the line weakens a level whose search is at its floor
+/// ([`HumaneCoefficients::habits_at_target`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct PlayedAs {
+    pub errors: f64,
+    pub habits: f64,
+}
+
+impl PlayedAs {
+    /// One rating for both.
+    pub fn one(rating: f64) -> PlayedAs {
+        PlayedAs {
+            errors: rating,
+            habits: rating,
+        }
     }
 }
 
@@ -389,25 +423,21 @@ impl HumaneCoefficients {
             .map_or(self.notice_cp, |n| n.cp)
     }
 
-    /// The chance that a person rated `rating` lets the error the look found stand: a logistic
-    /// fall with the rating (in an easy position, that of a player [`Self::easy_shift`]
-    /// higher), times what the Rodent protections of the look's best move leave, times the
-    /// clock's factor; at most 1.
+    /// The chance that a person played as `rating` lets the error the look found stand: a
+    /// logistic fall with the errors' rating (in an easy position, that of a player
+    /// [`Self::easy_shift`] higher), times what the Rodent protections of the look's best move
+    /// leave at the habits' rating, times the clock's factor; at most 1.
     pub fn miss_chance(
         &self,
-        rating: f64,
+        rating: PlayedAs,
         easy: bool,
         kinds: &[Protected],
         clock: Option<ClockLeft>,
     ) -> f64 {
-        let seen_as = if easy {
-            rating + self.easy_shift()
-        } else {
-            rating
-        };
+        let seen_as = rating.errors + if easy { self.easy_shift() } else { 0.0 };
         let mut miss = 1.0 - logistic((seen_as - self.miss_mid) / self.miss_width);
         for &kind in kinds {
-            miss *= 1.0 - protection(kind, rating, self.protect_width);
+            miss *= 1.0 - protection(kind, rating.habits, self.protect_width);
         }
         (miss * self.clock_factor(clock)).min(1.0)
     }
@@ -455,14 +485,14 @@ impl HumaneCoefficients {
         self.alarm_factor + (self.flag_factor - self.alarm_factor) * used
     }
 
-    /// The move a person rated `rating` plays where the search chose `chosen`, given the
+    /// The move a person played as `rating` plays where the search chose `chosen`, given the
     /// look's moves `scored` (from [`super::look::score_moves`], best first): when `chosen` is at
     /// least [`Self::notice_cp_at`] below the best and the draw `u` (uniform in [0, 1), the
     /// caller's, from the game's seed) falls beyond the miss chance, the [`Replacement`] (drawn
     /// by `v` when there is a choice); else `chosen`.
     pub fn decide(
         &self,
-        rating: f64,
+        rating: PlayedAs,
         game: &Game,
         scored: &[(Move, i32)],
         chosen: Move,
@@ -472,7 +502,7 @@ impl HumaneCoefficients {
         let Some(look) = look_at(scored, &chosen) else {
             return chosen;
         };
-        let notice_cp = self.notice_cp_at(rating);
+        let notice_cp = self.notice_cp_at(rating.errors);
         if f64::from(look.best_cp - look.chosen_cp) < notice_cp {
             return chosen;
         }
@@ -555,6 +585,7 @@ mod tests {
             rating_at_x0: None,
             rating_per_x: None,
             target_from_level: None,
+            habits_at_target: false,
             stumble: None,
             aim: None,
             notice: None,
@@ -684,7 +715,7 @@ mod tests {
     #[test]
     fn errors_are_missed_less_with_rating_in_easy_positions_and_more_in_time_trouble() {
         let k = knobs();
-        let miss = |rating, easy, clock| k.miss_chance(rating, easy, &[], clock);
+        let miss = |rating, easy, clock| k.miss_chance(PlayedAs::one(rating), easy, &[], clock);
         let mut last = 1.0;
         for rating in [400.0, 700.0, 1000.0, 1500.0, 2000.0] {
             let m = miss(rating, false, None);
@@ -705,7 +736,10 @@ mod tests {
             easy_factor: 0.0,
             ..k
         };
-        assert_eq!(never.miss_chance(-1000.0, true, &[], None), 0.0);
+        assert_eq!(
+            never.miss_chance(PlayedAs::one(-1000.0), true, &[], None),
+            0.0
+        );
         // 3+0: the alarm at 22.5 s. Above it nothing changes; at it 1.5 times; at 0 2.5 times.
         let clock = |ms| {
             Some(ClockLeft {
@@ -723,6 +757,34 @@ mod tests {
         assert!(miss(1200.0, false, clock(5_000)) > miss(1200.0, false, clock(15_000)));
         // Never above 1.
         assert!(miss(0.0, false, clock(0)) <= 1.0);
+    }
+
+    #[test]
+    fn habits_keep_protected_moves_and_leave_every_other_error_to_the_errors_rating() {
+        let k = knobs();
+        let split = PlayedAs {
+            errors: -600.0,
+            habits: 900.0,
+        };
+        let floor = PlayedAs::one(-600.0);
+        for kind in [Protected::Recapture, Protected::PawnCapture] {
+            let kinds = [kind];
+            let want = k.miss_chance(floor, false, &[], None)
+                * (1.0 - protection(kind, 900.0, k.protect_width));
+            assert!((k.miss_chance(split, false, &kinds, None) - want).abs() < 1e-12);
+            assert!(
+                k.miss_chance(split, false, &kinds, None)
+                    < k.miss_chance(floor, false, &kinds, None),
+                "{kind:?}"
+            );
+        }
+        // Unprotected, an error is missed as at the errors' rating, easy or hard.
+        for easy in [false, true] {
+            assert_eq!(
+                k.miss_chance(split, easy, &[], None),
+                k.miss_chance(floor, easy, &[], None)
+            );
+        }
     }
 
     #[test]
@@ -748,28 +810,46 @@ mod tests {
         assert!(look.best_cp - look.chosen_cp >= 150, "{look:?}");
         let k = knobs();
         // Over many draws: the share of games in which the quiet move stands.
-        let stands = |rating: f64| {
+        let stands_as = |played: PlayedAs| {
             (0..1000)
                 .filter(|i| {
                     let u = (*i as f64 + 0.5) / 1000.0;
-                    k.decide(rating, &g, &scored, quiet, None, (u, 0.5)) == quiet
+                    k.decide(played, &g, &scored, quiet, None, (u, 0.5)) == quiet
                 })
                 .count() as f64
                 / 1000.0
         };
+        let stands = |rating: f64| stands_as(PlayedAs::one(rating));
         assert!(stands(1100.0) < 0.01, "{}", stands(1100.0));
         let low = stands(450.0);
         assert!(low > 0.1 && low < 0.6, "{low}");
         assert!(stands(700.0) < low);
+        // A level weakened below people's ratings (errors as at -600) still recaptures as a
+        // person of its target does, where its habits are kept there.
+        let floor = stands(-600.0);
+        assert!(floor > 0.95, "{floor}");
+        let kept = stands_as(PlayedAs {
+            errors: -600.0,
+            habits: 1000.0,
+        });
+        assert!(kept < 0.1, "{kept}");
         // A move as good as the best is never replaced, whatever the draw.
         assert_eq!(
-            k.decide(450.0, &g, &scored, recapture, None, (0.99, 0.5)),
+            k.decide(
+                PlayedAs::one(450.0),
+                &g,
+                &scored,
+                recapture,
+                None,
+                (0.99, 0.5)
+            ),
             recapture
         );
         // Noticed, the error gives way to the look's best, or with `safe` to any move the
         // look finds sound, drawn by the second draw: never a move that loses the knight.
-        let noticed =
-            |k: &HumaneCoefficients, v: f64| k.decide(450.0, &g, &scored, quiet, None, (0.999, v));
+        let noticed = |k: &HumaneCoefficients, v: f64| {
+            k.decide(PlayedAs::one(450.0), &g, &scored, quiet, None, (0.999, v))
+        };
         assert_eq!(noticed(&k, 0.3), recapture);
         let safe = HumaneCoefficients {
             replacement: Replacement::Safe,
@@ -828,7 +908,14 @@ mod tests {
         let best_cp = scored[0].1;
         for i in 0..10 {
             let v = f64::from(i) / 10.0;
-            let inside = banded.decide(1300.0, &g, &scored, chosen, None, (0.9999, v));
+            let inside = banded.decide(
+                PlayedAs::one(1300.0),
+                &g,
+                &scored,
+                chosen,
+                None,
+                (0.9999, v),
+            );
             assert_ne!(inside, chosen);
             let cp = scored.iter().find(|(m, _)| *m == inside).unwrap().1;
             assert!(
@@ -838,7 +925,14 @@ mod tests {
                 best_cp - cp
             );
             assert_eq!(
-                banded.decide(1700.0, &g, &scored, chosen, None, (0.9999, v)),
+                banded.decide(
+                    PlayedAs::one(1700.0),
+                    &g,
+                    &scored,
+                    chosen,
+                    None,
+                    (0.9999, v)
+                ),
                 chosen
             );
         }
@@ -873,7 +967,7 @@ mod tests {
         for i in 0..10 {
             let v = f64::from(i) / 10.0;
             assert_eq!(
-                safe.decide(450.0, &g, &scored, error, None, (0.999, v)),
+                safe.decide(PlayedAs::one(450.0), &g, &scored, error, None, (0.999, v)),
                 take
             );
         }

@@ -79,8 +79,8 @@ fn evaluation(p: &LevelParams) -> String {
 }
 
 /// The table `ladder levels` prints: per level, its target, its rating (recorded, or `~`
-/// interpolated between rated levels), the rating whose errors the humane model plays (`-` with
-/// the model off), nodes, noise, the chance of a blind move, hash and the evaluation it plays,
+/// interpolated between rated levels), the rating whose errors the humane model plays (and,
+/// after a slash, the one its habits keep where that differs; `-` with the model off), nodes, noise, the chance of a blind move, hash and the evaluation it plays,
 /// and the endgame multipliers at r = 1, 0.5 and 0.25.
 pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
     use std::fmt::Write;
@@ -140,10 +140,11 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
                 .rating_of(level)
                 .map_or("-".to_string(), |r| format!("~{r:.0}")),
         };
-        let model = p
-            .humane
-            .as_ref()
-            .map_or("-".to_string(), |h| format!("{:.0}", h.1));
+        let model = p.humane.as_ref().map_or("-".to_string(), |h| match h.1 {
+            // Habits at the target where the errors' rating is below it: both.
+            p if p.habits != p.errors => format!("{:.0}/{:.0}", p.errors, p.habits),
+            p => format!("{:.0}", p.errors),
+        });
         let _ = writeln!(
             out,
             "{:>6} {:>7.2} {:>10} {:>9.1} {:>6.3} {:>4}M {:>5} {:>7.0} {:>7} {:>6} | {:>10} {:>10} {:>10} | {:>8.1} {:>8.1} {:>8.1}",
@@ -255,7 +256,7 @@ pub(crate) mod tests {
         for level in [1.0, 12.0] {
             let want = LevelParams::new(&shipped, level)
                 .humane
-                .map_or("-".to_string(), |h| format!("{:.0}", h.1));
+                .map_or("-".to_string(), |h| format!("{:.0}", h.1.errors));
             assert_eq!(cell(&table, &level_key(level), "model"), want);
         }
         let mut off = shipped.clone();
@@ -265,12 +266,22 @@ pub(crate) mod tests {
         let mut lower = shipped.clone();
         let h = lower.humane.as_mut().expect("the shipped model is on");
         h.rating_from = crate::engine::humane::ModelRating::Lower;
-        let line = LevelParams::new(&shipped, 12.0).humane.unwrap().1;
+        let line = LevelParams::new(&shipped, 12.0).humane.unwrap().1.errors;
         let target = shipped.targets().target(12.0);
         assert!(line > target, "version 58's line overshoots at the top");
         assert_eq!(
             cell(&render(&lower, &[12.0]), "12", "model"),
             format!("{target:.0}")
+        );
+        // Habits kept at the target where the errors' rating is below it: both, slashed.
+        let mut habits = lower.clone();
+        habits.humane.as_mut().unwrap().habits_at_target = true;
+        let errors = LevelParams::new(&habits, 1.0).humane.unwrap().1.errors;
+        let target = habits.targets().target(1.0);
+        assert!(errors < target, "{errors} vs {target}");
+        assert_eq!(
+            cell(&render(&habits, &[1.0]), "1", "model"),
+            format!("{errors:.0}/{target:.0}")
         );
     }
 }

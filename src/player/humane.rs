@@ -10,7 +10,7 @@
 
 use shakmaty::Move;
 
-use crate::engine::humane::{ClockLeft, HumaneCoefficients};
+use crate::engine::humane::{ClockLeft, HumaneCoefficients, PlayedAs};
 use crate::engine::look::score_moves;
 use crate::engine::stumble::Turn;
 use crate::engine::{Engine, Evaluator, Game, SearchConstants, SearchObserver};
@@ -23,8 +23,8 @@ const LOOK_HASH_MB: usize = 1;
 pub struct SecondLook {
     engine: Engine,
     model: HumaneCoefficients,
-    /// The rating whose errors the model lets stand (the targets' line at the level's x).
-    rating: f64,
+    /// The ratings the model plays the level at ([`PlayedAs`]).
+    rating: PlayedAs,
 }
 
 impl SecondLook {
@@ -32,7 +32,7 @@ impl SecondLook {
     /// strength.
     pub fn new(
         model: HumaneCoefficients,
-        rating: f64,
+        rating: PlayedAs,
         evaluator: Evaluator,
         constants: SearchConstants,
     ) -> SecondLook {
@@ -63,11 +63,11 @@ impl SecondLook {
         // At the bottom a move may be aimed instead, by its own look and draws.
         if let Some(aim) = self.model.aim {
             let [aimed, draws @ ..] = AIM_SALTS.map(|salt| draw(seed ^ salt, ply));
-            if aimed < aim.share(self.rating) {
+            if aimed < aim.share(self.rating.errors) {
                 let sight = score_moves(&mut self.engine, game, aim.look_depth);
                 return self
                     .model
-                    .aim(self.rating, game, &sight, clock, draws)
+                    .aim(self.rating.errors, game, &sight, clock, draws)
                     .unwrap_or(chosen);
             }
         }
@@ -87,10 +87,10 @@ impl SecondLook {
         let turn = Turn {
             game,
             chosen,
-            rating: self.rating,
+            rating: self.rating.errors,
             nodes,
             clock_factor: self.model.clock_factor(clock),
-            forgotten: self.model.forgotten(self.rating, game, &chosen),
+            forgotten: self.model.forgotten(self.rating.habits, game, &chosen),
         };
         stumble
             .stumble(
@@ -192,7 +192,7 @@ mod tests {
         let line = Coefficients::parse(&text, "c.toml").unwrap();
         let level3 = LevelParams::new(&line, 3.0);
         let want = 100.0 + 200.0 * level3.exponent;
-        assert!((level3.humane.unwrap().1 - want).abs() < 1e-9);
+        assert!((level3.humane.unwrap().1.errors - want).abs() < 1e-9);
         // A model that plays the targets has no line: a line beside it is refused by name,
         // and an unknown source is refused by its key.
         let e = refusal(&CANDIDATE.replace(
@@ -219,7 +219,7 @@ mod tests {
         )
         .unwrap();
         for level in [1.0, 6.0, 10.0] {
-            let model = LevelParams::new(&targets, level).humane.unwrap().1;
+            let model = LevelParams::new(&targets, level).humane.unwrap().1.errors;
             assert_eq!(model, targets.targets().target(level), "level {level}");
         }
         let text = CANDIDATE.replace("notice_cp = 150.0", "notise_cp = 150.0");
@@ -289,7 +289,7 @@ mod tests {
         let params = (LevelParams::new(&on, 1.0), LevelParams::new(&below, 1.0));
         assert_eq!(params.0.nodes, params.1.nodes);
         assert_eq!(params.0.noise_cp, params.1.noise_cp);
-        let rating = |p: &LevelParams| p.humane.as_ref().expect("on").1;
+        let rating = |p: &LevelParams| p.humane.as_ref().expect("on").1.errors;
         assert!(rating(&params.1) < rating(&params.0) - 500.0);
         let pushed = kept(&below, 1.0);
         assert!(
@@ -334,7 +334,7 @@ mod tests {
         off.humane.as_mut().expect("the model is on").stumble = None;
         let on = stumbling();
         let level = 10.0;
-        let rating = LevelParams::new(&on, level).humane.expect("on").1;
+        let rating = LevelParams::new(&on, level).humane.expect("on").1.errors;
         let stumble = on.humane.unwrap().stumble.unwrap();
         // The positions of a game level 10 plays against itself without stumbles.
         let seed = 3;

@@ -62,7 +62,7 @@ impl LevelPlayer {
         let second_look = params
             .humane
             .as_deref()
-            .map(|&(model, rating)| SecondLook::new(model, rating, evaluator, constants));
+            .map(|&(model, played)| SecondLook::new(model, played, evaluator, constants));
         LevelPlayer {
             engine,
             params,
