@@ -19,6 +19,10 @@
 #     the band it stood 100 above its target, and the loop's weaker search made it err 1.32x
 #     people's (version 79, depth 12) against 1.07x without (version 65); levels 5-6 keep it
 #     and their games (`plays_alike` compares the threshold a level plays by); level 4 replays.
+#   - from version 85 levels 1-3 keep Rodent's protections as players of their targets do
+#     (`habits_at_target`), not as the line's -600 to 460: they left 41-52% of clear recaptures
+#     on the board (depth 8, 72-96 games a level), 19-28% with it, for 0-90 Elo the loop takes
+#     back with the line; levels 1-3 replay, levels 4-12 play as their targets already.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -28,7 +32,8 @@
 # binary must play as the one that began the run (`ladder bench` 514395, `--network 4` 501239,
 # the humane model of the commit that added this file, with [humane.notice] read: a build
 # from the commit of version 69 on; from version 81 one from the commit of version 81 on, whose
-# `plays_alike` lets levels 5-6 keep their games). CONCURRENCY: games of one batch at once
+# `plays_alike` lets levels 5-6 keep their games; from version 85 one that reads
+# `habits_at_target`). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
@@ -46,4 +51,4 @@ exec "$LADDER" calibrate --arena \
   --report-dir "$dir" \
   --level 1..12 \
   --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 9000 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
+  --gain-floor 0.5 --budget 9600 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
