@@ -326,6 +326,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 coefficients: Coefficients::builtin(),
                 only_as_coefficients: None,
                 near,
+                levels: None,
             }),
         )
         .unwrap()
@@ -355,6 +356,28 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
     assert!(both.contains("(2 games judged by Stockfish"), "{both}");
     assert_eq!(rows(&both), rows(&summary.report), "{both}");
     assert_eq!(rows(&both).len(), 2);
+    // `--level`: only the levels asked for are judged and shown.
+    let only = |levels: Vec<f64>| {
+        report_from_results(
+            std::slice::from_ref(&results),
+            Some(&RebuiltJudging {
+                program: Judge::installed_stockfish().unwrap(),
+                depth: 6,
+                games_per_level: 2,
+                coefficients: Coefficients::builtin(),
+                only_as_coefficients: None,
+                near: None,
+                levels: Some(levels),
+            }),
+        )
+        .unwrap()
+    };
+    let three = only(vec![3.0, 5.0]);
+    assert_eq!(rows(&three), rows(&both), "{three}");
+    assert!(three.contains("levels 3, 5 only"), "{three}");
+    let other = only(vec![4.0]);
+    assert!(other.contains("(0 games judged by"), "{other}");
+    assert!(rows(&other).is_empty(), "{other}");
     let last = rebuilt(1);
     assert!(last.contains("(1 games judged by Stockfish"), "{last}");
     let moves_judged = |report: &str| -> u64 {
@@ -399,6 +422,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 coefficients: now.clone(),
                 only_as_coefficients: only_as_now.then(|| history.clone()),
                 near: None,
+                levels: None,
             }),
         )
         .unwrap()

@@ -29,6 +29,7 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
                 coefficients: o.coefficients()?,
                 only_as_coefficients: o.judge_as_coefficients_history(),
                 near: o.judge_near,
+                levels: judged_levels(&o.levels)?,
             })
         } else {
             None
@@ -41,6 +42,20 @@ pub fn run(args: ArenaArgs) -> anyhow::Result<()> {
     };
     println!("{text}");
     Ok(())
+}
+
+/// `--level` with `--from-results`: the levels judged (`None`: not given, every level).
+fn judged_levels(lists: &[String]) -> anyhow::Result<Option<Vec<f64>>> {
+    if lists.is_empty() {
+        return Ok(None);
+    }
+    let mut levels = Vec::new();
+    for list in lists {
+        levels.extend(
+            super::roster::parse_levels(list).map_err(|e| anyhow::anyhow!("--level: {e}"))?,
+        );
+    }
+    Ok(Some(levels))
 }
 
 /// `--fit-anchors`: the joint fit of the games between anchors, pinned to the file's scale;

@@ -14,7 +14,8 @@ use crate::shard::ShardArg;
 /// Everything `ladder arena` takes.
 #[derive(Debug, Clone, clap::Args)]
 pub struct ArenaOptions {
-    /// Our levels taking part: `3`, `1..5`, `1,3,5` (repeatable).
+    /// Our levels taking part: `3`, `1..5`, `1,3,5` (repeatable). With --from-results and
+    /// --judge-games: the levels judged (default: every level in the files).
     #[arg(long = "level", value_name = "LEVELS")]
     pub levels: Vec<String>,
     /// An external UCI engine, one argument without spaces (repeatable), e.g.

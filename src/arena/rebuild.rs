@@ -38,6 +38,19 @@ pub struct RebuiltJudging {
     /// above it spends its game in lost positions, where every further slip counts. A game
     /// with a side of unknown rating is left out. `None`: every opponent.
     pub near: Option<f64>,
+    /// `Some(levels)`: judge only these levels' games and show only their rows (and the
+    /// anchors'), as `--level` asks: a level's games are found going back from the last, so
+    /// asking for one level judges its last games, not the file's. `None`: every level.
+    pub levels: Option<Vec<f64>>,
+}
+
+impl RebuiltJudging {
+    /// Whether the level is one this judging asks for.
+    fn wants(&self, level: f64) -> bool {
+        self.levels
+            .as_ref()
+            .is_none_or(|wanted| wanted.iter().any(|&w| (w - level).abs() < 1e-9))
+    }
 }
 
 /// The older coefficients versions the games in `records` were played with, read from
@@ -208,15 +221,33 @@ pub fn report_from_results(
                     level.map_or(*known, |l| judging.coefficients.rating_of(l))
                 })
                 .collect();
+            // A level not asked for is judged as an anchor is: only as an opponent.
+            let asked: Vec<Option<f64>> = levels
+                .iter()
+                .map(|l| l.filter(|&l| judging.wants(l)))
+                .collect();
             let (jobs, unmarked) = judge_jobs(
                 &scored,
                 &played_records,
-                &levels,
+                &asked,
                 judging.games_per_level,
                 &counted,
                 judging.near.map(|elo| (elo, claimed.as_slice())),
             );
             let mut judged = judge_rebuilt(judging, jobs, names.len())?;
+            // ...and not shown: its moves judged were only those of games against an asked level.
+            for (i, level) in levels.iter().enumerate() {
+                if level.is_some() && asked[i].is_none() {
+                    judged.quality[i] = Default::default();
+                    judged.likeness[i] = Default::default();
+                }
+            }
+            if let Some(wanted) = &judging.levels {
+                let list: Vec<String> = wanted.iter().map(|l| format!("{l}")).collect();
+                judged
+                    .describe
+                    .push_str(&format!("; levels {} only", list.join(", ")));
+            }
             if let Counted::AsNow { now, .. } = &counted {
                 judged.describe.push_str(&format!(
                     "; only games a level played as version {} plays it",
