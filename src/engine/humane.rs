@@ -531,15 +531,16 @@ impl HumaneCoefficients {
         }
     }
 
-    /// The aimed move of a person rated `rating` ([`super::aim`]), given the moves `scored` by
+    /// The aimed move of a person playing `as` ([`super::aim`]), given the moves `scored` by
     /// the aim's own look (best first); `None` without `[humane.aim]` or moves. The look's best
-    /// move stands when a Rodent protection of it holds (draw `draws[0]`); else a big loss is
+    /// move stands when a Rodent protection of it holds at the habits' rating (draw
+    /// `draws[0]`), as in [`Self::decide`]; else a big loss (at the errors' rating) is
     /// aimed at with its chance (`draws[1]`) and the move whose loss is closest to the aim
     /// (sized by `draws[2]`) is played. Whether the move is aimed at all is
     /// [`AimCoefficients::share`]'s.
     pub fn aim(
         &self,
-        rating: f64,
+        played_as: PlayedAs,
         game: &Game,
         scored: &[(Move, i32)],
         clock: Option<ClockLeft>,
@@ -547,12 +548,13 @@ impl HumaneCoefficients {
     ) -> Option<Move> {
         let aim = self.aim?;
         let &(best, best_cp) = scored.first()?;
-        if draws[0] >= self.forgotten(rating, game, &best) {
+        if draws[0] >= self.forgotten(played_as.habits, game, &best) {
             return Some(best);
         }
         let easy = scored
             .get(1)
             .is_none_or(|&(_, second)| f64::from(best_cp - second) >= self.easy_gap_cp);
+        let rating = played_as.errors;
         let big_chance = aim.big_chance(
             rating,
             self.clock_factor(clock),
@@ -621,7 +623,11 @@ mod tests {
             ..knobs()
         };
         let loss = |m: Move| scored[0].1 - scored.iter().find(|s| s.0 == m).unwrap().1;
-        let aimed = |rating: f64, draws| always_big.aim(rating, &g, &scored, None, draws).unwrap();
+        let aimed = |rating: f64, draws| {
+            always_big
+                .aim(PlayedAs::one(rating), &g, &scored, None, draws)
+                .unwrap()
+        };
         // A player of 1600 keeps the recapture whatever the big-loss draw says.
         for u in [0.01, 0.5, 0.99] {
             assert_eq!(aimed(1600.0, [u, 0.0, 0.5]), best);
@@ -635,9 +641,18 @@ mod tests {
             g.to_uci(played),
             loss(played)
         );
+        // Habits of 1600 with the errors of 200 (`habits_at_target`): the recapture is kept.
+        let habits = PlayedAs {
+            errors: 200.0,
+            habits: 1600.0,
+        };
+        assert_eq!(
+            always_big.aim(habits, &g, &scored, None, [0.5, 0.0, 0.5]),
+            Some(best)
+        );
         // Without the table nothing is aimed.
         assert_eq!(
-            knobs().aim(200.0, &g, &scored, None, [0.99, 0.0, 0.5]),
+            knobs().aim(PlayedAs::one(200.0), &g, &scored, None, [0.99, 0.0, 0.5]),
             None
         );
         // An ordinary aim well below the big loss (up to about 90 cp here) plays a small loss.
@@ -649,7 +664,9 @@ mod tests {
             ..knobs()
         };
         for u in [0.0, 0.3, 0.6] {
-            let m = calm.aim(200.0, &g, &scored, None, [0.5, 0.5, u]).unwrap();
+            let m = calm
+                .aim(PlayedAs::one(200.0), &g, &scored, None, [0.5, 0.5, u])
+                .unwrap();
             assert!(loss(m) < 200, "{} loses {}", g.to_uci(m), loss(m));
         }
     }

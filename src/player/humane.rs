@@ -67,7 +67,7 @@ impl SecondLook {
                 let sight = score_moves(&mut self.engine, game, aim.look_depth);
                 return self
                     .model
-                    .aim(self.rating.errors, game, &sight, clock, draws)
+                    .aim(self.rating, game, &sight, clock, draws)
                     .unwrap_or(chosen);
             }
         }
