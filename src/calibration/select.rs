@@ -639,7 +639,9 @@ mod tests {
     #[test]
     fn a_notice_band_changes_only_the_levels_whose_rating_it_covers() {
         use crate::engine::humane::NoticeBand;
-        let v1 = Coefficients::builtin();
+        // The shipped model without a band of its own.
+        let mut v1 = Coefficients::builtin();
+        v1.humane.as_mut().unwrap().notice = None;
         let model = |level: f64| LevelParams::new(&v1, level).humane.unwrap().1.errors;
         // A band around level 5's model rating, ending below level 7's.
         let (from, to) = (model(4.0) - 1.0, (model(6.0) + model(7.0)) / 2.0);
@@ -682,6 +684,7 @@ mod tests {
         let h = v1.humane.as_mut().unwrap();
         h.rating_from = crate::engine::humane::ModelRating::Lower;
         h.target_from_level = Some(4.0);
+        h.habits_at_target = false;
         let mut v2 = v1.clone();
         v2.version = v1.version + 1;
         v2.humane.as_mut().unwrap().habits_at_target = true;

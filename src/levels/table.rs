@@ -252,33 +252,53 @@ pub(crate) mod tests {
     #[test]
     fn the_table_shows_the_rating_the_humane_model_plays() {
         let shipped = Coefficients::builtin();
+        // The shipped ratings, the errors' and (where they differ) the habits'.
         let table = render(&shipped, &[1.0, 12.0]);
         for level in [1.0, 12.0] {
             let want = LevelParams::new(&shipped, level)
                 .humane
-                .map_or("-".to_string(), |h| format!("{:.0}", h.1.errors));
+                .map_or("-".to_string(), |h| {
+                    let played = h.1;
+                    if played.habits == played.errors {
+                        format!("{:.0}", played.errors)
+                    } else {
+                        format!("{:.0}/{:.0}", played.errors, played.habits)
+                    }
+                });
             assert_eq!(cell(&table, &level_key(level), "model"), want);
         }
         let mut off = shipped.clone();
         off.humane = None;
         assert_eq!(cell(&render(&off, &[3.0]), "3", "model"), "-");
-        // The lower of the line and the target: the target where the line is above it.
-        let mut lower = shipped.clone();
-        let h = lower.humane.as_mut().expect("the shipped model is on");
-        h.rating_from = crate::engine::humane::ModelRating::Lower;
-        let line = LevelParams::new(&shipped, 12.0).humane.unwrap().1.errors;
+        // The line over x, where it overshoots the top's target...
+        let mut strength = shipped.clone();
+        let h = strength.humane.as_mut().expect("the shipped model is on");
+        h.rating_from = crate::engine::humane::ModelRating::Strength;
+        h.habits_at_target = false;
+        let line = LevelParams::new(&strength, 12.0).humane.unwrap().1.errors;
         let target = shipped.targets().target(12.0);
-        assert!(line > target, "version 58's line overshoots at the top");
+        assert!(line > target, "the line {line} overshoots at the top");
+        assert_eq!(
+            cell(&render(&strength, &[12.0]), "12", "model"),
+            format!("{line:.0}")
+        );
+        // ...and the lower of the line and the target: the target there.
+        let mut lower = strength.clone();
+        lower.humane.as_mut().unwrap().rating_from = crate::engine::humane::ModelRating::Lower;
         assert_eq!(
             cell(&render(&lower, &[12.0]), "12", "model"),
             format!("{target:.0}")
         );
         // Habits kept at the target where the errors' rating is below it: both, slashed.
+        let errors = LevelParams::new(&lower, 1.0).humane.unwrap().1.errors;
+        let target = lower.targets().target(1.0);
+        assert!(errors < target, "{errors} vs {target}");
+        assert_eq!(
+            cell(&render(&lower, &[1.0]), "1", "model"),
+            format!("{errors:.0}")
+        );
         let mut habits = lower.clone();
         habits.humane.as_mut().unwrap().habits_at_target = true;
-        let errors = LevelParams::new(&habits, 1.0).humane.unwrap().1.errors;
-        let target = habits.targets().target(1.0);
-        assert!(errors < target, "{errors} vs {target}");
         assert_eq!(
             cell(&render(&habits, &[1.0]), "1", "model"),
             format!("{errors:.0}/{target:.0}")
