@@ -316,7 +316,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
             .map(str::to_string)
             .collect()
     };
-    let rebuilt_near = |games_per_level, near| {
+    let rebuilt_as = |games_per_level, near, levels| {
         report_from_results(
             std::slice::from_ref(&results),
             Some(&RebuiltJudging {
@@ -326,11 +326,12 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
                 coefficients: Coefficients::builtin(),
                 only_as_coefficients: None,
                 near,
-                levels: None,
+                levels,
             }),
         )
         .unwrap()
     };
+    let rebuilt_near = |games_per_level, near| rebuilt_as(games_per_level, near, None);
     let rebuilt = |games_per_level| rebuilt_near(games_per_level, None);
     let both = rebuilt(2);
     // Only opponents near the level's strength: greedy's rating in the records against level
@@ -357,21 +358,7 @@ fn an_arena_report_judges_the_moves_of_every_player_when_stockfish_is_installed(
     assert_eq!(rows(&both), rows(&summary.report), "{both}");
     assert_eq!(rows(&both).len(), 2);
     // `--level`: only the levels asked for are judged and shown.
-    let only = |levels: Vec<f64>| {
-        report_from_results(
-            std::slice::from_ref(&results),
-            Some(&RebuiltJudging {
-                program: Judge::installed_stockfish().unwrap(),
-                depth: 6,
-                games_per_level: 2,
-                coefficients: Coefficients::builtin(),
-                only_as_coefficients: None,
-                near: None,
-                levels: Some(levels),
-            }),
-        )
-        .unwrap()
-    };
+    let only = |levels: Vec<f64>| rebuilt_as(2, None, Some(levels));
     let three = only(vec![3.0, 5.0]);
     assert_eq!(rows(&three), rows(&both), "{three}");
     assert!(three.contains("levels 3, 5 only"), "{three}");
