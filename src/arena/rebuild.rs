@@ -8,7 +8,7 @@ use std::sync::atomic::AtomicBool;
 
 use anyhow::{Context, bail};
 
-use crate::levels::{Coefficients, history_versions, plays_alike};
+use crate::levels::{Coefficients, history_versions, level_key, plays_alike};
 use crate::logging::Progress;
 use crate::results::{GameRecord, Source};
 
@@ -47,9 +47,10 @@ pub struct RebuiltJudging {
 impl RebuiltJudging {
     /// Whether the level is one this judging asks for.
     fn wants(&self, level: f64) -> bool {
+        // Exactly, as calibration picks a level's records: both come from the same text.
         self.levels
             .as_ref()
-            .is_none_or(|wanted| wanted.iter().any(|&w| (w - level).abs() < 1e-9))
+            .is_none_or(|wanted| wanted.contains(&level))
     }
 }
 
@@ -243,7 +244,7 @@ pub fn report_from_results(
                 }
             }
             if let Some(wanted) = &judging.levels {
-                let list: Vec<String> = wanted.iter().map(|l| format!("{l}")).collect();
+                let list: Vec<String> = wanted.iter().map(|&l| level_key(l)).collect();
                 judged
                     .describe
                     .push_str(&format!("; levels {} only", list.join(", ")));
