@@ -170,10 +170,7 @@ pub fn run(args: BenchArgs) -> anyhow::Result<()> {
     if !(args.noise_cp.is_finite() && args.noise_cp >= 0.0) {
         anyhow::bail!("--noise-cp must be a non-negative number");
     }
-    let noise = Noise {
-        scale_cp: args.noise_cp,
-        seed: args.seed,
-    };
+    let noise = Noise::new(args.noise_cp, args.seed);
     let version = args
         .search
         .unwrap_or(crate::engine::constants::SHIPPED_SEARCH_VERSION);

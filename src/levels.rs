@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use shakmaty::Position;
 
 use crate::engine::humane::{HumaneCoefficients, ModelRating, PlayedAs};
+use crate::engine::noise::MAX_NOISE_CP;
 use crate::engine::ramp::interpolate;
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
@@ -59,6 +60,9 @@ pub struct Coefficients {
     /// Missed threats at the bottom of the ladder (none when absent).
     #[serde(default)]
     pub blindness: Option<BlindnessCurve>,
+    /// Levels whose noise draws are clipped (none when absent): see [`NoiseClip`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub noise_clip: Option<NoiseClip>,
     /// The humane error model ([`crate::engine::humane`]): which of the search's errors a
     /// person of the level's target rating lets stand. Absent: off, the levels play as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -172,6 +176,32 @@ pub struct BlindnessCurve {
     /// a level without it errs only by searching less.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub min: f64,
+}
+
+/// A clip on every noise draw of the levels from `from_level` to `to_level`. The logistic
+/// noise has long tails: at a scale of a few hundred centipawns one evaluation in five is off by
+/// more than a minor piece, and the search gives material away for it, an error people of
+/// 1100–1500 rarely make where nothing hides the loss. Clipped, the noise blurs the level's
+/// judgement of the position (where pieces stand, which plan) and leaves the material to the
+/// search: the level errs where its search is too short, as people err in hard positions.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoiseClip {
+    /// The largest draw either way (cp).
+    pub cp: f64,
+    /// The lowest level clipped.
+    pub from_level: f64,
+    /// The highest level clipped.
+    pub to_level: f64,
+}
+
+impl NoiseClip {
+    /// The clip of `level`'s draws, when the level is in the range.
+    pub fn at(&self, level: f64) -> Option<i32> {
+        (self.from_level..=self.to_level)
+            .contains(&level)
+            .then(|| self.cp.round() as i32)
+    }
 }
 
 fn is_zero_version(version: &u32) -> bool {
@@ -372,6 +402,23 @@ impl Coefficients {
             && !(cap.is_finite() && cap > 0.0)
         {
             return bad("max_noise_cp", "must be a positive number");
+        }
+        if let Some(clip) = self.noise_clip {
+            if !(clip.cp.is_finite() && clip.cp >= 1.0 && clip.cp <= f64::from(MAX_NOISE_CP)) {
+                return bad(
+                    "noise_clip.cp",
+                    format!("must be a number of centipawns from 1 to {MAX_NOISE_CP}"),
+                );
+            }
+            if !clip.from_level.is_finite() {
+                return bad("noise_clip.from_level", "must be a finite number");
+            }
+            if !(clip.to_level.is_finite() && clip.to_level >= clip.from_level) {
+                return bad(
+                    "noise_clip.to_level",
+                    "must be a finite number at least noise_clip.from_level",
+                );
+            }
         }
         if let Some(curve) = self.blindness {
             if !(curve.max.is_finite() && (0.0..=1.0).contains(&curve.max)) {
@@ -674,6 +721,9 @@ pub struct LevelParams {
     pub hash_mb: usize,
     /// Chance of judging a root move blind at full material (0: never).
     pub blind_probability: f64,
+    /// The largest noise draw either way ([`Coefficients::noise_clip`]; [`MAX_NOISE_CP`] where
+    /// the level is not clipped).
+    pub noise_clip_cp: i32,
     pub coefficients_version: u32,
     /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
     pub eval_weights: u32,
@@ -718,6 +768,10 @@ impl LevelParams {
             blind_probability: coefficients
                 .blindness
                 .map_or(0.0, |curve| curve.probability(exponent)),
+            noise_clip_cp: coefficients
+                .noise_clip
+                .and_then(|clip| clip.at(level))
+                .unwrap_or(MAX_NOISE_CP),
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
             network: if level >= coefficients.network_from_level {
@@ -803,6 +857,7 @@ impl LevelParams {
             noise: Noise {
                 scale_cp: self.noise_at(r).max(opening_noise_floor(game)),
                 seed,
+                clip_cp: self.noise_clip_cp,
             },
             blindness: Blindness {
                 probability: self.blindness_at(r),
@@ -887,6 +942,7 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
         && close(raw_nodes(a), raw_nodes(b))
         && close(bare_king(a, &pa), bare_king(b, &pb))
         && close(pa.noise_cp, pb.noise_cp)
+        && pa.noise_clip_cp == pb.noise_clip_cp
         && pa.hash_mb == pb.hash_mb
         && (0..=64).all(|i| {
             let r = f64::from(i) / 64.0;
@@ -1237,6 +1293,65 @@ pub(crate) mod tests {
             Coefficients::DEFAULT_TOML.replacen("[blindness]\n", "[blindness]\nmin = 0.9\n", 1);
         let err = refusal(&text);
         assert!(err.contains("blindness.min"), "{err}");
+    }
+
+    #[test]
+    fn a_noise_clip_bounds_the_draws_of_its_levels_only() {
+        let shipped = Coefficients::builtin();
+        let text = format!(
+            "{}\n[noise_clip]\ncp = 150.0\nfrom_level = 4.0\nto_level = 6.0\n",
+            Coefficients::DEFAULT_TOML
+        );
+        let clipped = Coefficients::parse(&text, "c.toml").unwrap();
+        let game = Game::new(None, false).unwrap();
+        for level in 1..=12 {
+            let level = f64::from(level);
+            let params = LevelParams::new(&clipped, level).search_params(&game, 7);
+            let inside = (4.0..=6.0).contains(&level);
+            assert_eq!(
+                params.noise.clip_cp,
+                if inside { 150 } else { MAX_NOISE_CP }
+            );
+            // Every draw of a clipped level within the clip; the others as before.
+            let worst = (0..2_000u64)
+                .map(|k| {
+                    params
+                        .noise
+                        .draw_cp(k.wrapping_mul(0x2545_f491_4f6c_dd1d))
+                        .abs()
+                })
+                .max()
+                .unwrap();
+            if inside {
+                assert!(worst <= 150, "level {level}: {worst}");
+            }
+            // Only the clipped levels play differently: calibration keeps the others' games.
+            assert_eq!(plays_alike(&shipped, &clipped, level), !inside, "{level}");
+        }
+        // The level whose noise is wildest reaches beyond the clip unclipped.
+        let wild = LevelParams::new(&shipped, 4.0).search_params(&game, 7);
+        assert!((0..2_000u64).any(|k| {
+            wild.noise
+                .draw_cp(k.wrapping_mul(0x2545_f491_4f6c_dd1d))
+                .abs()
+                > 150
+        }));
+        // Written and read back whole; bad values name their key.
+        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
+        assert_eq!(again.noise_clip, clipped.noise_clip);
+        assert!(shipped.to_toml().find("noise_clip").is_none());
+        for (from, to, key) in [
+            ("cp = 150.0", "cp = 0.0", "noise_clip.cp"),
+            ("to_level = 6.0", "to_level = 3.0", "noise_clip.to_level"),
+            (
+                "from_level = 4.0",
+                "from_level = nan",
+                "noise_clip.from_level",
+            ),
+        ] {
+            let err = refusal(&text.replace(from, to));
+            assert!(err.contains(key), "{err}");
+        }
     }
 
     #[test]

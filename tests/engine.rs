@@ -158,10 +158,7 @@ fn same_inputs_same_move_and_nodes() {
         for scale in [0.0, 40.0, 150.0] {
             let params = SearchParams {
                 limits: Limits::nodes(3_000),
-                noise: Noise {
-                    scale_cp: scale,
-                    seed: 99,
-                },
+                noise: Noise::new(scale, 99),
                 blindness: ladder::engine::Blindness::NONE,
             };
             let a = search(&game, &params);
@@ -413,10 +410,7 @@ fn a_winning_side_never_returns_to_an_earlier_position() {
         for nodes in [40, 400, 4_000] {
             let params = SearchParams {
                 limits: Limits::nodes(nodes),
-                noise: Noise {
-                    scale_cp: 150.0,
-                    seed,
-                },
+                noise: Noise::new(150.0, seed),
                 blindness: ladder::engine::Blindness::NONE,
             };
             let mut engine = Engine::new(1);
@@ -443,10 +437,7 @@ fn a_winning_side_never_returns_to_an_earlier_position() {
 fn every_search_version_searches_exactly_as_when_it_was_made() {
     use ladder::engine::SearchConstants;
     use ladder::engine::constants::SHIPPED_SEARCH_VERSION;
-    let noisy = Noise {
-        scale_cp: 80.0,
-        seed: 3,
-    };
+    let noisy = Noise::new(80.0, 3);
     let classical = ladder::engine::Evaluator::shipped;
     let nodes = |noise, constants| {
         ladder::bench::bench_search(5, 1, noise, constants, classical()).total_nodes

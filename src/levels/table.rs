@@ -112,6 +112,15 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
             &coefficients.ratings_source
         }
     );
+    if let Some(clip) = coefficients.noise_clip {
+        let _ = writeln!(
+            out,
+            "noise draws clipped at ±{} cp from level {} to level {}",
+            clip.cp,
+            level_key(clip.from_level),
+            level_key(clip.to_level)
+        );
+    }
     let _ = writeln!(
         out,
         "{:>6} {:>7} {:>10} {:>9} {:>6} {:>5} {:>5} {:>7} {:>7} {:>6} | {:>10} {:>10} {:>10} | {:>8} {:>8} {:>8}",
