@@ -12,6 +12,8 @@
 # Any machine can continue the same run with other shard numbers; files of one binary merge.
 # The second generation, `net-gen2` (network 3 plays both sides, seed 12, otherwise the same):
 # NETWORK=3 SEED=12 scripts/datagen_many.sh ...
+# KEPT=data/net-gen2 skips the shards kept packed in git (scripts/datakeep.sh), so a fresh machine
+# goes on where the kept data ends.
 set -euo pipefail
 seed=${SEED:-11}; network=${NETWORK:-0}
 out=${1:?OUTDIR}; seconds=${2:?SECONDS}; procs=${3:?PROCESSES}; first=${4:?FIRST_SHARD}
@@ -35,6 +37,12 @@ for p in $(seq 0 $((procs - 1))); do
   (
     k=$((first + p))
     while [ "$(date +%s)" -lt "$deadline" ] && [ "$k" -le 8192 ]; do
+      # A shard already kept in git (KEPT=data/net-gen2, scripts/datakeep.sh) is not played
+      # again on a fresh machine.
+      if [ -n "${KEPT:-}" ] && [ -e "$KEPT/shard-$k.txt.xz" ]; then
+        k=$((k + procs))
+        continue
+      fi
       left=$(( deadline - $(date +%s) ))
       timeout --signal=KILL "$left" "$ladder" tune datagen --games 4096000 --seed "$seed" --network "$network" \
         --soft-nodes 5000 --hard-nodes 100000 --random-plies 8 --hash-mb 8 \
