@@ -18,6 +18,11 @@ kept=0; skipped=0
 for shard in "$@"; do
   name=$(basename "$shard")
   if [ -e "$dir/$name.xz" ]; then continue; fi
+  if [ ! -f "$shard" ]; then
+    echo "$shard: no such shard file: not kept" >&2
+    skipped=$((skipped + 1))
+    continue
+  fi
   games=$(grep -c '^#game ' "$shard" || true)
   if [ "$games" -ne 500 ]; then
     echo "$shard: $games of 500 games, still in play: not kept" >&2
@@ -29,4 +34,4 @@ for shard in "$@"; do
   mv "$dir/.$name.xz.part" "$dir/$name.xz"
   kept=$((kept + 1))
 done
-echo "$run: $kept shards packed into $dir, $skipped still in play"
+echo "$run: $kept shards packed into $dir, $skipped not kept (in play or missing)"
