@@ -178,29 +178,150 @@ pub struct BlindnessCurve {
     pub min: f64,
 }
 
-/// A clip on every noise draw of the levels from `from_level` to `to_level`. The logistic
-/// noise has long tails: at a scale of a few hundred centipawns one evaluation in five is off by
-/// more than a minor piece, and the search gives material away for it, an error people of
-/// 1100–1500 rarely make where nothing hides the loss. Clipped, the noise blurs the level's
-/// judgement of the position (where pieces stand, which plan) and leaves the material to the
-/// search: the level errs where its search is too short, as people err in hard positions.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+/// A clip on the noise draws of some levels. The logistic noise has long tails: at a scale of a
+/// few hundred centipawns one evaluation in five is off by more than a minor piece, and the
+/// search gives material away for it, an error people of 1100–1500 rarely make where nothing
+/// hides the loss. Clipped, the noise blurs the level's judgement of the position (where pieces
+/// stand, which plan) and leaves the material to the search: the level errs where its search is
+/// too short, as people err in hard positions.
+///
+/// Two forms, one per table:
+/// - **by level** (`cp`, `from_level`, `to_level`): every draw of those levels clipped at ±`cp`
+///   (the trials of docs/humane.md; a clip by level breaks the one axis x that orders the
+///   levels, so calibration cannot use it);
+/// - **by x** (`scales`, `from_x`, `to_x`, `widen_x`): every draw clipped at `scales` times the
+///   noise scale of the position, from `from_x` to `to_x`, the clip doubling every `widen_x`
+///   of x outside that span and gone where it reaches [`NO_CLIP_SCALES`]. A function of x, it
+///   moves with calibration like the blindness curve, and it widens smoothly: a clip that began
+///   with a step would make strength jump 100–250 Elo there, and a target inside the jump could
+///   never be met.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseClip {
-    /// The largest draw either way (cp).
-    pub cp: f64,
-    /// The lowest level clipped.
-    pub from_level: f64,
-    /// The highest level clipped.
-    pub to_level: f64,
+    /// By level: the largest draw either way (cp).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cp: Option<f64>,
+    /// By level: the lowest level clipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_level: Option<f64>,
+    /// By level: the highest level clipped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_level: Option<f64>,
+    /// By x: the largest draw either way in noise scales (1: a quarter of the draws cut).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scales: Option<f64>,
+    /// By x: the lowest exponent clipped at `scales`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub from_x: Option<f64>,
+    /// By x: the highest exponent clipped at `scales`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to_x: Option<f64>,
+    /// By x: how much x outside `from_x..=to_x` doubles the clip.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub widen_x: Option<f64>,
 }
 
+/// A clip of this many noise scales or more is no clip: the logistic law puts 2/(1 + e^8), 0.07%,
+/// of its draws beyond it, fewer than a level's games or a likeness report can see, so the
+/// levels outside a curve's reach keep their games.
+pub const NO_CLIP_SCALES: f64 = 8.0;
+
 impl NoiseClip {
-    /// The clip of `level`'s draws, when the level is in the range.
-    pub fn at(&self, level: f64) -> Option<i32> {
-        (self.from_level..=self.to_level)
-            .contains(&level)
-            .then(|| self.cp.round() as i32)
+    /// The clip (cp) of every draw of `level`, in the form by level.
+    pub fn cp_at(&self, level: f64) -> Option<i32> {
+        let (cp, from, to) = (self.cp?, self.from_level?, self.to_level?);
+        (from..=to).contains(&level).then(|| cp.round() as i32)
+    }
+
+    /// The clip in noise scales at exponent `x`, in the form by x (None: no clip).
+    pub fn scales_at(&self, x: f64) -> Option<f64> {
+        let (k, from, to, widen) = (self.scales?, self.from_x?, self.to_x?, self.widen_x?);
+        let outside = (from - x).max(0.0) + (x - to).max(0.0);
+        let scales = k * (outside / widen).exp2();
+        (scales < NO_CLIP_SCALES).then_some(scales)
+    }
+
+    /// The exponent below which the form by x no longer clips.
+    pub fn lowest_clipped_x(&self) -> Option<f64> {
+        let (k, from, widen) = (self.scales?, self.from_x?, self.widen_x?);
+        Some(from - widen * (NO_CLIP_SCALES / k).log2().max(0.0))
+    }
+
+    /// The same clip with its exponents read on a new scale where x_old = p + q·x_new.
+    pub fn rescaled(&self, p: f64, q: f64) -> NoiseClip {
+        NoiseClip {
+            from_x: self.from_x.map(|x| (x - p) / q),
+            to_x: self.to_x.map(|x| (x - p) / q),
+            widen_x: self.widen_x.map(|w| w / q),
+            ..*self
+        }
+    }
+
+    /// Which form this is, or the key that is wrong.
+    fn check(&self) -> Result<(), (&'static str, String)> {
+        let by_level = [self.cp, self.from_level, self.to_level];
+        let by_x = [self.scales, self.from_x, self.to_x, self.widen_x];
+        let finite = |v: Option<f64>| v.is_some_and(f64::is_finite);
+        if by_level.iter().any(Option::is_some) {
+            if let Some(key) = [
+                ("noise_clip.scales", self.scales),
+                ("noise_clip.from_x", self.from_x),
+                ("noise_clip.to_x", self.to_x),
+                ("noise_clip.widen_x", self.widen_x),
+            ]
+            .iter()
+            .find_map(|(k, v)| v.is_some().then_some(*k))
+            {
+                return Err((
+                    key,
+                    "belongs to the clip by x; this table clips by level (cp, from_level, \
+                     to_level)"
+                        .into(),
+                ));
+            }
+            if !self
+                .cp
+                .is_some_and(|cp| cp.is_finite() && cp >= 1.0 && cp <= f64::from(MAX_NOISE_CP))
+            {
+                return Err((
+                    "noise_clip.cp",
+                    format!("must be a number of centipawns from 1 to {MAX_NOISE_CP}"),
+                ));
+            }
+            if !finite(self.from_level) {
+                return Err(("noise_clip.from_level", "must be a finite number".into()));
+            }
+            if !(finite(self.to_level) && self.to_level >= self.from_level) {
+                return Err((
+                    "noise_clip.to_level",
+                    "must be a finite number at least noise_clip.from_level".into(),
+                ));
+            }
+            return Ok(());
+        }
+        if !by_x.iter().any(Option::is_some) {
+            return Err((
+                "noise_clip",
+                "needs either cp, from_level and to_level, or scales, from_x, to_x and widen_x"
+                    .into(),
+            ));
+        }
+        if !self.scales.is_some_and(|k| k.is_finite() && k > 0.0) {
+            return Err(("noise_clip.scales", "must be a positive number".into()));
+        }
+        if !finite(self.from_x) {
+            return Err(("noise_clip.from_x", "must be a finite number".into()));
+        }
+        if !(finite(self.to_x) && self.to_x >= self.from_x) {
+            return Err((
+                "noise_clip.to_x",
+                "must be a finite number at least noise_clip.from_x".into(),
+            ));
+        }
+        if !self.widen_x.is_some_and(|w| w.is_finite() && w > 0.0) {
+            return Err(("noise_clip.widen_x", "must be a positive number".into()));
+        }
+        Ok(())
     }
 }
 
@@ -403,22 +524,10 @@ impl Coefficients {
         {
             return bad("max_noise_cp", "must be a positive number");
         }
-        if let Some(clip) = self.noise_clip {
-            if !(clip.cp.is_finite() && clip.cp >= 1.0 && clip.cp <= f64::from(MAX_NOISE_CP)) {
-                return bad(
-                    "noise_clip.cp",
-                    format!("must be a number of centipawns from 1 to {MAX_NOISE_CP}"),
-                );
-            }
-            if !clip.from_level.is_finite() {
-                return bad("noise_clip.from_level", "must be a finite number");
-            }
-            if !(clip.to_level.is_finite() && clip.to_level >= clip.from_level) {
-                return bad(
-                    "noise_clip.to_level",
-                    "must be a finite number at least noise_clip.from_level",
-                );
-            }
+        if let Some(clip) = self.noise_clip
+            && let Err((key, why)) = clip.check()
+        {
+            return bad(key, why);
         }
         if let Some(curve) = self.blindness {
             if !(curve.max.is_finite() && (0.0..=1.0).contains(&curve.max)) {
@@ -721,9 +830,12 @@ pub struct LevelParams {
     pub hash_mb: usize,
     /// Chance of judging a root move blind at full material (0: never).
     pub blind_probability: f64,
-    /// The largest noise draw either way ([`Coefficients::noise_clip`]; [`MAX_NOISE_CP`] where
-    /// the level is not clipped).
+    /// The largest noise draw either way ([`Coefficients::noise_clip`] by level;
+    /// [`MAX_NOISE_CP`] where the level is not clipped so).
     pub noise_clip_cp: i32,
+    /// The largest noise draw either way in noise scales of the position
+    /// ([`Coefficients::noise_clip`] by x; infinite where the level is not clipped so).
+    pub noise_clip_scales: f64,
     pub coefficients_version: u32,
     /// The evaluation weights the level plays with ([`Coefficients::eval_weights`]).
     pub eval_weights: u32,
@@ -770,8 +882,12 @@ impl LevelParams {
                 .map_or(0.0, |curve| curve.probability(exponent)),
             noise_clip_cp: coefficients
                 .noise_clip
-                .and_then(|clip| clip.at(level))
+                .and_then(|clip| clip.cp_at(level))
                 .unwrap_or(MAX_NOISE_CP),
+            noise_clip_scales: coefficients
+                .noise_clip
+                .and_then(|clip| clip.scales_at(exponent))
+                .unwrap_or(f64::INFINITY),
             coefficients_version: coefficients.version,
             eval_weights: coefficients.eval_weights,
             network: if level >= coefficients.network_from_level {
@@ -842,6 +958,17 @@ impl LevelParams {
         curve.probability(self.exponent + gained)
     }
 
+    /// The largest draw either way (cp) of noise of scale `scale_cp`: the clip by level, or
+    /// the clip by x in scales of it (at least 1 cp: a draw rounds to whole centipawns).
+    pub fn noise_clip_at(&self, scale_cp: f64) -> i32 {
+        let by_x = (self.noise_clip_scales * scale_cp).round().max(1.0);
+        if by_x < f64::from(self.noise_clip_cp) {
+            by_x as i32
+        } else {
+            self.noise_clip_cp
+        }
+    }
+
     /// The search parameters for one move of a game played at this level with `seed`.
     pub fn search_params(&self, game: &Game, seed: u64) -> SearchParams {
         if opponent_has_bare_king(game) {
@@ -852,12 +979,13 @@ impl LevelParams {
             };
         }
         let r = game.material_ratio();
+        let scale_cp = self.noise_at(r).max(opening_noise_floor(game));
         SearchParams {
             limits: Limits::nodes(self.nodes_at(r)),
             noise: Noise {
-                scale_cp: self.noise_at(r).max(opening_noise_floor(game)),
+                scale_cp,
                 seed,
-                clip_cp: self.noise_clip_cp,
+                clip_cp: self.noise_clip_at(scale_cp),
             },
             blindness: Blindness {
                 probability: self.blindness_at(r),
@@ -943,6 +1071,10 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
         && close(bare_king(a, &pa), bare_king(b, &pb))
         && close(pa.noise_cp, pb.noise_cp)
         && pa.noise_clip_cp == pb.noise_clip_cp
+        && (pa.noise_clip_scales == pb.noise_clip_scales
+            || (pa.noise_clip_scales.is_finite()
+                && pb.noise_clip_scales.is_finite()
+                && close(pa.noise_clip_scales, pb.noise_clip_scales)))
         && pa.hash_mb == pb.hash_mb
         && (0..=64).all(|i| {
             let r = f64::from(i) / 64.0;
@@ -1293,6 +1425,73 @@ pub(crate) mod tests {
             Coefficients::DEFAULT_TOML.replacen("[blindness]\n", "[blindness]\nmin = 0.9\n", 1);
         let err = refusal(&text);
         assert!(err.contains("blindness.min"), "{err}");
+    }
+
+    #[test]
+    fn a_noise_clip_by_x_cuts_the_tails_in_its_span_and_widens_smoothly_outside() {
+        let shipped = Coefficients::builtin();
+        let x = |level: f64| LevelParams::new(&shipped, level).exponent;
+        // One noise scale from level 5's x to level 6's, doubling every 0.2 of x outside.
+        let text = format!(
+            "{}\n[noise_clip]\nscales = 1.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.2\n",
+            Coefficients::DEFAULT_TOML,
+            x(5.0),
+            x(6.0)
+        );
+        let clipped = Coefficients::parse(&text, "c.toml").unwrap();
+        let game = Game::new(None, false).unwrap();
+        for level in [5.0, 6.0] {
+            let p = LevelParams::new(&clipped, level);
+            let noise = p.search_params(&game, 7).noise;
+            assert!((p.noise_clip_scales - 1.0).abs() < 1e-9, "level {level}");
+            assert_eq!(noise.clip_cp, noise.scale_cp.round() as i32, "level {level}");
+            let keys = (0..4_000u64).map(|k| k.wrapping_mul(0x2545_f491_4f6c_dd1d));
+            let cut = keys
+                .filter(|&k| noise.draw_cp(k).abs() == noise.clip_cp)
+                .count();
+            // The logistic law puts 2/(1 + e) = 54% of its draws beyond one scale.
+            assert!((1_900..2_400).contains(&cut), "level {level}: {cut}");
+        }
+        // Outside the span the clip widens without a step, and is gone far away.
+        let mut last = 1.0;
+        for i in 0..=40 {
+            let level = 5.0 - f64::from(i) * 0.05;
+            let scales = LevelParams::new(&clipped, level).noise_clip_scales;
+            assert!(scales >= last, "level {level}: {scales} below {last}");
+            if level < 5.0 && scales.is_finite() {
+                let step = scales / LevelParams::new(&clipped, level + 0.05).noise_clip_scales;
+                assert!(step < 1.2, "level {level}: a step of {step}");
+            }
+            last = scales;
+        }
+        for level in [1.0, 2.0, 3.0, 8.0, 9.0, 10.0, 11.0, 12.0] {
+            assert_eq!(
+                LevelParams::new(&clipped, level).noise_clip_scales,
+                f64::INFINITY,
+                "level {level}"
+            );
+            assert!(plays_alike(&shipped, &clipped, level), "level {level}");
+        }
+        assert!(!plays_alike(&shipped, &clipped, 5.0));
+        // In the endgame the clip follows the smaller noise: the same share of draws cut.
+        let p = LevelParams::new(&clipped, 5.0);
+        assert_eq!(p.noise_clip_at(p.noise_at(0.25)), p.noise_at(0.25).round() as i32);
+        // Written and read back whole; bad values and mixed forms name their key.
+        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
+        assert_eq!(again.noise_clip, clipped.noise_clip);
+        for (from, to, key) in [
+            ("scales = 1.0", "scales = -1.0", "noise_clip.scales"),
+            ("widen_x = 0.2", "widen_x = 0.0", "noise_clip.widen_x"),
+            ("widen_x = 0.2", "widen_x = 0.2\ncp = 150.0", "noise_clip.scales"),
+            ("scales = 1.0\n", "", "noise_clip.scales"),
+        ] {
+            let err = refusal(&text.replace(from, to));
+            assert!(err.contains(key), "{from} -> {to}: {err}");
+        }
+        let err = refusal(&format!("{}\n[noise_clip]\n", Coefficients::DEFAULT_TOML));
+        assert!(err.contains("noise_clip"), "{err}");
+        let err = refusal(&text.replace(&format!("to_x = {}", x(6.0)), "to_x = 1.0"));
+        assert!(err.contains("noise_clip.to_x"), "{err}");
     }
 
     #[test]

@@ -458,6 +458,8 @@ fn refit(current: &Coefficients, steps: &[Step], next: &mut Coefficients) -> Res
         width: curve.width / q,
         ..curve
     });
+    // So is the clip by x (the clip by level names levels, not exponents).
+    next.noise_clip = current.noise_clip.map(|clip| clip.rescaled(p, q));
     // So is the humane model's rating: rating(x_old) = a + s·(p + q·x_new) (a model that plays
     // the levels' targets has no line to move).
     if let (Some(h), Some((a, s))) = (current.humane, current.humane_line())
@@ -595,8 +597,13 @@ pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
     let blind = c
         .blindness
         .map_or(f64::INFINITY, |b| b.mid - b.width * 99f64.ln());
+    // A clip by x reaches no lower than its widening allows.
+    let clip = c
+        .noise_clip
+        .and_then(|clip| clip.lowest_clipped_x())
+        .unwrap_or(f64::INFINITY);
     // The level plays alike only where every one of them has stopped changing.
-    Some(nodes.min(noise).min(blind).min(humane))
+    Some(nodes.min(noise).min(blind).min(humane).min(clip))
 }
 
 /// The non-decreasing sequence closest to `values` in least squares (pool adjacent violators).
@@ -634,6 +641,7 @@ fn round9(v: f64) -> f64 {
 mod tests {
     use super::*;
     use crate::engine::humane::{ModelRating, PlayedAs};
+    use crate::levels::NoiseClip;
 
     fn est(rating: f64, se: f64, games: usize) -> Option<Estimate> {
         Some(Estimate {
@@ -872,6 +880,45 @@ mod tests {
         let mut moved_curve = p.coefficients.clone();
         moved_curve.blindness = Some(curve);
         assert!(!plays_alike(&p.coefficients, &moved_curve, 1.0));
+    }
+
+    #[test]
+    fn a_refit_keeps_every_levels_noise_clip_by_x() {
+        let mut c = base();
+        c.noise_clip = Some(NoiseClip {
+            scales: Some(1.0),
+            from_x: Some(1.6),
+            to_x: Some(2.4),
+            widen_x: Some(0.3),
+            ..NoiseClip::default()
+        });
+        let inputs = linear_levels(4, (200.0, 300.0), (400.0, 150.0), 200);
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_ne!(p.rescale.q, 1.0);
+        let clip = c.noise_clip.unwrap();
+        let mut clipped = 0;
+        for u in &p.levels {
+            let x_old_scale = p
+                .rescale
+                .old_scale(LevelParams::new(&p.coefficients, u.level).exponent);
+            let want = clip.scales_at(x_old_scale).unwrap_or(f64::INFINITY);
+            let got = LevelParams::new(&p.coefficients, u.level).noise_clip_scales;
+            assert!(
+                got == want || (got - want).abs() < 1e-9,
+                "level {}: {got} vs {want}",
+                u.level
+            );
+            clipped += usize::from(got.is_finite());
+        }
+        assert!(clipped > 0, "the test needs a clipped level");
+        // A level that did not move keeps its games: the clip is part of plays_alike.
+        let mut moved_clip = p.coefficients.clone();
+        moved_clip.noise_clip = Some(clip);
+        assert!(
+            p.levels
+                .iter()
+                .any(|u| !plays_alike(&p.coefficients, &moved_clip, u.level))
+        );
     }
 
     /// The candidate's humane model (the `[humane]` table of calibration/humane/).

@@ -2,7 +2,7 @@
 //! target and calibrated rating, with the endgame multipliers (the sandbox's start-up line
 //! prints a row of it too).
 
-use super::{Coefficients, LevelParams, level_key};
+use super::{Coefficients, LevelParams, NO_CLIP_SCALES, level_key};
 
 /// `ladder levels` options.
 #[derive(Debug, clap::Args)]
@@ -113,13 +113,41 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
         }
     );
     if let Some(clip) = coefficients.noise_clip {
-        let _ = writeln!(
-            out,
-            "noise draws clipped at ±{} cp from level {} to level {}",
-            clip.cp,
-            level_key(clip.from_level),
-            level_key(clip.to_level)
-        );
+        if let (Some(cp), Some(from), Some(to)) = (clip.cp, clip.from_level, clip.to_level) {
+            let _ = writeln!(
+                out,
+                "noise draws clipped at ±{cp} cp from level {} to level {}",
+                level_key(from),
+                level_key(to)
+            );
+        }
+        if let (Some(k), Some(from), Some(to), Some(widen)) =
+            (clip.scales, clip.from_x, clip.to_x, clip.widen_x)
+        {
+            let clipped: Vec<String> = levels
+                .iter()
+                .filter_map(|&level| {
+                    let p = LevelParams::new(coefficients, level);
+                    p.noise_clip_scales.is_finite().then(|| {
+                        format!(
+                            "{} ±{} cp",
+                            level_key(level),
+                            p.noise_clip_at(p.noise_at(1.0))
+                        )
+                    })
+                })
+                .collect();
+            let _ = writeln!(
+                out,
+                "noise draws clipped at {k} noise scales from x = {from:.3} to {to:.3}, doubling \
+                 every {widen:.3} of x outside (none from {NO_CLIP_SCALES}): {}",
+                if clipped.is_empty() {
+                    "no level here".to_string()
+                } else {
+                    format!("levels {}", clipped.join(", "))
+                }
+            );
+        }
     }
     let _ = writeln!(
         out,
