@@ -189,16 +189,20 @@ pub struct BlindnessCurve {
 /// - **by level** (`cp`, `from_level`, `to_level`): every draw of those levels clipped at ±`cp`
 ///   (the trials of docs/humane.md; a clip by level breaks the one axis x that orders the
 ///   levels, so calibration cannot use it);
-/// - **by x** (`scales`, `from_x`, `to_x`, `widen_x`): every draw clipped at `scales` times the
-///   noise scale of the position, from `from_x` to `to_x`, the clip doubling every `widen_x`
-///   of x outside that span and gone where it reaches [`NO_CLIP_SCALES`]. A function of x, it
+/// - **by x** (`scales` or `cp`, `from_x`, `to_x`, `widen_x`): every draw clipped at `scales`
+///   times the noise scale of the position, or at `cp`, from `from_x` to `to_x`, the clip
+///   doubling every `widen_x` of x outside that span and gone where it reaches
+///   [`NO_CLIP_SCALES`] scales or [`MAX_NOISE_CP`]. In scales it cuts the same share of draws
+///   at every level; in centipawns it keeps the mirages under a piece where the noise is wide
+///   (near the search's floor one scale is 400-800 cp, and only a clip of about 300 cp or less
+///   lowered the big losses, docs/humane.md). A function of x, it
 ///   moves with calibration like the blindness curve, and it widens smoothly: a clip that began
 ///   with a step would make strength jump 100–250 Elo there, and a target inside the jump could
 ///   never be met.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NoiseClip {
-    /// By level: the largest draw either way (cp).
+    /// The largest draw either way (cp): by level, or by x in its span.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cp: Option<f64>,
     /// By level: the lowest level clipped.
@@ -227,24 +231,41 @@ pub struct NoiseClip {
 pub const NO_CLIP_SCALES: f64 = 8.0;
 
 impl NoiseClip {
-    /// The clip (cp) of every draw of `level`, in the form by level.
-    pub fn cp_at(&self, level: f64) -> Option<i32> {
-        let (cp, from, to) = (self.cp?, self.from_level?, self.to_level?);
-        (from..=to).contains(&level).then(|| cp.round() as i32)
+    /// The clip (cp) of every draw of `level` at exponent `x`: `cp` in the form by level where
+    /// the level is in its range, `cp` widened outside the span in the form by x in
+    /// centipawns (None: no clip in cp).
+    pub fn cp_at(&self, level: f64, x: f64) -> Option<i32> {
+        let cp = self.cp?;
+        if let (Some(from), Some(to)) = (self.from_level, self.to_level) {
+            return (from..=to).contains(&level).then(|| cp.round() as i32);
+        }
+        let clip = (cp * self.widening(x)?).round();
+        (clip < f64::from(MAX_NOISE_CP)).then_some(clip as i32)
     }
 
-    /// The clip in noise scales at exponent `x`, in the form by x (None: no clip).
+    /// The clip in noise scales at exponent `x`, in the form by x in scales (None: no clip).
     pub fn scales_at(&self, x: f64) -> Option<f64> {
-        let (k, from, to, widen) = (self.scales?, self.from_x?, self.to_x?, self.widen_x?);
-        let outside = (from - x).max(0.0) + (x - to).max(0.0);
-        let scales = k * (outside / widen).exp2();
+        let scales = self.scales? * self.widening(x)?;
         (scales < NO_CLIP_SCALES).then_some(scales)
+    }
+
+    /// How much the form by x widens its clip at `x`: 1 in its span, doubling every
+    /// `widen_x` outside.
+    fn widening(&self, x: f64) -> Option<f64> {
+        let (from, to, widen) = (self.from_x?, self.to_x?, self.widen_x?);
+        let outside = (from - x).max(0.0) + (x - to).max(0.0);
+        Some((outside / widen).exp2())
     }
 
     /// The exponent below which the form by x no longer clips.
     pub fn lowest_clipped_x(&self) -> Option<f64> {
-        let (k, from, widen) = (self.scales?, self.from_x?, self.widen_x?);
-        Some(from - widen * (NO_CLIP_SCALES / k).log2().max(0.0))
+        let (from, widen) = (self.from_x?, self.widen_x?);
+        let doublings = match (self.scales, self.cp) {
+            (Some(k), _) => (NO_CLIP_SCALES / k).log2(),
+            (None, Some(cp)) => (f64::from(MAX_NOISE_CP) / cp).log2(),
+            (None, None) => return None,
+        };
+        Some(from - widen * doublings.max(0.0))
     }
 
     /// The same clip with its exponents read on a new scale where x_old = p + q·x_new.
@@ -257,36 +278,46 @@ impl NoiseClip {
         }
     }
 
-    /// Which form this is, or the key that is wrong.
+    /// Whether the table is one form with every value it needs, or the key that is wrong.
     fn check(&self) -> Result<(), (&'static str, String)> {
-        let by_level = [self.cp, self.from_level, self.to_level];
-        let by_x = [self.scales, self.from_x, self.to_x, self.widen_x];
         let finite = |v: Option<f64>| v.is_some_and(f64::is_finite);
-        if by_level.iter().any(Option::is_some) {
-            if let Some(key) = [
-                ("noise_clip.scales", self.scales),
-                ("noise_clip.from_x", self.from_x),
-                ("noise_clip.to_x", self.to_x),
-                ("noise_clip.widen_x", self.widen_x),
-            ]
-            .iter()
-            .find_map(|(k, v)| v.is_some().then_some(*k))
-            {
+        let by_level = self.from_level.is_some() || self.to_level.is_some();
+        let by_x = self.from_x.is_some() || self.to_x.is_some() || self.widen_x.is_some();
+        if by_level && by_x {
+            let key = if self.from_x.is_some() {
+                "noise_clip.from_x"
+            } else if self.to_x.is_some() {
+                "noise_clip.to_x"
+            } else {
+                "noise_clip.widen_x"
+            };
+            return Err((
+                key,
+                "belongs to the clip by x; this table clips by level (from_level, to_level)".into(),
+            ));
+        }
+        if !by_level && !by_x {
+            return Err((
+                "noise_clip",
+                "needs a span: from_level and to_level, or from_x, to_x and widen_x".into(),
+            ));
+        }
+        let cp_ok = |cp: f64| cp.is_finite() && cp >= 1.0 && cp <= f64::from(MAX_NOISE_CP);
+        let bad_cp = || {
+            Err((
+                "noise_clip.cp",
+                format!("must be a number of centipawns from 1 to {MAX_NOISE_CP}"),
+            ))
+        };
+        if by_level {
+            if self.scales.is_some() {
                 return Err((
-                    key,
-                    "belongs to the clip by x; this table clips by level (cp, from_level, \
-                     to_level)"
-                        .into(),
+                    "noise_clip.scales",
+                    "belongs to the clip by x; a clip by level is in centipawns (cp)".into(),
                 ));
             }
-            if !self
-                .cp
-                .is_some_and(|cp| cp.is_finite() && cp >= 1.0 && cp <= f64::from(MAX_NOISE_CP))
-            {
-                return Err((
-                    "noise_clip.cp",
-                    format!("must be a number of centipawns from 1 to {MAX_NOISE_CP}"),
-                ));
+            if !self.cp.is_some_and(cp_ok) {
+                return bad_cp();
             }
             if !finite(self.from_level) {
                 return Err(("noise_clip.from_level", "must be a finite number".into()));
@@ -299,15 +330,24 @@ impl NoiseClip {
             }
             return Ok(());
         }
-        if !by_x.iter().any(Option::is_some) {
-            return Err((
-                "noise_clip",
-                "needs either cp, from_level and to_level, or scales, from_x, to_x and widen_x"
-                    .into(),
-            ));
-        }
-        if !self.scales.is_some_and(|k| k.is_finite() && k > 0.0) {
-            return Err(("noise_clip.scales", "must be a positive number".into()));
+        match (self.cp, self.scales) {
+            (Some(_), Some(_)) => {
+                return Err((
+                    "noise_clip.scales",
+                    "a clip is in centipawns (cp) or in noise scales (scales), not both".into(),
+                ));
+            }
+            (None, None) => {
+                return Err((
+                    "noise_clip.scales",
+                    "needed (or cp): the clip in noise scales (or centipawns) in the span".into(),
+                ));
+            }
+            (Some(cp), None) if !cp_ok(cp) => return bad_cp(),
+            (None, Some(k)) if !(k.is_finite() && k > 0.0) => {
+                return Err(("noise_clip.scales", "must be a positive number".into()));
+            }
+            _ => {}
         }
         if !finite(self.from_x) {
             return Err(("noise_clip.from_x", "must be a finite number".into()));
@@ -882,7 +922,7 @@ impl LevelParams {
                 .map_or(0.0, |curve| curve.probability(exponent)),
             noise_clip_cp: coefficients
                 .noise_clip
-                .and_then(|clip| clip.cp_at(level))
+                .and_then(|clip| clip.cp_at(level, exponent))
                 .unwrap_or(MAX_NOISE_CP),
             noise_clip_scales: coefficients
                 .noise_clip
@@ -1444,7 +1484,11 @@ pub(crate) mod tests {
             let p = LevelParams::new(&clipped, level);
             let noise = p.search_params(&game, 7).noise;
             assert!((p.noise_clip_scales - 1.0).abs() < 1e-9, "level {level}");
-            assert_eq!(noise.clip_cp, noise.scale_cp.round() as i32, "level {level}");
+            assert_eq!(
+                noise.clip_cp,
+                noise.scale_cp.round() as i32,
+                "level {level}"
+            );
             let keys = (0..4_000u64).map(|k| k.wrapping_mul(0x2545_f491_4f6c_dd1d));
             let cut = keys
                 .filter(|&k| noise.draw_cp(k).abs() == noise.clip_cp)
@@ -1475,14 +1519,21 @@ pub(crate) mod tests {
         assert!(!plays_alike(&shipped, &clipped, 5.0));
         // In the endgame the clip follows the smaller noise: the same share of draws cut.
         let p = LevelParams::new(&clipped, 5.0);
-        assert_eq!(p.noise_clip_at(p.noise_at(0.25)), p.noise_at(0.25).round() as i32);
+        assert_eq!(
+            p.noise_clip_at(p.noise_at(0.25)),
+            p.noise_at(0.25).round() as i32
+        );
         // Written and read back whole; bad values and mixed forms name their key.
         let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
         assert_eq!(again.noise_clip, clipped.noise_clip);
         for (from, to, key) in [
             ("scales = 1.0", "scales = -1.0", "noise_clip.scales"),
             ("widen_x = 0.2", "widen_x = 0.0", "noise_clip.widen_x"),
-            ("widen_x = 0.2", "widen_x = 0.2\ncp = 150.0", "noise_clip.scales"),
+            (
+                "widen_x = 0.2",
+                "widen_x = 0.2\ncp = 150.0",
+                "noise_clip.scales",
+            ),
             ("scales = 1.0\n", "", "noise_clip.scales"),
         ] {
             let err = refusal(&text.replace(from, to));
@@ -1492,6 +1543,70 @@ pub(crate) mod tests {
         assert!(err.contains("noise_clip"), "{err}");
         let err = refusal(&text.replace(&format!("to_x = {}", x(6.0)), "to_x = 1.0"));
         assert!(err.contains("noise_clip.to_x"), "{err}");
+    }
+
+    #[test]
+    fn a_noise_clip_by_x_in_centipawns_keeps_its_cp_in_the_span_and_widens_outside() {
+        let shipped = Coefficients::builtin();
+        let x = |level: f64| LevelParams::new(&shipped, level).exponent;
+        let text = format!(
+            "{}\n[noise_clip]\ncp = 300.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.15\n",
+            Coefficients::DEFAULT_TOML,
+            x(5.0),
+            x(6.0)
+        );
+        let clipped = Coefficients::parse(&text, "c.toml").unwrap();
+        let game = Game::new(None, false).unwrap();
+        // Level 5's noise is about one scale of 300 cp, level 6's less: the same clip for both,
+        // and in the endgame too, where it no longer bites.
+        for level in [5.0, 6.0] {
+            let p = LevelParams::new(&clipped, level);
+            assert_eq!(
+                p.search_params(&game, 7).noise.clip_cp,
+                300,
+                "level {level}"
+            );
+            assert_eq!(p.noise_clip_at(p.noise_at(0.25)), 300, "level {level}");
+        }
+        // Below the span the clip grows by at most 2^(0.05/0.15) a twentieth of a level...
+        let mut last = 300;
+        for i in 1..=20 {
+            let level = 5.0 - f64::from(i) * 0.05;
+            let cp = LevelParams::new(&clipped, level).noise_clip_cp;
+            assert!(
+                cp >= last && f64::from(cp) <= f64::from(last) * 1.3 + 1.0,
+                "{level}: {cp}"
+            );
+            last = cp;
+        }
+        // ...and is gone where it would pass MAX_NOISE_CP: those levels keep their games.
+        for level in [1.0, 2.0, 3.0, 8.0, 9.0, 10.0, 11.0, 12.0] {
+            assert_eq!(
+                LevelParams::new(&clipped, level).noise_clip_cp,
+                MAX_NOISE_CP
+            );
+            assert!(plays_alike(&shipped, &clipped, level), "level {level}");
+        }
+        let lowest = clipped.noise_clip.unwrap().lowest_clipped_x().unwrap();
+        assert!(lowest < x(5.0) && lowest > x(3.0), "{lowest}");
+        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
+        assert_eq!(again.noise_clip, clipped.noise_clip);
+        for (from, to, key) in [
+            ("cp = 300.0", "cp = 0.5", "noise_clip.cp"),
+            (
+                "cp = 300.0",
+                "cp = 300.0\nscales = 1.0",
+                "noise_clip.scales",
+            ),
+            (
+                "cp = 300.0",
+                "cp = 300.0\nfrom_level = 4.0",
+                "noise_clip.from_x",
+            ),
+        ] {
+            let err = refusal(&text.replace(from, to));
+            assert!(err.contains(key), "{from} -> {to}: {err}");
+        }
     }
 
     #[test]

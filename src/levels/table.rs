@@ -3,6 +3,7 @@
 //! prints a row of it too).
 
 use super::{Coefficients, LevelParams, NO_CLIP_SCALES, level_key};
+use crate::engine::noise::MAX_NOISE_CP;
 
 /// `ladder levels` options.
 #[derive(Debug, clap::Args)]
@@ -121,14 +122,22 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
                 level_key(to)
             );
         }
-        if let (Some(k), Some(from), Some(to), Some(widen)) =
-            (clip.scales, clip.from_x, clip.to_x, clip.widen_x)
-        {
+        if let (Some(from), Some(to), Some(widen)) = (clip.from_x, clip.to_x, clip.widen_x) {
+            let (clip_in, none_from) = match (clip.scales, clip.cp) {
+                (Some(k), _) => (
+                    format!("{k} noise scales"),
+                    format!("{NO_CLIP_SCALES} scales"),
+                ),
+                (None, cp) => (
+                    format!("±{} cp", cp.unwrap_or(f64::NAN)),
+                    format!("±{MAX_NOISE_CP} cp"),
+                ),
+            };
             let clipped: Vec<String> = levels
                 .iter()
                 .filter_map(|&level| {
                     let p = LevelParams::new(coefficients, level);
-                    p.noise_clip_scales.is_finite().then(|| {
+                    (p.noise_clip_scales.is_finite() || p.noise_clip_cp < MAX_NOISE_CP).then(|| {
                         format!(
                             "{} ±{} cp",
                             level_key(level),
@@ -139,8 +148,8 @@ pub fn render(coefficients: &Coefficients, levels: &[f64]) -> String {
                 .collect();
             let _ = writeln!(
                 out,
-                "noise draws clipped at {k} noise scales from x = {from:.3} to {to:.3}, doubling \
-                 every {widen:.3} of x outside (none from {NO_CLIP_SCALES}): {}",
+                "noise draws clipped at {clip_in} from x = {from:.3} to {to:.3}, doubling every \
+                 {widen:.3} of x outside (none from {none_from}): {}",
                 if clipped.is_empty() {
                     "no level here".to_string()
                 } else {
