@@ -1001,9 +1001,10 @@ impl LevelParams {
     /// The largest draw either way (cp) of noise of scale `scale_cp`: the clip by level, or
     /// the clip by x in scales of it (at least 1 cp: a draw rounds to whole centipawns).
     pub fn noise_clip_at(&self, scale_cp: f64) -> i32 {
-        let by_x = (self.noise_clip_scales * scale_cp).round().max(1.0);
-        if by_x < f64::from(self.noise_clip_cp) {
-            by_x as i32
+        // Unclipped (infinite scales) or without noise (0 · ∞ is NaN) the clip by level holds.
+        let by_x = self.noise_clip_scales * scale_cp;
+        if by_x.is_finite() && by_x.round().max(1.0) < f64::from(self.noise_clip_cp) {
+            by_x.round().max(1.0) as i32
         } else {
             self.noise_clip_cp
         }
@@ -1110,17 +1111,14 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
         && close(raw_nodes(a), raw_nodes(b))
         && close(bare_king(a, &pa), bare_king(b, &pb))
         && close(pa.noise_cp, pb.noise_cp)
-        && pa.noise_clip_cp == pb.noise_clip_cp
-        && (pa.noise_clip_scales == pb.noise_clip_scales
-            || (pa.noise_clip_scales.is_finite()
-                && pb.noise_clip_scales.is_finite()
-                && close(pa.noise_clip_scales, pb.noise_clip_scales)))
         && pa.hash_mb == pb.hash_mb
         && (0..=64).all(|i| {
             let r = f64::from(i) / 64.0;
             close(capped_nodes(a, &pa, r), capped_nodes(b, &pb, r))
                 && close(pa.noise_multiplier(r), pb.noise_multiplier(r))
                 && close(pa.blindness_at(r), pb.blindness_at(r))
+                // The clip a draw meets (a clip at MAX_NOISE_CP or beyond is none).
+                && pa.noise_clip_at(pa.noise_at(r)) == pb.noise_clip_at(pb.noise_at(r))
         })
 }
 
@@ -1467,14 +1465,30 @@ pub(crate) mod tests {
         assert!(err.contains("blindness.min"), "{err}");
     }
 
+    /// The shipped coefficients without their noise clip, for the tests that set their own.
+    fn unclipped_toml() -> String {
+        let text = Coefficients::DEFAULT_TOML;
+        let Some(start) = text.find("[noise_clip]") else {
+            return text.to_string();
+        };
+        let end = text[start..]
+            .find("\n[")
+            .map_or(text.len(), |i| start + i + 1);
+        format!("{}{}", &text[..start], &text[end..])
+    }
+
+    fn unclipped() -> Coefficients {
+        Coefficients::parse(&unclipped_toml(), "unclipped").unwrap()
+    }
+
     #[test]
     fn a_noise_clip_by_x_cuts_the_tails_in_its_span_and_widens_smoothly_outside() {
-        let shipped = Coefficients::builtin();
+        let shipped = unclipped();
         let x = |level: f64| LevelParams::new(&shipped, level).exponent;
         // One noise scale from level 5's x to level 6's, doubling every 0.2 of x outside.
         let text = format!(
             "{}\n[noise_clip]\nscales = 1.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.2\n",
-            Coefficients::DEFAULT_TOML,
+            unclipped_toml(),
             x(5.0),
             x(6.0)
         );
@@ -1503,19 +1517,32 @@ pub(crate) mod tests {
             let scales = LevelParams::new(&clipped, level).noise_clip_scales;
             assert!(scales >= last, "level {level}: {scales} below {last}");
             if level < 5.0 && scales.is_finite() {
+                // No step: the clip grows as 2^(Δx / 0.2), never faster.
                 let step = scales / LevelParams::new(&clipped, level + 0.05).noise_clip_scales;
-                assert!(step < 1.2, "level {level}: a step of {step}");
+                let dx = x(level + 0.05) - x(level);
+                assert!(
+                    step <= (dx / 0.2).exp2() + 1e-9,
+                    "level {level}: a step of {step}"
+                );
             }
             last = scales;
         }
-        for level in [1.0, 2.0, 3.0, 8.0, 9.0, 10.0, 11.0, 12.0] {
+        // Three doublings past the span a clip of one scale reaches 8 scales and is gone: those
+        // levels play as they did and keep their games.
+        let mut far = 0;
+        for level in (1..=12).map(f64::from) {
+            let outside = (x(5.0) - x(level)).max(0.0) + (x(level) - x(6.0)).max(0.0);
+            let gone = outside >= 0.2 * 3.0;
+            let scales = LevelParams::new(&clipped, level).noise_clip_scales;
+            assert_eq!(scales == f64::INFINITY, gone, "level {level}: {scales}");
             assert_eq!(
-                LevelParams::new(&clipped, level).noise_clip_scales,
-                f64::INFINITY,
+                plays_alike(&shipped, &clipped, level),
+                gone,
                 "level {level}"
             );
-            assert!(plays_alike(&shipped, &clipped, level), "level {level}");
+            far += usize::from(gone);
         }
+        assert!(far >= 4, "the test needs levels beyond the clip's reach");
         assert!(!plays_alike(&shipped, &clipped, 5.0));
         // In the endgame the clip follows the smaller noise: the same share of draws cut.
         let p = LevelParams::new(&clipped, 5.0);
@@ -1539,7 +1566,7 @@ pub(crate) mod tests {
             let err = refusal(&text.replace(from, to));
             assert!(err.contains(key), "{from} -> {to}: {err}");
         }
-        let err = refusal(&format!("{}\n[noise_clip]\n", Coefficients::DEFAULT_TOML));
+        let err = refusal(&format!("{}\n[noise_clip]\n", unclipped_toml()));
         assert!(err.contains("noise_clip"), "{err}");
         let err = refusal(&text.replace(&format!("to_x = {}", x(6.0)), "to_x = 1.0"));
         assert!(err.contains("noise_clip.to_x"), "{err}");
@@ -1547,11 +1574,11 @@ pub(crate) mod tests {
 
     #[test]
     fn a_noise_clip_by_x_in_centipawns_keeps_its_cp_in_the_span_and_widens_outside() {
-        let shipped = Coefficients::builtin();
+        let shipped = unclipped();
         let x = |level: f64| LevelParams::new(&shipped, level).exponent;
         let text = format!(
             "{}\n[noise_clip]\ncp = 300.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.15\n",
-            Coefficients::DEFAULT_TOML,
+            unclipped_toml(),
             x(5.0),
             x(6.0)
         );
@@ -1568,27 +1595,36 @@ pub(crate) mod tests {
             );
             assert_eq!(p.noise_clip_at(p.noise_at(0.25)), 300, "level {level}");
         }
-        // Below the span the clip grows by at most 2^(0.05/0.15) a twentieth of a level...
+        // Below the span the clip grows as 2^(Δx / 0.15), without a step...
         let mut last = 300;
         for i in 1..=20 {
             let level = 5.0 - f64::from(i) * 0.05;
             let cp = LevelParams::new(&clipped, level).noise_clip_cp;
+            let dx = x(level + 0.05) - x(level);
             assert!(
-                cp >= last && f64::from(cp) <= f64::from(last) * 1.3 + 1.0,
+                cp >= last && f64::from(cp) <= f64::from(last) * (dx / 0.15).exp2() + 1.0,
                 "{level}: {cp}"
             );
             last = cp;
         }
         // ...and is gone where it would pass MAX_NOISE_CP: those levels keep their games.
-        for level in [1.0, 2.0, 3.0, 8.0, 9.0, 10.0, 11.0, 12.0] {
+        let mut far = 0;
+        for level in (1..=12).map(f64::from) {
+            let outside = (x(5.0) - x(level)).max(0.0) + (x(level) - x(6.0)).max(0.0);
+            let gone = 300.0 * (outside / 0.15).exp2() >= f64::from(MAX_NOISE_CP);
+            let cp = LevelParams::new(&clipped, level).noise_clip_cp;
+            assert_eq!(cp == MAX_NOISE_CP, gone, "level {level}: {cp}");
             assert_eq!(
-                LevelParams::new(&clipped, level).noise_clip_cp,
-                MAX_NOISE_CP
+                plays_alike(&shipped, &clipped, level),
+                gone,
+                "level {level}"
             );
-            assert!(plays_alike(&shipped, &clipped, level), "level {level}");
+            far += usize::from(gone);
         }
+        assert!(far >= 4, "the test needs levels beyond the clip's reach");
         let lowest = clipped.noise_clip.unwrap().lowest_clipped_x().unwrap();
-        assert!(lowest < x(5.0) && lowest > x(3.0), "{lowest}");
+        let want = x(5.0) - 0.15 * (f64::from(MAX_NOISE_CP) / 300.0).log2();
+        assert!((lowest - want).abs() < 1e-9, "{lowest} vs {want}");
         let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
         assert_eq!(again.noise_clip, clipped.noise_clip);
         for (from, to, key) in [
@@ -1611,10 +1647,10 @@ pub(crate) mod tests {
 
     #[test]
     fn a_noise_clip_bounds_the_draws_of_its_levels_only() {
-        let shipped = Coefficients::builtin();
+        let shipped = unclipped();
         let text = format!(
             "{}\n[noise_clip]\ncp = 150.0\nfrom_level = 4.0\nto_level = 6.0\n",
-            Coefficients::DEFAULT_TOML
+            unclipped_toml()
         );
         let clipped = Coefficients::parse(&text, "c.toml").unwrap();
         let game = Game::new(None, false).unwrap();
@@ -1653,7 +1689,6 @@ pub(crate) mod tests {
         // Written and read back whole; bad values name their key.
         let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
         assert_eq!(again.noise_clip, clipped.noise_clip);
-        assert!(shipped.to_toml().find("noise_clip").is_none());
         for (from, to, key) in [
             ("cp = 150.0", "cp = 0.0", "noise_clip.cp"),
             ("to_level = 6.0", "to_level = 3.0", "noise_clip.to_level"),
