@@ -1481,18 +1481,63 @@ pub(crate) mod tests {
         Coefficients::parse(&unclipped_toml(), "unclipped").unwrap()
     }
 
-    #[test]
-    fn a_noise_clip_by_x_cuts_the_tails_in_its_span_and_widens_smoothly_outside() {
+    /// The shipped ladder unclipped, the same with levels 5 to 6 clipped by x (`unit`: the
+    /// clip's line, "scales = 1.0" or "cp = 300.0"; widening every `widen` of x), and the text
+    /// of the clipped one.
+    fn clipped_5_to_6(unit: &str, widen: f64) -> (Coefficients, Coefficients, String) {
         let shipped = unclipped();
         let x = |level: f64| LevelParams::new(&shipped, level).exponent;
-        // One noise scale from level 5's x to level 6's, doubling every 0.2 of x outside.
         let text = format!(
-            "{}\n[noise_clip]\nscales = 1.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.2\n",
+            "{}\n[noise_clip]\n{unit}\nfrom_x = {}\nto_x = {}\nwiden_x = {widen}\n",
             unclipped_toml(),
             x(5.0),
             x(6.0)
         );
         let clipped = Coefficients::parse(&text, "c.toml").unwrap();
+        (shipped, clipped, text)
+    }
+
+    /// `clipped` (parsed from `text`) is written and read back whole, and each (from, to, key)
+    /// edit of `text` is refused naming `key`.
+    fn assert_kept_whole_and_bad_clips_named(
+        clipped: &Coefficients,
+        text: &str,
+        cases: &[(&str, &str, &str)],
+    ) {
+        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
+        assert_eq!(again.noise_clip, clipped.noise_clip);
+        for (from, to, key) in cases {
+            let err = refusal(&text.replace(from, to));
+            assert!(err.contains(key), "{from} -> {to}: {err}");
+        }
+    }
+
+    /// The levels `gone` says the clip no longer reaches (given how far outside levels 5-6's
+    /// span in x they are) play unclipped and keep their games; the others do not; at least
+    /// four levels are that far.
+    fn assert_far_levels_unclipped(
+        shipped: &Coefficients,
+        clipped: &Coefficients,
+        gone: impl Fn(f64) -> bool,
+    ) {
+        let x = |level: f64| LevelParams::new(shipped, level).exponent;
+        let mut far = 0;
+        for level in (1..=12).map(f64::from) {
+            let outside = (x(5.0) - x(level)).max(0.0) + (x(level) - x(6.0)).max(0.0);
+            let p = LevelParams::new(clipped, level);
+            let none = p.noise_clip_scales == f64::INFINITY && p.noise_clip_cp == MAX_NOISE_CP;
+            assert_eq!(none, gone(outside), "level {level}: {p:?}");
+            assert_eq!(plays_alike(shipped, clipped, level), none, "level {level}");
+            far += usize::from(none);
+        }
+        assert!(far >= 4, "the test needs levels beyond the clip's reach");
+    }
+
+    #[test]
+    fn a_noise_clip_by_x_cuts_the_tails_in_its_span_and_widens_smoothly_outside() {
+        // One noise scale from level 5's x to level 6's, doubling every 0.2 of x outside.
+        let (shipped, clipped, text) = clipped_5_to_6("scales = 1.0", 0.2);
+        let x = |level: f64| LevelParams::new(&shipped, level).exponent;
         let game = Game::new(None, false).unwrap();
         for level in [5.0, 6.0] {
             let p = LevelParams::new(&clipped, level);
@@ -1529,20 +1574,7 @@ pub(crate) mod tests {
         }
         // Three doublings past the span a clip of one scale reaches 8 scales and is gone: those
         // levels play as they did and keep their games.
-        let mut far = 0;
-        for level in (1..=12).map(f64::from) {
-            let outside = (x(5.0) - x(level)).max(0.0) + (x(level) - x(6.0)).max(0.0);
-            let gone = outside >= 0.2 * 3.0;
-            let scales = LevelParams::new(&clipped, level).noise_clip_scales;
-            assert_eq!(scales == f64::INFINITY, gone, "level {level}: {scales}");
-            assert_eq!(
-                plays_alike(&shipped, &clipped, level),
-                gone,
-                "level {level}"
-            );
-            far += usize::from(gone);
-        }
-        assert!(far >= 4, "the test needs levels beyond the clip's reach");
+        assert_far_levels_unclipped(&shipped, &clipped, |outside| outside >= 0.2 * 3.0);
         assert!(!plays_alike(&shipped, &clipped, 5.0));
         // In the endgame the clip follows the smaller noise: the same share of draws cut.
         let p = LevelParams::new(&clipped, 5.0);
@@ -1551,21 +1583,20 @@ pub(crate) mod tests {
             p.noise_at(0.25).round() as i32
         );
         // Written and read back whole; bad values and mixed forms name their key.
-        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
-        assert_eq!(again.noise_clip, clipped.noise_clip);
-        for (from, to, key) in [
-            ("scales = 1.0", "scales = -1.0", "noise_clip.scales"),
-            ("widen_x = 0.2", "widen_x = 0.0", "noise_clip.widen_x"),
-            (
-                "widen_x = 0.2",
-                "widen_x = 0.2\ncp = 150.0",
-                "noise_clip.scales",
-            ),
-            ("scales = 1.0\n", "", "noise_clip.scales"),
-        ] {
-            let err = refusal(&text.replace(from, to));
-            assert!(err.contains(key), "{from} -> {to}: {err}");
-        }
+        assert_kept_whole_and_bad_clips_named(
+            &clipped,
+            &text,
+            &[
+                ("scales = 1.0", "scales = -1.0", "noise_clip.scales"),
+                ("widen_x = 0.2", "widen_x = 0.0", "noise_clip.widen_x"),
+                (
+                    "widen_x = 0.2",
+                    "widen_x = 0.2\ncp = 150.0",
+                    "noise_clip.scales",
+                ),
+                ("scales = 1.0\n", "", "noise_clip.scales"),
+            ],
+        );
         let err = refusal(&format!("{}\n[noise_clip]\n", unclipped_toml()));
         assert!(err.contains("noise_clip"), "{err}");
         let err = refusal(&text.replace(&format!("to_x = {}", x(6.0)), "to_x = 1.0"));
@@ -1574,15 +1605,8 @@ pub(crate) mod tests {
 
     #[test]
     fn a_noise_clip_by_x_in_centipawns_keeps_its_cp_in_the_span_and_widens_outside() {
-        let shipped = unclipped();
+        let (shipped, clipped, text) = clipped_5_to_6("cp = 300.0", 0.15);
         let x = |level: f64| LevelParams::new(&shipped, level).exponent;
-        let text = format!(
-            "{}\n[noise_clip]\ncp = 300.0\nfrom_x = {}\nto_x = {}\nwiden_x = 0.15\n",
-            unclipped_toml(),
-            x(5.0),
-            x(6.0)
-        );
-        let clipped = Coefficients::parse(&text, "c.toml").unwrap();
         let game = Game::new(None, false).unwrap();
         // Level 5's noise is about one scale of 300 cp, level 6's less: the same clip for both,
         // and in the endgame too, where it no longer bites.
@@ -1608,41 +1632,29 @@ pub(crate) mod tests {
             last = cp;
         }
         // ...and is gone where it would pass MAX_NOISE_CP: those levels keep their games.
-        let mut far = 0;
-        for level in (1..=12).map(f64::from) {
-            let outside = (x(5.0) - x(level)).max(0.0) + (x(level) - x(6.0)).max(0.0);
-            let gone = 300.0 * (outside / 0.15).exp2() >= f64::from(MAX_NOISE_CP);
-            let cp = LevelParams::new(&clipped, level).noise_clip_cp;
-            assert_eq!(cp == MAX_NOISE_CP, gone, "level {level}: {cp}");
-            assert_eq!(
-                plays_alike(&shipped, &clipped, level),
-                gone,
-                "level {level}"
-            );
-            far += usize::from(gone);
-        }
-        assert!(far >= 4, "the test needs levels beyond the clip's reach");
+        assert_far_levels_unclipped(&shipped, &clipped, |outside| {
+            300.0 * (outside / 0.15).exp2() >= f64::from(MAX_NOISE_CP)
+        });
         let lowest = clipped.noise_clip.unwrap().lowest_clipped_x().unwrap();
         let want = x(5.0) - 0.15 * (f64::from(MAX_NOISE_CP) / 300.0).log2();
         assert!((lowest - want).abs() < 1e-9, "{lowest} vs {want}");
-        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
-        assert_eq!(again.noise_clip, clipped.noise_clip);
-        for (from, to, key) in [
-            ("cp = 300.0", "cp = 0.5", "noise_clip.cp"),
-            (
-                "cp = 300.0",
-                "cp = 300.0\nscales = 1.0",
-                "noise_clip.scales",
-            ),
-            (
-                "cp = 300.0",
-                "cp = 300.0\nfrom_level = 4.0",
-                "noise_clip.from_x",
-            ),
-        ] {
-            let err = refusal(&text.replace(from, to));
-            assert!(err.contains(key), "{from} -> {to}: {err}");
-        }
+        assert_kept_whole_and_bad_clips_named(
+            &clipped,
+            &text,
+            &[
+                ("cp = 300.0", "cp = 0.5", "noise_clip.cp"),
+                (
+                    "cp = 300.0",
+                    "cp = 300.0\nscales = 1.0",
+                    "noise_clip.scales",
+                ),
+                (
+                    "cp = 300.0",
+                    "cp = 300.0\nfrom_level = 4.0",
+                    "noise_clip.from_x",
+                ),
+            ],
+        );
     }
 
     #[test]
@@ -1686,21 +1698,20 @@ pub(crate) mod tests {
                 .abs()
                 > 150
         }));
-        // Written and read back whole; bad values name their key.
-        let again = Coefficients::parse(&clipped.to_toml(), "again").unwrap();
-        assert_eq!(again.noise_clip, clipped.noise_clip);
-        for (from, to, key) in [
-            ("cp = 150.0", "cp = 0.0", "noise_clip.cp"),
-            ("to_level = 6.0", "to_level = 3.0", "noise_clip.to_level"),
-            (
-                "from_level = 4.0",
-                "from_level = nan",
-                "noise_clip.from_level",
-            ),
-        ] {
-            let err = refusal(&text.replace(from, to));
-            assert!(err.contains(key), "{err}");
-        }
+        // Written and read back whole; bad values and mixed forms name their key.
+        assert_kept_whole_and_bad_clips_named(
+            &clipped,
+            &text,
+            &[
+                ("cp = 150.0", "cp = 0.0", "noise_clip.cp"),
+                ("to_level = 6.0", "to_level = 3.0", "noise_clip.to_level"),
+                (
+                    "from_level = 4.0",
+                    "from_level = nan",
+                    "noise_clip.from_level",
+                ),
+            ],
+        );
     }
 
     #[test]
