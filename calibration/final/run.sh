@@ -26,7 +26,10 @@
 #   - from version 96 (after version 92 was shipped) levels 4-6 clip their noise draws by x
 #     ([noise_clip] scales = 1 from x = 4.6 to 5.9, widening every 0.18 outside; docs/humane.md
 #     "A clip by x"): levels 5 and 6 start lower (x 4.8 and 5.5: the clip adds 90-150 Elo), and
-#     only levels 4-6 replay; the budget rose from 9600 to 11000 for them.
+#     only levels 4-6 replay; the budget rose from 9600 to 11000 for them (version 107).
+#   - from version 108 the clip is in centipawns (cp = 175 from x = 4.9 to 5.5, widening every
+#     0.08): one scale at level 6 was ±351 cp, more than a piece, and it missed 9% of its clear
+#     recaptures; levels 4-6 replay again, budget 11800 (version 110).
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -37,7 +40,7 @@
 # the humane model of the commit that added this file, with [humane.notice] read: a build
 # from the commit of version 69 on; from version 81 one from the commit of version 81 on, whose
 # `plays_alike` lets levels 5-6 keep their games; from version 85 one that reads
-# `habits_at_target`; from version 96 one that reads the clip by x). CONCURRENCY: games of one batch at once
+# `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
@@ -55,4 +58,4 @@ exec "$LADDER" calibrate --arena \
   --report-dir "$dir" \
   --level 1..12 \
   --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 11000 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
+  --gain-floor 0.5 --budget 11800 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
