@@ -28,8 +28,13 @@
 //! - a clear recapture: the opponent's last move captured on a square, the judge's best move
 //!   recaptures there, and every move that does not is at least [`EASY_GAP_CP`] worse; it is
 //!   missed when the move played does not capture on that square.
+//!
+//! The big losses in obvious positions are also kept one by one ([`ObviousLoss`]) and listed
+//! under the table, so that a reader can see what the judge counted against a level there:
+//! a few dozen positions a level decide that column, and the judge's own horizon is among them.
 
-use shakmaty::{Chess, Move, Position};
+use shakmaty::fen::Fen;
+use shakmaty::{Chess, EnPassantMode, Move, Position};
 
 use crate::engine::Game;
 use crate::engine::humane::{ClockLeft, alarm_ms};
@@ -86,6 +91,22 @@ impl Count {
 /// The clock buckets: time to spare, below Lichess's low-time alarm, the last seconds.
 pub const CLOCK_BUCKETS: [&str; 3] = ["above the alarm", "below the alarm", "last 10 s"];
 
+/// A big loss in an obvious position: where, what was played, and what the judge saw.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ObviousLoss {
+    /// The position before the move (FEN).
+    pub fen: String,
+    /// The move played (UCI).
+    pub played: String,
+    /// How much the capped evaluation fell for the mover.
+    pub loss_cp: f64,
+    /// The judge's lines there, best first (first move in UCI, capped centipawns).
+    pub lines: Vec<(String, f64)>,
+}
+
+/// How many of a player's [`ObviousLoss`]es the report lists (the first ones judged).
+pub const OBVIOUS_LOSSES_LISTED: usize = 12;
+
 /// One player's judged moves, summed, by the rules of the module.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Likeness {
@@ -108,6 +129,8 @@ pub struct Likeness {
     pub hard: Count,
     /// By the mover's clock ([`CLOCK_BUCKETS`]); moves without a clock are in none.
     pub clock: [Count; 3],
+    /// The big losses of `easy_obvious`, one by one, in the order judged.
+    pub obvious_losses: Vec<ObviousLoss>,
 }
 
 impl Likeness {
@@ -126,6 +149,8 @@ impl Likeness {
         for (mine, theirs) in self.clock.iter_mut().zip(&other.clock) {
             mine.merge(theirs);
         }
+        self.obvious_losses
+            .extend(other.obvious_losses.iter().cloned());
     }
 
     pub fn acpl(&self) -> Option<f64> {
@@ -257,6 +282,15 @@ pub fn likeness_of_game(
                         side.easy_quiet.add(big);
                     } else if is_obvious(replay.position(), &best) {
                         side.easy_obvious.add(big);
+                        if big {
+                            side.obvious_losses.push(ObviousLoss {
+                                fen: Fen::from_position(replay.position(), EnPassantMode::Legal)
+                                    .to_string(),
+                                played: replay.to_uci(played),
+                                loss_cp: loss,
+                                lines: judged.lines.clone(),
+                            });
+                        }
                     }
                 }
             } else {
@@ -417,6 +451,46 @@ pub fn render_likeness(
          clock: blunder rates climb in the last seconds, with a bump at the alarm (a study of \
          68M Lichess games, Antiochian's chess-blunders).\n",
     ));
+    text.push_str(&render_obvious_losses(names, likeness));
+    text
+}
+
+/// The big losses in obvious positions one by one (at most [`OBVIOUS_LOSSES_LISTED`] a
+/// player): the position, the move played, what it lost and the judge's lines there. Empty
+/// when no player has one.
+fn render_obvious_losses(names: &[String], likeness: &[Likeness]) -> String {
+    let mut text = String::new();
+    for (name, l) in names.iter().zip(likeness) {
+        if l.obvious_losses.is_empty() {
+            continue;
+        }
+        if text.is_empty() {
+            text.push_str(
+                "\n### Big losses in obvious positions\n\nEach: the position before the move (FEN), \
+                 the move played and what it lost, the judge's lines there (best first, \
+                 centipawns for the mover).\n",
+            );
+        }
+        let total = l.obvious_losses.len();
+        text.push_str(&format!("\n{name} ({total}):\n\n"));
+        for loss in l.obvious_losses.iter().take(OBVIOUS_LOSSES_LISTED) {
+            let lines: Vec<String> = loss
+                .lines
+                .iter()
+                .map(|(m, cp)| format!("{m} {cp:+.0}"))
+                .collect();
+            text.push_str(&format!(
+                "- `{}`: {} lost {:.0}; judge: {}\n",
+                loss.fen,
+                loss.played,
+                loss.loss_cp,
+                lines.join(", ")
+            ));
+        }
+        if total > OBVIOUS_LOSSES_LISTED {
+            text.push_str(&format!("- and {} more\n", total - OBVIOUS_LOSSES_LISTED));
+        }
+    }
     text
 }
 
@@ -531,6 +605,17 @@ mod tests {
             }
         );
         assert_eq!(w.easy_obvious, Count::default());
+        // The missed recapture is kept to be read: where, what, how much, what the judge saw.
+        assert_eq!(
+            b.obvious_losses,
+            vec![ObviousLoss {
+                fen: "rnbqkbnr/ppp1pppp/8/3P4/8/8/PPPP1PPP/RNBQKBNR b KQkq - 0 2".to_string(),
+                played: "a7a6".to_string(),
+                loss_cp: 820.0,
+                lines: positions[3].lines.clone(),
+            }]
+        );
+        assert!(w.obvious_losses.is_empty());
         let mut twice = b.clone();
         twice.merge(&b);
         assert_eq!(
@@ -540,6 +625,7 @@ mod tests {
                 big_losses: 2
             }
         );
+        assert_eq!(twice.obvious_losses.len(), 2);
         assert_eq!((b.clear_recaptures, b.recaptures_missed), (1, 1));
         assert_eq!(
             b.clock[0],
@@ -687,6 +773,38 @@ mod tests {
         assert!(row.contains("| 0.0 | 5.9 | 0.00 |"), "{row}");
         assert!(row.contains("≤ 3%"), "{row}");
         assert!(text.contains("±500 cp"));
+        // Level 1's missed recapture is listed under the table, with the judge's lines;
+        // level 9 has none and no entry.
+        let listed = text
+            .split("### Big losses in obvious positions")
+            .nth(1)
+            .expect("a list of the obvious positions' big losses");
+        assert!(listed.contains("level-1 (1):"), "{listed}");
+        assert!(
+            listed.contains("a7a6 lost 820; judge: d8d5 -80, g8f6 -280"),
+            "{listed}"
+        );
+        assert!(!listed.contains("level-9"), "{listed}");
+    }
+
+    #[test]
+    fn the_obvious_positions_big_losses_are_listed_up_to_a_limit() {
+        let loss = |i: usize| ObviousLoss {
+            fen: format!("fen {i}"),
+            played: "a7a6".to_string(),
+            loss_cp: 300.0,
+            lines: vec![("d8d5".to_string(), 10.0)],
+        };
+        let many = Likeness {
+            obvious_losses: (0..OBVIOUS_LOSSES_LISTED + 3).map(loss).collect(),
+            ..Likeness::default()
+        };
+        let text = render_obvious_losses(&["level-2".to_string()], std::slice::from_ref(&many));
+        assert!(text.contains(&format!("level-2 ({}):", OBVIOUS_LOSSES_LISTED + 3)));
+        assert_eq!(text.matches("a7a6 lost 300").count(), OBVIOUS_LOSSES_LISTED);
+        assert!(text.contains("- and 3 more"), "{text}");
+        // Nobody with one: no section at all.
+        assert!(render_obvious_losses(&["level-2".to_string()], &[Likeness::default()]).is_empty());
     }
 
     #[test]
