@@ -20,7 +20,7 @@ use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
 
 /// The newest network compiled into the binary.
-pub const SHIPPED_NETWORK: u32 = 4;
+pub const SHIPPED_NETWORK: u32 = 5;
 
 static NETWORK_1: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-1.nnue")));
@@ -30,6 +30,8 @@ static NETWORK_3: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-3.nnue")));
 static NETWORK_4: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-4.nnue")));
+static NETWORK_5: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-5.nnue")));
 
 fn built_in(bytes: &[u8]) -> Arc<Network> {
     // A broken built-in file is a build mistake that the tests catch.
@@ -40,7 +42,8 @@ fn built_in(bytes: &[u8]) -> Arc<Network> {
 /// (768→64)×2), 2 the second (`network-2.nnue`, (768→128)×2, trained with the mirror), 3 the
 /// third (`network-3.nnue`, the same shape on 2.97M positions, the label mostly the search's
 /// score: the first to beat the hand-crafted evaluation), 4 the fourth (`network-4.nnue`, the
-/// same on 3.9M positions, net-gen2's games of network 3 among them); see
+/// same on 3.9M positions, net-gen2's games of network 3 among them), 5 the fifth
+/// (`network-5.nnue`, (768→256)×2 on net-gen2 alone: network 3's own games); see
 /// docs/tuning/network.md for their data and training. `None` for 0 (no network) or any other.
 pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
     match version {
@@ -48,6 +51,7 @@ pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
         2 => Some(NETWORK_2.clone()),
         3 => Some(NETWORK_3.clone()),
         4 => Some(NETWORK_4.clone()),
+        5 => Some(NETWORK_5.clone()),
         _ => None,
     }
 }
