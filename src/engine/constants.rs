@@ -65,17 +65,9 @@ pub const IIR_REDUCTION: usize = 20;
 pub const IMPROVING: usize = 21;
 /// Whether quiet moves are ordered by continuation history too (1) or not (0).
 pub const CONTINUATION_HISTORY: usize = 22;
-/// Singular extensions: the shallowest depth at which the hash move is tested for being the
-/// only good move (0: off), and how far below its stored score the others must all stay, in
-/// cp per ply of depth.
-pub const SINGULAR_MIN_DEPTH: usize = 23;
-pub const SINGULAR_MARGIN: usize = 24;
-/// Whether the static evaluation is corrected by what the search learnt of the same pawn
-/// structure (1) or not (0): [`super::correction`].
-pub const CORRECTION_HISTORY: usize = 25;
 
 /// Every tunable constant, in index order (the indices above).
-pub const TUNABLES: [Tunable; 26] = [
+pub const TUNABLES: [Tunable; 23] = [
     tunable("aspiration_window", 25, 8, 80, 5),
     tunable("rfp_max_depth", 6, 2, 10, 1),
     tunable("rfp_margin", 80, 30, 200, 10),
@@ -99,9 +91,6 @@ pub const TUNABLES: [Tunable; 26] = [
     tunable("iir_reduction", 1, 0, 2, 1),
     tunable("improving", 1, 0, 1, 1),
     tunable("continuation_history", 1, 0, 1, 1),
-    tunable("singular_min_depth", 7, 0, 12, 1),
-    tunable("singular_margin", 2, 1, 8, 1),
-    tunable("correction_history", 1, 0, 1, 1),
 ];
 
 /// The search versions a coefficients file may name (`search = N`), the newest last. Each is
@@ -109,21 +98,16 @@ pub const TUNABLES: [Tunable; 26] = [
 /// with an older search plays exactly as it was measured (same nodes for the same inputs).
 /// Version 1: the first search (bench 1997878 with evaluation weights version 2). Version 2
 /// added improving, futility and exchange pruning, internal iterative reduction and
-/// continuation history. Version 3 added singular extensions and correction history.
-pub const SHIPPED_SEARCH_VERSION: u32 = 3;
+/// continuation history.
+pub const SHIPPED_SEARCH_VERSION: u32 = 2;
 
-/// The constants each version after the first added, and the value that turns each off
-/// (version N is the shipped set with every later version's additions off): version 2's, then
-/// version 3's.
-const ADDED_IN_VERSION: [&[(usize, i32)]; SHIPPED_SEARCH_VERSION as usize - 1] = [
-    &[
-        (FP_MAX_DEPTH, 0),
-        (SEE_MAX_DEPTH, 0),
-        (IIR_REDUCTION, 0),
-        (IMPROVING, 0),
-        (CONTINUATION_HISTORY, 0),
-    ],
-    &[(SINGULAR_MIN_DEPTH, 0), (CORRECTION_HISTORY, 0)],
+/// Constants version 2 added, and the value that turns each off.
+const ADDED_IN_VERSION_2: [(usize, i32); 5] = [
+    (FP_MAX_DEPTH, 0),
+    (SEE_MAX_DEPTH, 0),
+    (IIR_REDUCTION, 0),
+    (IMPROVING, 0),
+    (CONTINUATION_HISTORY, 0),
 ];
 
 /// Late-move reduction in plies by [depth][move number].
@@ -171,18 +155,17 @@ impl SearchConstants {
     /// The constants of search `version` (see [`SHIPPED_SEARCH_VERSION`]); `None` for a version
     /// this build does not know.
     pub fn of_version(version: u32) -> Option<SearchConstants> {
-        if !(1..=SHIPPED_SEARCH_VERSION).contains(&version) {
-            return None;
-        }
-        let mut values = SHIPPED.values;
-        for (added_by, added) in (2..).zip(ADDED_IN_VERSION) {
-            if added_by > version {
-                for &(index, off) in added {
+        match version {
+            1 => {
+                let mut values = SHIPPED.values;
+                for (index, off) in ADDED_IN_VERSION_2 {
                     values[index] = off;
                 }
+                Some(SearchConstants::from_values(values).expect("version 1 values in range"))
             }
+            SHIPPED_SEARCH_VERSION => Some(SearchConstants::shipped()),
+            _ => None,
         }
-        Some(SearchConstants::from_values(values).expect("older versions' values in range"))
     }
 
     /// [`Self::of_version`], or the error a file or command line that names an unknown version
@@ -284,21 +267,15 @@ mod tests {
     }
 
     #[test]
-    fn each_older_search_version_is_the_shipped_one_with_the_later_features_off() {
+    fn the_first_search_version_is_the_shipped_one_with_the_later_features_off() {
+        let first = SearchConstants::of_version(1).unwrap();
         let shipped = SearchConstants::shipped();
-        for version in 1..SHIPPED_SEARCH_VERSION {
-            let older = SearchConstants::of_version(version).unwrap();
-            let later: Vec<(usize, i32)> = ADDED_IN_VERSION[version as usize - 1..]
-                .iter()
-                .flat_map(|added| added.iter().copied())
-                .collect();
-            for &(index, off) in &later {
-                assert_eq!(older.get(index), off, "{}", TUNABLES[index].name);
-                assert_ne!(shipped.get(index), off, "{} is on", TUNABLES[index].name);
-            }
-            let changed = (0..TUNABLES.len()).filter(|&i| older.get(i) != shipped.get(i));
-            assert_eq!(changed.count(), later.len(), "version {version}");
+        for (index, off) in ADDED_IN_VERSION_2 {
+            assert_eq!(first.get(index), off, "{}", TUNABLES[index].name);
+            assert_ne!(shipped.get(index), off, "{} is on", TUNABLES[index].name);
         }
+        let changed = (0..TUNABLES.len()).filter(|&i| first.get(i) != shipped.get(i));
+        assert_eq!(changed.count(), ADDED_IN_VERSION_2.len());
         assert_eq!(
             SearchConstants::of_version(SHIPPED_SEARCH_VERSION),
             Some(shipped)

@@ -8,7 +8,6 @@
 pub mod aim;
 pub mod blindness;
 pub mod constants;
-mod correction;
 pub mod eval;
 pub mod evaluator;
 pub mod humane;

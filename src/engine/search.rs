@@ -22,7 +22,6 @@ use shakmaty::{Chess, Color, EnPassantMode, Move, MoveList, Position, Role};
 
 use super::blindness::Blindness;
 use super::constants::{self, SearchConstants};
-use super::correction::{Correction, pawn_key};
 use std::sync::Arc;
 
 use super::eval::add_noise;
@@ -38,7 +37,7 @@ use super::score::{
     DRAW, INFINITE, MATE_BOUND, MAX_PLY, Score, is_mate, mate_in, mated_in, to_public,
 };
 use super::see::{see_at_least, see_non_negative, see_value};
-use super::tt::{Bound, Hit, Tt};
+use super::tt::{Bound, Tt};
 use super::weights::Weights;
 
 /// What a search returns. `best_move` is `None` only when the side to move has no legal move.
@@ -58,7 +57,6 @@ pub struct Engine {
     constants: SearchConstants,
     tt: Tt,
     heuristics: Heuristics,
-    correction: Correction,
 }
 
 /// Iterations from this depth on search inside an aspiration window.
@@ -86,7 +84,6 @@ impl Engine {
             constants: SearchConstants::shipped(),
             tt: Tt::new(hash_mb),
             heuristics: Heuristics::default(),
-            correction: Correction::default(),
         }
     }
 
@@ -120,7 +117,6 @@ impl Engine {
     pub fn new_game(&mut self) {
         self.tt.clear();
         self.heuristics.clear();
-        self.correction.clear();
     }
 
     /// Permille of the hash table filled by the last search (UCI `hashfull`).
@@ -163,7 +159,6 @@ impl Engine {
         // Killers and history are per search: a search's result depends only on its inputs
         // and the table, which `new_game` clears.
         self.heuristics.clear();
-        self.correction.clear();
 
         // Initial root order: the table's move, then the usual ordering.
         {
@@ -191,7 +186,6 @@ impl Engine {
             constants: &self.constants,
             tt: &mut self.tt,
             heuristics: &mut self.heuristics,
-            correction: &mut self.correction,
             observer,
             noise: params.noise,
             blindness: params.blindness,
@@ -205,7 +199,6 @@ impl Engine {
             pv_len: [0; MAX_PLY + 1],
             evals: [-INFINITE; MAX_PLY + 2],
             played: [None; MAX_PLY + 2],
-            excluded: [None; MAX_PLY + 2],
             seldepth: 0,
             iteration_best: None,
             pass_nodes: 0,
@@ -227,7 +220,6 @@ struct Searcher<'a> {
     constants: &'a SearchConstants,
     tt: &'a mut Tt,
     heuristics: &'a mut Heuristics,
-    correction: &'a mut Correction,
     observer: &'a mut dyn SearchObserver,
     noise: Noise,
     blindness: Blindness,
@@ -249,9 +241,6 @@ struct Searcher<'a> {
     /// The move that led to the node at each ply of the current path (`None`: the root, or
     /// a null move).
     played: [Option<PieceTo>; MAX_PLY + 2],
-    /// The move left out at each ply while a singular extension tests the hash move there
-    /// (`None`: a normal search).
-    excluded: [Option<Move>; MAX_PLY + 2],
     seldepth: usize,
     /// Best root move of the iteration in progress, with its score and PV, once one move has
     /// been searched to completion inside the window.
@@ -552,10 +541,8 @@ impl Searcher<'_> {
             Err(score) => return score,
         };
         let pv_node = beta - alpha > 1;
-        let excluded = self.excluded[ply];
         let hit = self.tt.probe(key, ply);
         if let Some(h) = hit
-            && excluded.is_none()
             && !pv_node
             && h.depth >= depth
             && h.bound.cuts(h.score, alpha, beta)
@@ -573,13 +560,12 @@ impl Searcher<'_> {
             Some(h) => h.eval,
             None => self.eval.evaluate(pos, ply),
         };
-        let us = pos.turn();
-        let pawns = self.pawn_key_if_correcting(pos);
         let eval = if in_check {
             -INFINITE
         } else {
-            self.noisy(self.corrected(us, pawns, raw_eval), key)
+            self.noisy(raw_eval, key)
         };
+        let us = pos.turn();
         self.evals[ply] = eval;
         // Better than two plies ago (our previous move's node): prune less, reduce less.
         let rising = !in_check && (ply < 2 || eval > self.evals[ply - 2]);
@@ -588,7 +574,6 @@ impl Searcher<'_> {
 
         if !pv_node
             && !in_check
-            && excluded.is_none()
             && !is_mate(beta)
             && let Some(score) =
                 self.prune_before_moves(node, depth, ply, eval, beta, allow_null, improving)
@@ -616,30 +601,14 @@ impl Searcher<'_> {
         let mut best_score = -INFINITE;
         let mut best_move = None;
         let mut quiets_tried = MoveList::new();
-        let singular = hit.and_then(|h| self.singular_candidate(h, depth, excluded));
         for i in 0..moves.len() {
             let m = pick(&mut moves, &mut scores, i);
-            if excluded == Some(m) {
-                continue;
-            }
-            let mut extension = 0;
-            if let Some((candidate, stored)) = singular
-                && candidate.matches(m)
-            {
-                match self.singular_test(node, m, stored, depth, ply, floor) {
-                    Singular::Only => extension = 1,
-                    Singular::Others(score) if score >= beta => return score,
-                    Singular::Others(_) => {}
-                    Singular::Stopped => return 0,
-                }
-            }
             let tried = Tried {
                 index: i,
                 quiet: is_quiet(m),
                 pv_node,
                 in_check,
                 not_improving,
-                extension,
             };
             if best_score > -MATE_BOUND
                 && (self.prunes_late(&tried, depth)
@@ -673,26 +642,7 @@ impl Searcher<'_> {
             }
         }
 
-        if excluded.is_some() {
-            // A search without the hash move says nothing true of the node itself.
-            return best_score;
-        }
         let bound = Bound::of(best_score, original_alpha, beta);
-        if let Some(pawns) = pawns
-            && !in_check
-            && best_move.is_none_or(is_quiet)
-            && !is_mate(best_score)
-            && match bound {
-                Bound::Lower => best_score > raw_eval,
-                Bound::Upper => best_score < raw_eval,
-                Bound::Exact => true,
-            }
-        {
-            // What the search found beyond the evaluation, where the bound says how far it
-            // at least went; a capture's gain is the tactic's, not the structure's.
-            self.correction
-                .learn(us, pawns, depth, best_score - raw_eval);
-        }
         self.tt.store(
             key,
             ply,
@@ -814,61 +764,6 @@ impl Searcher<'_> {
         !see_at_least(pos.board(), pos.turn(), m, threshold)
     }
 
-    /// The hash move and its stored score, when the node is deep enough for a singular
-    /// extension and the table's entry is deep and sure enough to test against: a lower bound
-    /// or exact score, not a mate, from at most three plies shallower.
-    fn singular_candidate(
-        &self,
-        hit: Hit,
-        depth: i32,
-        excluded: Option<Move>,
-    ) -> Option<(PackedMove, i32)> {
-        let min_depth = self.constants.get(constants::SINGULAR_MIN_DEPTH);
-        (min_depth > 0
-            && depth >= min_depth
-            && excluded.is_none()
-            && hit.depth >= depth - 3
-            && matches!(hit.bound, Bound::Lower | Bound::Exact)
-            && !is_mate(hit.score))
-        .then_some(())
-        .and(hit.mv.map(|mv| (mv, hit.score)))
-    }
-
-    /// Whether `m`, the hash move, is the only good move of the node: every other move
-    /// searched at half the depth stays below its stored score less a margin (then it is
-    /// searched a ply deeper), or another reaches it (and if that already beats beta, the
-    /// node fails high without searching on: several moves do).
-    fn singular_test(
-        &mut self,
-        node: &Node,
-        m: Move,
-        stored: i32,
-        depth: i32,
-        ply: usize,
-        floor: usize,
-    ) -> Singular {
-        let singular_beta =
-            (stored - self.constants.get(constants::SINGULAR_MARGIN) * depth).max(-MATE_BOUND);
-        self.excluded[ply] = Some(m);
-        let score = self.negamax(
-            node,
-            (depth - 1) / 2,
-            ply,
-            singular_beta - 1,
-            singular_beta,
-            floor,
-            false,
-        );
-        self.excluded[ply] = None;
-        if self.stopped {
-            Singular::Stopped
-        } else if score < singular_beta {
-            Singular::Only
-        } else {
-            Singular::Others(singular_beta)
-        }
-    }
-
     /// The null-move search: passing and searching shallower. `Some(score)` when it fails
     /// high (or the search was stopped: 0), `None` when the real moves must be searched.
     fn null_move(
@@ -931,7 +826,7 @@ impl Searcher<'_> {
         self.eval.push(ply, &node.pos, Some(m));
         self.played[ply + 1] = Some(PieceTo::of(node.pos.turn(), m));
         let gives_check = child.in_check;
-        let new_depth = depth - 1 + i32::from(gives_check).max(tried.extension);
+        let new_depth = depth - 1 + i32::from(gives_check);
         self.keys.push(child.key);
         let score = if tried.index == 0 {
             -self.negamax(&child, new_depth, ply + 1, -beta, -alpha, floor, true)
@@ -1006,18 +901,6 @@ impl Searcher<'_> {
         score
     }
 
-    /// The pawn key when the static evaluation is corrected ([`constants::CORRECTION_HISTORY`]).
-    fn pawn_key_if_correcting(&self, pos: &Chess) -> Option<u64> {
-        (self.constants.get(constants::CORRECTION_HISTORY) == 1).then(|| pawn_key(pos.board()))
-    }
-
-    /// `raw_eval` corrected by the correction history (as it is without a pawn key).
-    fn corrected(&self, side: Color, pawns: Option<u64>, raw_eval: i32) -> i32 {
-        pawns.map_or(raw_eval, |key| {
-            self.correction.corrected(side, key, raw_eval)
-        })
-    }
-
     fn noisy(&self, raw_eval: i32, key: u64) -> i32 {
         add_noise(raw_eval, key, &self.noise)
     }
@@ -1061,9 +944,7 @@ impl Searcher<'_> {
             best_score = -INFINITE;
             stand_pat = -INFINITE;
         } else {
-            let raw_eval = self.eval.evaluate(pos, ply);
-            let pawns = self.pawn_key_if_correcting(pos);
-            stand_pat = self.noisy(self.corrected(pos.turn(), pawns, raw_eval), key);
+            stand_pat = self.noisy(self.eval.evaluate(pos, ply), key);
             if stand_pat >= beta {
                 return stand_pat;
             }
@@ -1117,17 +998,6 @@ struct Tried {
     /// The node's static evaluation is no better than at our previous move (and the
     /// `improving` constant is on).
     not_improving: bool,
-    /// Plies the move is searched deeper (a singular extension).
-    extension: i32,
-}
-
-/// What the singular test found of the hash move.
-enum Singular {
-    /// No other move comes near it: extend it.
-    Only,
-    /// Another move reaches this score too.
-    Others(i32),
-    Stopped,
 }
 
 /// A position in the search with what its parent already knows about it.
