@@ -4,14 +4,16 @@
 #
 #   scripts/net_trial.sh WORKDIR [EXTRA_SHARD_FILE...]
 #
-# Unpacks data/net-gen2/*.xz into WORKDIR/data or DATA_DIR (once), adds the extra shard files (complete
-# or cut: the trainer takes whole games), trains network-3's recipe on them ((768 -> 128) x 2,
+# Unpacks the kept runs' shards (RUNS, default "net-gen2": data/RUN/*.xz) into WORKDIR/data or
+# DATA_DIR (once), adds the extra shard files (complete or cut: the trainer takes whole games), trains network-3's recipe on them ((768 -> 128) x 2,
 # mirror, 24 epochs, cosine from 0.001, wdl 0.1, seed 1; checkpoints in WORKDIR/ckpt, so a
-# killed run resumes) into WORKDIR/candidate.nnue, and plays it against network 4 at 5,000
-# nodes a move over 400 game pairs (openings of seed 2000001, as network 4's own trial).
+# killed run resumes) into WORKDIR/candidate.nnue, and plays it against BASELINE (default net:4)
+# at 5,000 nodes a move over 400 game pairs (openings of seed 2000001, as network 4's own trial).
 # Both cores; on this VM about 4 minutes of training for 3M positions (N = 128) and 3 of games.
 # LADDER: the binary (default target/release/ladder). EPOCHS, PAIRS, HIDDEN, WDL, LR: override
 # the recipe; TRAIN_ARGS: more `ladder tune net` options (e.g. "--weight-decay 0.05").
+# Example, the next network's trial on both generations against network 5:
+#   RUNS="net-gen2 net-gen3" HIDDEN=256 WDL=0 BASELINE=net:5 scripts/net_trial.sh /work/data/trial6
 set -euo pipefail
 work=${1:?WORKDIR}; shift
 ladder=${LADDER:-target/release/ladder}
@@ -19,18 +21,25 @@ epochs=${EPOCHS:-24}; pairs=${PAIRS:-400}; hidden=${HIDDEN:-128}; wdl=${WDL:-0.1
 root=$(cd "$(dirname "$0")/.." && pwd)
 data=${DATA_DIR:-$work/data}
 mkdir -p "$data" "$work/ckpt"
-for packed in "$root"/data/net-gen2/*.xz; do
-  plain="$data/$(basename "$packed" .xz)"
-  if [ ! -e "$plain" ]; then
-    xz -dc "$packed" > "$plain.part"
-    mv -f "$plain.part" "$plain"
-  fi
+files=()
+for run in ${RUNS:-net-gen2}; do
+  # Shard numbers repeat across runs (each run starts at 1 and 1000): one folder a run.
+  mkdir -p "$data/$run"
+  for packed in "$root/data/$run"/*.xz; do
+    [ -e "$packed" ] || { echo "no kept shards in data/$run" >&2; exit 2; }
+    plain="$data/$run/$(basename "$packed" .xz)"
+    if [ ! -e "$plain" ]; then
+      xz -dc "$packed" > "$plain.part"
+      mv -f "$plain.part" "$plain"
+    fi
+    files+=("$plain")
+  done
 done
-files=("$data"/shard-*.txt "$@")
+files+=("$@")
 echo "training on ${#files[@]} files" >&2
 # shellcheck disable=SC2086 # TRAIN_ARGS is a list of options
 "$ladder" tune net --data "${files[@]}" --mirror --out "$work/candidate.nnue" --hidden "$hidden" \
   --epochs "$epochs" --lr "$lr" --wdl "$wdl" --seed 1 --threads 2 --checkpoint-dir "$work/ckpt" \
   ${TRAIN_ARGS:-} 2>&1 | tee "$work/train.log"
-"$ladder" tune match --first "net:$work/candidate.nnue" --second net:4 --pairs "$pairs" \
+"$ladder" tune match --first "net:$work/candidate.nnue" --second "${BASELINE:-net:4}" --pairs "$pairs" \
   --nodes 5000 --threads 2 --seed 2000001 2>&1 | tee "$work/match.log"
