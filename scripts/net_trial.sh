@@ -5,10 +5,11 @@
 #   scripts/net_trial.sh WORKDIR [EXTRA_SHARD_FILE...]
 #
 # Unpacks the kept runs' shards (RUNS, default "net-gen2": data/RUN/*.xz) into WORKDIR/data or
-# DATA_DIR (once), adds the extra shard files (complete or cut: the trainer takes whole games), trains network-3's recipe on them ((768 -> 128) x 2,
-# mirror, 24 epochs, cosine from 0.001, wdl 0.1, seed 1; checkpoints in WORKDIR/ckpt, so a
-# killed run resumes) into WORKDIR/candidate.nnue, and plays it against BASELINE (default net:4)
-# at 5,000 nodes a move over 400 game pairs (openings of seed 2000001, as network 4's own trial).
+# DATA_DIR (once), adds the extra shard files (complete or cut: the trainer takes whole games),
+# trains network-3's recipe on them ((768 -> 128) x 2, mirror, 24 epochs, cosine from 0.001,
+# wdl 0.1, seed 1; checkpoints in WORKDIR/ckpt, so a killed run resumes) into
+# WORKDIR/candidate.nnue, and plays it against BASELINE (default net:4) at 5,000 nodes a move
+# over 400 game pairs (openings of seed 2000001, as network 4's own trial).
 # Both cores; on this VM about 4 minutes of training for 3M positions (N = 128) and 3 of games.
 # LADDER: the binary (default target/release/ladder). EPOCHS, PAIRS, HIDDEN, WDL, LR: override
 # the recipe; TRAIN_ARGS: more `ladder tune net` options (e.g. "--weight-decay 0.05").
@@ -41,5 +42,5 @@ echo "training on ${#files[@]} files" >&2
 "$ladder" tune net --data "${files[@]}" --mirror --out "$work/candidate.nnue" --hidden "$hidden" \
   --epochs "$epochs" --lr "$lr" --wdl "$wdl" --seed 1 --threads 2 --checkpoint-dir "$work/ckpt" \
   ${TRAIN_ARGS:-} 2>&1 | tee "$work/train.log"
-"$ladder" tune match --first "net:$work/candidate.nnue" --second "${BASELINE:-net:4}" --pairs "$pairs" \
-  --nodes 5000 --threads 2 --seed 2000001 2>&1 | tee "$work/match.log"
+"$ladder" tune match --first "net:$work/candidate.nnue" --second "${BASELINE:-net:4}" \
+  --pairs "$pairs" --nodes 5000 --threads 2 --seed 2000001 2>&1 | tee "$work/match.log"
