@@ -16,6 +16,7 @@ use shakmaty::Position;
 use crate::engine::humane::{HumaneCoefficients, ModelRating, PlayedAs};
 use crate::engine::noise::MAX_NOISE_CP;
 use crate::engine::ramp::interpolate;
+use crate::engine::stumble::StumbleCoefficients;
 use crate::engine::{Blindness, Game, Limits, Noise, SearchParams};
 use crate::results::{EngineRecord, GameHeader, Source};
 
@@ -1092,18 +1093,34 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
                 target_from_level: None,
                 // What it changes is the habits' rating, compared below.
                 habits_at_target: false,
+                // The look's depth is compared below, at the level's rating.
                 stumble: h
                     .stumble
-                    .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES),
+                    .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES)
+                    .map(|s| StumbleCoefficients {
+                        five_plies_from_rating: None,
+                        ..s
+                    }),
                 notice_cp: h.notice_cp_at(rating),
                 notice: None,
                 ..h
+            })
+    };
+    // The plies a stumbling level looks (0: it never stumbles).
+    let sight = |p: &LevelParams| {
+        p.humane
+            .as_deref()
+            .map_or(0, |&(h, PlayedAs { errors, .. })| {
+                h.stumble
+                    .filter(|s| s.chance_at(errors, h.flag_factor) >= NEVER_STUMBLES)
+                    .map_or(0, |s| s.sight_plies(errors))
             })
     };
     let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.errors);
     let habits_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.habits);
     a.eval_weights == b.eval_weights
         && knobs(&pa) == knobs(&pb)
+        && sight(&pa) == sight(&pb)
         && close(model_rating(&pa), model_rating(&pb))
         && close(habits_rating(&pa), habits_rating(&pb))
         && pa.network == pb.network
@@ -1495,6 +1512,35 @@ pub(crate) mod tests {
         );
         let clipped = Coefficients::parse(&text, "c.toml").unwrap();
         (shipped, clipped, text)
+    }
+
+    /// A later 5-ply look moves only the levels whose model rating lies between Rodent's 2300
+    /// and the new threshold: the shipped ladder's level 10 (2340) replays, the others keep
+    /// their games; the key is written back and a bad one named.
+    #[test]
+    fn a_later_five_ply_look_replays_only_the_levels_it_reaches() {
+        let shipped = Coefficients::parse(Coefficients::DEFAULT_TOML, "shipped").unwrap();
+        let text = Coefficients::DEFAULT_TOML.replace(
+            "top_chance = 0.25\n",
+            "top_chance = 0.25\nfive_plies_from_rating = 2400.0\n",
+        );
+        let later = Coefficients::parse(&text, "later").unwrap();
+        let stumble = |c: &Coefficients| c.humane.unwrap().stumble.unwrap();
+        assert_eq!(stumble(&later).five_plies_from_rating, Some(2400.0));
+        for level in (1..=12).map(f64::from) {
+            assert_eq!(
+                plays_alike(&shipped, &later, level),
+                level != 10.0,
+                "level {level}"
+            );
+        }
+        let again = Coefficients::parse(&later.to_toml(), "again").unwrap();
+        assert_eq!(stumble(&again), stumble(&later));
+        let err = refusal(&text.replace("= 2400.0", "= 1800.0"));
+        assert!(
+            err.contains("humane.stumble.five_plies_from_rating"),
+            "{err}"
+        );
     }
 
     /// `clipped` (parsed from `text`) is written and read back whole, and each (from, to, key)

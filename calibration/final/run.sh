@@ -30,6 +30,10 @@
 #   - from version 108 the clip is in centipawns (cp = 175 from x = 4.9 to 5.5, widening every
 #     0.08): one scale at level 6 was ±351 cp, more than a piece, and it missed 9% of its clear
 #     recaptures; levels 4-6 replay again, budget 11800 (version 110).
+#   - from version 112 (after version 111 was shipped) the 5-ply look starts at 2400, not at
+#     Rodent's 2300 ([humane.stumble] five_plies_from_rating): level 10 (model 2340) looks 4
+#     plies deep as level 9 does and meets the traps a 2100 player meets. It made 0.66x
+#     people's big losses (issue 33 asks 0.75x or more); only level 10 replays, budget 12400.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -40,7 +44,8 @@
 # the humane model of the commit that added this file, with [humane.notice] read: a build
 # from the commit of version 69 on; from version 81 one from the commit of version 81 on, whose
 # `plays_alike` lets levels 5-6 keep their games; from version 85 one that reads
-# `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp). CONCURRENCY: games of one batch at once
+# `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp;
+# from version 112 one that reads five_plies_from_rating). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
@@ -58,4 +63,4 @@ exec "$LADDER" calibrate --arena \
   --report-dir "$dir" \
   --level 1..12 \
   --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 11800 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
+  --gain-floor 0.5 --budget 12400 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"

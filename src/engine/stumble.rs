@@ -60,6 +60,12 @@ pub struct StumbleCoefficients {
     pub top_from_rating: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub top_chance: Option<f64>,
+    /// The rating from which the look is 5 plies deep (absent: Rodent's 2300). Moved up, the
+    /// levels between 2300 and it look 4 plies deep and meet the traps a 2000 player meets:
+    /// the lever for one level's rate of big losses that leaves the levels above and below
+    /// playing as they did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub five_plies_from_rating: Option<f64>,
 }
 
 /// One move a level is about to play: what a stumble needs to know of it.
@@ -85,11 +91,20 @@ pub struct Turn<'a> {
 /// (each check costs a search of the level's size).
 pub const MAX_TRAPS_CHECKED: usize = 3;
 
+/// Where Rodent's `Blunder()` lets a player see 5 plies deep.
+pub const RODENT_FIVE_PLIES_FROM: f64 = 2300.0;
+
 /// The plies near the root within which a player of `rating` lets no blunder through (Rodent's
 /// `Blunder()`: 3 from 1600, 4 from 1900, 5 from 2300; 2 below, a player's own reply).
 pub fn sight_plies(rating: f64) -> u32 {
+    sight_plies_with(rating, RODENT_FIVE_PLIES_FROM)
+}
+
+/// [`sight_plies`] with 5 plies from `five_from` (at least 1900: a 5-ply look never comes
+/// before the 4-ply one).
+fn sight_plies_with(rating: f64, five_from: f64) -> u32 {
     match rating {
-        r if r >= 2300.0 => 5,
+        r if r >= five_from.max(1900.0) => 5,
         r if r >= 1900.0 => 4,
         r if r >= 1600.0 => 3,
         _ => 2,
@@ -135,6 +150,23 @@ impl StumbleCoefficients {
         .into_iter()
         .find(|&(_, v)| !positive(v))
         .map(|(key, _)| (key, "must be a positive number"))
+        .or_else(|| match self.five_plies_from_rating {
+            Some(r) if !(r.is_finite() && r >= 1900.0) => Some((
+                "humane.stumble.five_plies_from_rating",
+                "must be a rating of 1900 or more (4 plies from 1900)",
+            )),
+            _ => None,
+        })
+    }
+
+    /// The plies the look of a player rated `rating` sees ([`sight_plies`], with this table's
+    /// `five_plies_from_rating`).
+    pub fn sight_plies(&self, rating: f64) -> u32 {
+        sight_plies_with(
+            rating,
+            self.five_plies_from_rating
+                .unwrap_or(RODENT_FIVE_PLIES_FROM),
+        )
     }
 
     /// The chance that a player rated `rating` falls for a trap the position holds, with the
@@ -188,7 +220,7 @@ impl StumbleCoefficients {
         if u >= self.chance_at(rating, clock_factor) * forgotten {
             return None;
         }
-        let sight = sight_plies(rating);
+        let sight = self.sight_plies(rating);
         let scored = match look {
             Some((depth, scored)) if depth == sight => scored.to_vec(),
             _ => score_moves(engine, game, sight),
@@ -232,6 +264,7 @@ pub(crate) mod tests {
             trap_cp: 200.0,
             top_from_rating: None,
             top_chance: None,
+            five_plies_from_rating: None,
         }
     }
 
@@ -243,6 +276,17 @@ pub(crate) mod tests {
         assert_eq!(sight_plies(1900.0), 4);
         assert_eq!(sight_plies(2300.0), 5);
         assert_eq!(sight_plies(2900.0), 5);
+        // The table's own, with Rodent's when the key is absent.
+        let k = knobs();
+        assert_eq!(k.sight_plies(2340.0), 5);
+        let later = StumbleCoefficients {
+            five_plies_from_rating: Some(2400.0),
+            ..k
+        };
+        assert_eq!(later.sight_plies(2130.0), 4);
+        assert_eq!(later.sight_plies(2340.0), 4);
+        assert_eq!(later.sight_plies(2400.0), 5);
+        assert_eq!(later.sight_plies(1700.0), 3);
     }
 
     #[test]
@@ -325,6 +369,15 @@ pub(crate) mod tests {
             }),
             Some("humane.stumble.top_chance")
         );
+        for bad in [1800.0, f64::INFINITY, f64::NAN] {
+            assert_eq!(
+                named(StumbleCoefficients {
+                    five_plies_from_rating: Some(bad),
+                    ..k
+                }),
+                Some("humane.stumble.five_plies_from_rating")
+            );
+        }
     }
 
     #[test]
