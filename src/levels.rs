@@ -1515,12 +1515,13 @@ pub(crate) mod tests {
     }
 
     /// A later 5-ply look moves only the levels whose model rating lies between Rodent's 2300
-    /// and the new threshold: the shipped ladder's level 10 (2340) replays, the others keep
-    /// their games; the key is written back and a bad one named.
+    /// and the new threshold: version 111's level 10 (2340) replays, the others keep their
+    /// games; the key is written back and a bad one named.
     #[test]
     fn a_later_five_ply_look_replays_only_the_levels_it_reaches() {
-        let shipped = Coefficients::parse(Coefficients::DEFAULT_TOML, "shipped").unwrap();
-        let text = Coefficients::DEFAULT_TOML.replace(
+        const V111: &str = include_str!("../calibration/history/coefficients-v111.toml");
+        let shipped = Coefficients::parse(V111, "v111").unwrap();
+        let text = V111.replace(
             "top_chance = 0.25\n",
             "top_chance = 0.25\nfive_plies_from_rating = 2400.0\n",
         );
