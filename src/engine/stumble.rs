@@ -13,8 +13,9 @@
 //!   other plausible move, so an easy position never holds a trap.
 //! - **Beyond the player's sight** — Rodent's `Blunder()` (Pawel Koziol, `search/blunder.c`)
 //!   lets no blunder through within 3 plies of the root from 1600, 4 from 1900, 5 from 2300
-//!   ([`sight_plies`]): the shallow look is that deep, so the errors that pass are the quiet,
-//!   deeper ones a master misses, never a piece hung in one move.
+//!   ([`sight_plies`]; where the 5-ply look starts is the table's `five_plies_from_rating`):
+//!   the shallow look is that deep, so the errors that pass are the quiet, deeper ones a master
+//!   misses, never a piece hung in one move.
 //! - **From the top's ratings on** — the chance ramps in around `from_rating` (a logistic of
 //!   `width`): below it the weakened search already errs more than people do, and the humane
 //!   model's second look is what shapes those errors.
