@@ -1082,45 +1082,37 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     };
     // The humane model: the same knobs (its line, and where its rating comes from, aside) and
     // the same rating at the level; the top's stumbles only where the level may stumble, the
-    // notice threshold the level plays by (a band's edges elsewhere change nothing here).
+    // notice threshold the level plays by (a band's edges elsewhere change nothing here), and
+    // the plies a stumbling level looks at its rating, not where the 5-ply look starts.
     let knobs = |p: &LevelParams| {
         p.humane
             .as_deref()
-            .map(|&(h, PlayedAs { errors: rating, .. })| HumaneCoefficients {
-                rating_at_x0: None,
-                rating_per_x: None,
-                rating_from: ModelRating::Strength,
-                target_from_level: None,
-                // What it changes is the habits' rating, compared below.
-                habits_at_target: false,
-                // The look's depth is compared below, at the level's rating.
-                stumble: h
+            .map(|&(h, PlayedAs { errors: rating, .. })| {
+                let stumble = h
                     .stumble
-                    .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES)
-                    .map(|s| StumbleCoefficients {
+                    .filter(|s| s.chance_at(rating, h.flag_factor) >= NEVER_STUMBLES);
+                let knobs = HumaneCoefficients {
+                    rating_at_x0: None,
+                    rating_per_x: None,
+                    rating_from: ModelRating::Strength,
+                    target_from_level: None,
+                    // What it changes is the habits' rating, compared below.
+                    habits_at_target: false,
+                    stumble: stumble.map(|s| StumbleCoefficients {
                         five_plies_from_rating: None,
                         ..s
                     }),
-                notice_cp: h.notice_cp_at(rating),
-                notice: None,
-                ..h
-            })
-    };
-    // The plies a stumbling level looks (0: it never stumbles).
-    let sight = |p: &LevelParams| {
-        p.humane
-            .as_deref()
-            .map_or(0, |&(h, PlayedAs { errors, .. })| {
-                h.stumble
-                    .filter(|s| s.chance_at(errors, h.flag_factor) >= NEVER_STUMBLES)
-                    .map_or(0, |s| s.sight_plies(errors))
+                    notice_cp: h.notice_cp_at(rating),
+                    notice: None,
+                    ..h
+                };
+                (knobs, stumble.map(|s| s.sight_plies(rating)))
             })
     };
     let model_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.errors);
     let habits_rating = |p: &LevelParams| p.humane.as_ref().map_or(0.0, |h| h.1.habits);
     a.eval_weights == b.eval_weights
         && knobs(&pa) == knobs(&pb)
-        && sight(&pa) == sight(&pb)
         && close(model_rating(&pa), model_rating(&pb))
         && close(habits_rating(&pa), habits_rating(&pb))
         && pa.network == pb.network
