@@ -13,6 +13,9 @@
 # Both cores; on this VM about 4 minutes of training for 3M positions (N = 128) and 3 of games.
 # LADDER: the binary (default target/release/ladder). EPOCHS, PAIRS, HIDDEN, WDL, LR: override
 # the recipe; TRAIN_ARGS: more `ladder tune net` options (e.g. "--weight-decay 0.05").
+# CLOCK_GAMES=N then plays N games at 20 ms a move against the baseline, both `ladder uci`
+# (the candidate through the UCI option EvalFile, no build needed; about 5 minutes for 400),
+# into WORKDIR/clock.md: the nodes a second count there, where fixed nodes hide them.
 # Example, the next network's trial on both generations against network 5:
 #   RUNS="net-gen2 net-gen3" HIDDEN=256 WDL=0 BASELINE=net:5 scripts/net_trial.sh /work/data/trial6
 set -euo pipefail
@@ -44,3 +47,17 @@ echo "training on ${#files[@]} files" >&2
   ${TRAIN_ARGS:-} 2>&1 | tee "$work/train.log"
 "$ladder" tune match --first "net:$work/candidate.nnue" --second "${BASELINE:-net:4}" \
   --pairs "$pairs" --nodes 5000 --threads 2 --seed 2000001 2>&1 | tee "$work/match.log"
+if [ -n "${CLOCK_GAMES:-}" ]; then
+  baseline=${BASELINE:-net:4}
+  case $baseline in
+    net:*[!0-9]* | net:) base_opt="option.EvalFile=${baseline#net:}" ;;
+    net:*) base_opt="option.Network=${baseline#net:}" ;;
+    *) echo "CLOCK_GAMES needs a network baseline (net:N or net:FILE), not $baseline" >&2; exit 2 ;;
+  esac
+  "$ladder" arena \
+    --engine "name=candidate,cmd=$ladder,arg=uci,option.Hash=16,option.EvalFile=$work/candidate.nnue,movetime=20" \
+    --engine "name=baseline,cmd=$ladder,arg=uci,option.Hash=16,$base_opt,movetime=20" \
+    --round-robin --games-per-pairing "$CLOCK_GAMES" --concurrency 2 --seed 7 --judge-depth 0 \
+    --results "$work/clock.jsonl" --report "$work/clock.md" > "$work/clock.log" 2>&1
+  grep '^| candidate | baseline' "$work/clock.md"
+fi

@@ -10,6 +10,10 @@
 //! coefficients' ratings table) select a level. At a level the node budget, noise and hash come
 //! from [`LevelParams`], with the endgame scaling of the current position; `go nodes`/`depth`
 //! and the clock can only lower that budget.
+//!
+//! Evaluation at full strength: option `Network` picks a built-in network (0 = the hand-crafted
+//! evaluation), and `EvalFile` a network file that `ladder tune net` wrote, which wins over
+//! `Network` while it is set: a candidate plays at the clock before it is built in.
 
 use std::io::{BufRead, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -22,6 +26,7 @@ use shakmaty::uci::UciMove;
 use shakmaty::{CastlingMode, Color, Move, Position};
 
 use crate::engine::evaluator::SHIPPED_NETWORK;
+use crate::engine::nnue::Network;
 use crate::engine::weights::SHIPPED_VERSION;
 use crate::engine::{Engine, Evaluator, Game, Limits, SearchInfo, SearchObserver, SearchParams};
 use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
@@ -113,6 +118,8 @@ struct Options {
     move_overhead_ms: u64,
     /// The evaluation at full strength: 0 the hand-crafted one, otherwise a built-in network.
     network: u32,
+    /// A network file (`EvalFile`), read when set; it wins over `network`.
+    eval_file: Option<Arc<Network>>,
     coefficients: Arc<Coefficients>,
     coefficients_source: String,
 }
@@ -130,6 +137,7 @@ impl Options {
             elo: 1500u32.clamp(min_elo, max_elo),
             move_overhead_ms: DEFAULT_OVERHEAD_MS,
             network: 0,
+            eval_file: None,
             coefficients: Arc::new(coefficients),
             coefficients_source: BUILTIN.to_string(),
         }
@@ -242,6 +250,7 @@ impl Session {
                 "option name Move Overhead type spin default {DEFAULT_OVERHEAD_MS} min 0 max {MAX_OVERHEAD_MS}"
             ),
             format!("option name Network type spin default 0 min 0 max {SHIPPED_NETWORK}"),
+            format!("option name EvalFile type string default {BUILTIN}"),
             "option name UCI_Chess960 type check default false".to_string(),
             "option name UCI_LimitStrength type check default false".to_string(),
             format!(
@@ -305,6 +314,18 @@ impl Session {
             "network" => {
                 options.network =
                     parse_spin(&name, value.as_deref(), 0, SHIPPED_NETWORK.into())? as u32;
+            }
+            "evalfile" => {
+                let path = value.ok_or_else(missing)?;
+                options.eval_file = if path.is_empty() || path == BUILTIN || path == "<empty>" {
+                    None
+                } else {
+                    let bytes = std::fs::read(&path)
+                        .map_err(|e| format!("EvalFile: cannot read {path}: {e}"))?;
+                    let network = Network::from_bytes(&bytes)
+                        .map_err(|e| format!("EvalFile: {path}: {e}"))?;
+                    Some(Arc::new(network))
+                };
             }
             "uci_chess960" => options.chess960 = parse_check(&name, value.as_deref())?,
             "uci_limitstrength" => options.limit_strength = parse_check(&name, value.as_deref())?,
@@ -377,6 +398,7 @@ impl Session {
             }
             None => SearchMode::FullStrength {
                 network: self.options.network,
+                eval_file: self.options.eval_file.clone(),
                 hash_mb: self.options.hash_mb,
             },
         };
@@ -603,8 +625,15 @@ enum Job {
 /// Who searches: a level (the daemon's own [`LevelPlayer`], kept for the whole game), or the
 /// engine at full strength.
 enum SearchMode {
-    Level { params: LevelParams, seed: u64 },
-    FullStrength { hash_mb: usize, network: u32 },
+    Level {
+        params: LevelParams,
+        seed: u64,
+    },
+    FullStrength {
+        hash_mb: usize,
+        network: u32,
+        eval_file: Option<Arc<Network>>,
+    },
 }
 
 struct SearchJob {
@@ -728,12 +757,19 @@ fn search(
             let player = player.as_mut().expect("just made");
             player.choose_within(&job.game, job.cap, &mut observer)
         }
-        SearchMode::FullStrength { hash_mb, network } => {
+        SearchMode::FullStrength {
+            hash_mb,
+            network,
+            eval_file,
+        } => {
             if engine.hash_mb() != *hash_mb {
                 engine.set_hash_mb(*hash_mb);
             }
-            let evaluator = Evaluator::of_versions(SHIPPED_VERSION, *network)
-                .expect("the option's range holds only built-in networks");
+            let evaluator = match eval_file {
+                Some(file) => Evaluator::Network(file.clone()),
+                None => Evaluator::of_versions(SHIPPED_VERSION, *network)
+                    .expect("the option's range holds only built-in networks"),
+            };
             if *engine.evaluator() != evaluator {
                 engine.set_evaluator(evaluator);
             }

@@ -190,6 +190,7 @@ fn full_conversation() {
         "option name UCI_Elo type spin",
         "option name Coefficients type string",
         "option name Network type spin default 0 min 0",
+        "option name EvalFile type string",
     ] {
         assert!(
             hello.iter().any(|l| l.starts_with(option)),
@@ -285,6 +286,51 @@ fn go_nodes_is_exact() {
     uci.quit();
 }
 
+/// A network file set as `EvalFile` searches exactly as the same network built in, wins over
+/// `Network` while set, and `<built-in>` hands the choice back to `Network`.
+#[test]
+fn eval_file_plays_a_network_file_as_the_built_in_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("candidate.nnue");
+    std::fs::copy(
+        concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/src/engine/nnue/network-1.nnue"
+        ),
+        &file,
+    )
+    .unwrap();
+    let mut uci = Uci::spawn();
+    let position = "position startpos moves e2e4 c7c5 g1f3";
+    let search = |uci: &mut Uci| {
+        uci.send("ucinewgame");
+        uci.send(position);
+        let (lines, best) = uci.go("depth 7");
+        (final_nodes(&lines), best)
+    };
+    let hand_crafted = search(&mut uci);
+    uci.set("Network", "1");
+    let built_in = search(&mut uci);
+    assert_ne!(
+        built_in, hand_crafted,
+        "network 1 searches as the hand-crafted evaluation"
+    );
+    uci.set("Network", "0");
+    uci.set("EvalFile", file.to_str().unwrap());
+    assert_eq!(
+        search(&mut uci),
+        built_in,
+        "the file and the built-in network differ"
+    );
+    uci.set("EvalFile", "<built-in>");
+    assert_eq!(
+        search(&mut uci),
+        hand_crafted,
+        "EvalFile still in force after <built-in>"
+    );
+    uci.quit();
+}
+
 /// Plays `plies` moves of a game against itself at `level` with `seed`, returning the moves.
 fn self_play(level: &str, seed: u64, start: &str, plies: usize) -> Vec<String> {
     let mut uci = Uci::spawn();
@@ -343,6 +389,8 @@ fn bad_input_is_reported_and_changes_nothing() {
         "setoption name UCI_Elo value 99999",
         "setoption name UCI_LimitStrength value maybe",
         "setoption name Coefficients value /nonexistent/coefficients.toml",
+        "setoption name EvalFile value /nonexistent/network.nnue",
+        "setoption name EvalFile value Cargo.toml",
         "setoption name NoSuchOption value 1",
         "flip the board",
     ];
