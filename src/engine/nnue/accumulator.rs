@@ -75,9 +75,7 @@ impl Accumulator {
             (&mut self.black, Color::Black),
         ] {
             let row = network.feature_row(feature_index(perspective, piece));
-            for (value, &weight) in accumulator.iter_mut().zip(row) {
-                *value = op(*value, weight);
-            }
+            combine(accumulator, row, &op);
         }
     }
 
@@ -102,6 +100,32 @@ impl Accumulator {
     }
 }
 
+/// `values[i] = op(values[i], row[i])`: the plain loop, compiled a second time for AVX2 where
+/// the processor has it ([`super::simd`]); wrapping integer arithmetic, the same values either way.
+#[inline]
+fn combine(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16) {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_avx2() {
+        #[allow(unsafe_code)]
+        // SAFETY: the processor has AVX2 (checked just above), all that the function needs.
+        return unsafe { combine_avx2(values, row, op) };
+    }
+    combine_plain(values, row, op);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn combine_avx2(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16) {
+    combine_plain(values, row, op);
+}
+
+#[inline(always)]
+fn combine_plain(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16) {
+    for (value, &weight) in values.iter_mut().zip(row) {
+        *value = op(*value, weight);
+    }
+}
+
 /// The evaluation of a board from scratch (a fresh accumulator).
 pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> i32 {
     let mut accumulator = Accumulator::new(network);
@@ -120,6 +144,23 @@ mod tests {
         let mut accumulator = Accumulator::new(network);
         accumulator.refresh(network, pos.board());
         accumulator
+    }
+
+    /// The row update the search runs (AVX2 where the processor has it) is the plain loop's,
+    /// wrapping included, at every width.
+    #[test]
+    fn the_dispatched_row_update_is_the_plain_one() {
+        let mut rng = crate::seed::SplitMix::new(23);
+        for hidden in [1, 15, 16, 17, 256, 1000] {
+            let values: Vec<i16> = (0..hidden).map(|_| rng.next_u64() as i16).collect();
+            let row: Vec<i16> = (0..hidden).map(|_| rng.next_u64() as i16).collect();
+            for op in [i16::wrapping_add, i16::wrapping_sub] {
+                let (mut dispatched, mut plain) = (values.clone(), values.clone());
+                combine(&mut dispatched, &row, &op);
+                combine_plain(&mut plain, &row, &op);
+                assert_eq!(dispatched, plain, "width {hidden}");
+            }
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 pub mod accumulator;
 pub mod features;
 pub mod network;
+mod simd;
 
 pub use accumulator::Accumulator;
 pub use features::{INPUTS, MoveFeatures, PieceSquare, feature_index, flip_index};

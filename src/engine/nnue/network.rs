@@ -254,9 +254,28 @@ impl Network {
 }
 
 /// Σ clamp(a, 0, QA)² · w, by the "lizard" ordering: clamp·w fits i16 (|w| ≤ 127), times
-/// clamp again in i32; i32 sums over chunks of 16, i64 across chunks.
+/// clamp again in i32; i32 sums over chunks of 16, i64 across chunks. The same plain Rust,
+/// compiled a second time for AVX2 where the processor has it ([`super::simd`]): integer
+/// arithmetic, so both give the same sum and the same search.
 #[inline]
 fn screlu_dot(accumulator: &[i16], weights: &[i16]) -> i64 {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_avx2() {
+        #[allow(unsafe_code)]
+        // SAFETY: the processor has AVX2 (checked just above), all that the function needs.
+        return unsafe { screlu_dot_avx2(accumulator, weights) };
+    }
+    screlu_dot_plain(accumulator, weights)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn screlu_dot_avx2(accumulator: &[i16], weights: &[i16]) -> i64 {
+    screlu_dot_plain(accumulator, weights)
+}
+
+#[inline(always)]
+fn screlu_dot_plain(accumulator: &[i16], weights: &[i16]) -> i64 {
     let mut total = 0i64;
     for (values, weights) in accumulator.chunks(CHUNK).zip(weights.chunks(CHUNK)) {
         let mut sum = 0i32;
@@ -386,6 +405,35 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    /// The dot product the search runs (AVX2 where the processor has it) is the plain loop's,
+    /// at every width a file may have: whole chunks, a short last one, and the extremes of the
+    /// activation and the weights.
+    #[test]
+    fn the_dispatched_dot_product_is_the_plain_one() {
+        let mut rng = crate::seed::SplitMix::new(17);
+        for hidden in [1, 15, 16, 17, 64, 256, 1000, MAX_HIDDEN] {
+            let accumulator: Vec<i16> = (0..hidden)
+                .map(|i| match i % 5 {
+                    0 => i16::MIN,
+                    1 => i16::MAX,
+                    _ => rng.next_u64() as i16 % 400,
+                })
+                .collect();
+            let weights: Vec<i16> = (0..hidden)
+                .map(|i| match i % 3 {
+                    0 => OUTPUT_WEIGHT_LIMIT,
+                    1 => -OUTPUT_WEIGHT_LIMIT,
+                    _ => (rng.next_u64() % 255) as i16 - 127,
+                })
+                .collect();
+            assert_eq!(
+                screlu_dot(&accumulator, &weights),
+                screlu_dot_plain(&accumulator, &weights),
+                "width {hidden}"
+            );
+        }
     }
 
     #[test]
