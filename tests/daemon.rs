@@ -352,7 +352,9 @@ async fn rate_limit_during_a_game_pauses_then_keeps_playing() {
         let bots = ["rate1"];
         let (sb, _dir, run) = playing(&bots, &["Rita"], &[], &Options::default()).await;
         let id = challenge(&sb, "Rita", "rate1", 60, 0).game_id();
-        sb.wait_until("a few moves", Duration::from_secs(10), |w| {
+        // Time enough for six plies with the other tests of this file searching beside it on a
+        // two-core machine (10 s was not, twice): the fault below is what the test is about.
+        sb.wait_until("a few moves", Duration::from_secs(30), |w| {
             w.summary(&id).filter(|g| g.moves.len() >= 6).map(|_| ())
         })
         .await
