@@ -317,7 +317,7 @@ impl Session {
             }
             "evalfile" => {
                 let path = value.ok_or_else(missing)?;
-                options.eval_file = if path.is_empty() || path == BUILTIN || path == "<empty>" {
+                options.eval_file = if names_the_built_in(&path) {
                     None
                 } else {
                     let bytes = std::fs::read(&path)
@@ -336,7 +336,7 @@ impl Session {
             }
             "coefficients" => {
                 let path = value.ok_or_else(missing)?;
-                if path.is_empty() || path == BUILTIN || path == "<empty>" {
+                if names_the_built_in(&path) {
                     options.coefficients = Arc::new(Coefficients::builtin());
                     options.coefficients_source = BUILTIN.to_string();
                 } else {
@@ -414,6 +414,12 @@ impl Session {
             started,
         })));
     }
+}
+
+/// Whether a string option's value asks for the built-in choice again (GUIs send the default
+/// back, or an empty value as `<empty>`).
+fn names_the_built_in(path: &str) -> bool {
+    path.is_empty() || path == BUILTIN || path == "<empty>"
 }
 
 /// The configured seed, or a fresh random one when it is 0.
