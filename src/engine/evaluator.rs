@@ -159,7 +159,10 @@ fn network_score(network: &Network, accumulator: &Accumulator, pos: &Chess) -> i
     if is_mop_up_ending(board) {
         return evaluate(pos);
     }
-    let mut white = seen_by(pos.turn(), accumulator.evaluate(network, pos.turn()));
+    let mut white = seen_by(
+        pos.turn(),
+        accumulator.evaluate(network, pos.turn(), board.occupied().count()),
+    );
     if is_drawish(board, white) {
         white /= 4;
     }

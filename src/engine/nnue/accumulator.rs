@@ -35,12 +35,14 @@ impl Accumulator {
         }
     }
 
-    /// The evaluation in centipawns from `side_to_move`'s point of view.
+    /// The evaluation in centipawns from `side_to_move`'s point of view, with `pieces` pieces
+    /// on the board (which picks the output bucket).
     #[inline]
-    pub fn evaluate(&self, network: &Network, side_to_move: Color) -> i32 {
+    pub fn evaluate(&self, network: &Network, side_to_move: Color, pieces: usize) -> i32 {
         network.output(
             self.perspective(side_to_move),
             self.perspective(!side_to_move),
+            pieces,
         )
     }
 
@@ -130,13 +132,15 @@ fn combine_plain(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16)
 pub fn evaluate_board(network: &Network, board: &Board, side_to_move: Color) -> i32 {
     let mut accumulator = Accumulator::new(network);
     accumulator.refresh(network, board);
-    accumulator.evaluate(network, side_to_move)
+    accumulator.evaluate(network, side_to_move, board.occupied().count())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::engine::nnue::network::{QA, QB, SCALE, random_network};
+    use crate::engine::nnue::network::{
+        QA, QB, SCALE, output_bucket, random_bucketed_network, random_network,
+    };
     use crate::engine::position::position_of as position;
     use shakmaty::{Chess, Move, Position};
 
@@ -209,7 +213,7 @@ mod tests {
                         "{m} in a game from {fen}"
                     );
                     assert_eq!(
-                        accumulator.evaluate(&network, pos.turn()),
+                        accumulator.evaluate(&network, pos.turn(), pos.board().occupied().count()),
                         evaluate_board(&network, pos.board(), pos.turn())
                     );
                 }
@@ -238,29 +242,31 @@ mod tests {
         let activation = |x: f64| (x.clamp(0.0, f64::from(QA)) / f64::from(QA)).powi(2);
         let ours = accumulate(side_to_move);
         let theirs = accumulate(!side_to_move);
-        let mut sum = f64::from(network.output_bias()) / f64::from(QA * QB);
+        let bucket = output_bucket(board.occupied().count(), network.buckets());
+        let weights = network.output_weights(bucket);
+        let mut sum = f64::from(network.output_bias(bucket)) / f64::from(QA * QB);
         for i in 0..hidden {
-            sum += activation(ours[i]) * f64::from(network.output_weights()[i]) / f64::from(QB);
-            sum += activation(theirs[i]) * f64::from(network.output_weights()[hidden + i])
-                / f64::from(QB);
+            sum += activation(ours[i]) * f64::from(weights[i]) / f64::from(QB);
+            sum += activation(theirs[i]) * f64::from(weights[hidden + i]) / f64::from(QB);
         }
         sum * f64::from(SCALE)
     }
 
     #[test]
     fn the_integer_pass_computes_the_network_in_centipawns() {
-        let network = random_network(32, 4);
-        for fen in [
-            "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
-            "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R b KQ - 3 9",
-            "8/8/4k3/8/1Q6/8/3K4/8 w - - 0 1",
-        ] {
-            let pos = position(fen);
-            for side in [Color::White, Color::Black] {
-                let got = f64::from(evaluate_board(&network, pos.board(), side));
-                let want = reference(&network, pos.board(), side);
-                // Integer division truncates twice: at most a centipawn or two off.
-                assert!((got - want).abs() <= 2.0, "{fen} {side:?}: {got} vs {want}");
+        for network in [random_network(32, 4), random_bucketed_network(32, 8, 4)] {
+            for fen in [
+                "rnbqkbnr/pppppppp/8/8/8/8/PPPPPPPP/RNBQKBNR w KQkq - 0 1",
+                "r1bq1rk1/pp2bppp/2n1pn2/3p4/2PP4/2N1PN2/PP3PPP/R2QKB1R b KQ - 3 9",
+                "8/8/4k3/8/1Q6/8/3K4/8 w - - 0 1",
+            ] {
+                let pos = position(fen);
+                for side in [Color::White, Color::Black] {
+                    let got = f64::from(evaluate_board(&network, pos.board(), side));
+                    let want = reference(&network, pos.board(), side);
+                    // Integer division truncates twice: at most a centipawn or two off.
+                    assert!((got - want).abs() <= 2.0, "{fen} {side:?}: {got} vs {want}");
+                }
             }
         }
     }

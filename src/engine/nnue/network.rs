@@ -1,17 +1,25 @@
 //! The quantised network's weights, its file format, and the integer forward pass.
 //!
-//! File format (little-endian), version 1:
+//! File format (little-endian), version 2:
 //!
 //! ```text
 //! magic   8 bytes  "LADDERNN"
-//! version u32      1
+//! version u32      2
 //! hidden  u32      N, the size of each accumulator (1..=4096)
+//! buckets u32      B, output buckets by the number of pieces on the board (1..=16)
 //! feature weights  768 × N i16   row by row: input i's N weights at [i·N, (i+1)·N)
 //! feature bias     N i16
-//! output weights   2N i16        the side to move's N, then the other side's N
-//! output bias      i32           in units of QA · QB
+//! output weights   B × 2N i16    per bucket: the side to move's N, then the other side's N
+//! output biases    B × i32       in units of QA · QB
 //! checksum u64     FNV-1a 64 of every byte before it
 //! ```
+//!
+//! Version 1 is the same without the `buckets` field, B = 1: a network of one bucket is
+//! written as version 1, so the networks made before buckets keep their bytes.
+//!
+//! Output buckets (bullet's `MaterialCount`): the output layer used is chosen by how many
+//! pieces are on the board, `(pieces − 2) · B / 32`, so an ending and a middlegame can weigh
+//! the same accumulator differently; the accumulators are shared by all buckets.
 //!
 //! Every weight must lie where the integer pass cannot overflow: feature weights and biases
 //! within ±[`FEATURE_WEIGHT_LIMIT`] (33 of them fit an i16 accumulator), output weights within
@@ -30,12 +38,15 @@ pub const SCALE: i32 = 400;
 pub const WEIGHT_CLIP: f32 = 1.98;
 
 const MAGIC: &[u8; 8] = b"LADDERNN";
-/// The format version this build reads and writes.
-pub const FORMAT_VERSION: u32 = 1;
+/// The newest format version this build reads and writes (it reads every older one too).
+pub const FORMAT_VERSION: u32 = 2;
+/// The header of version 1 (magic, version, hidden); version 2 adds the buckets' u32.
 const HEADER_LEN: usize = 16;
 const CHECKSUM_LEN: usize = 8;
 /// The largest hidden size a file may declare.
 pub const MAX_HIDDEN: usize = 4096;
+/// The most output buckets a file may declare.
+pub const MAX_BUCKETS: usize = 16;
 /// |feature weight| and |feature bias| at most this: 32 pieces and the bias never overflow i16.
 pub const FEATURE_WEIGHT_LIMIT: i16 = i16::MAX / 33;
 /// |output weight| at most this: QA times it fits an i16 (bullet's clip 1.98 · QB rounds to 127).
@@ -50,16 +61,19 @@ pub enum NetworkError {
     TooShort { len: usize },
     #[error("not a network file: it does not start with \"LADDERNN\"")]
     BadMagic,
-    #[error("network format version {found}; this build reads version {FORMAT_VERSION}")]
+    #[error("network format version {found}; this build reads versions 1 to {FORMAT_VERSION}")]
     UnsupportedVersion { found: u32 },
     #[error("network hidden size {hidden} is not within 1..={MAX_HIDDEN}")]
     BadHidden { hidden: u64 },
+    #[error("network output buckets {buckets} not within 1..={MAX_BUCKETS}")]
+    BadBuckets { buckets: u64 },
     #[error(
-        "network file of hidden size {hidden} should be {expected} bytes, is {found} \
-         (cut short or padded)"
+        "network file of hidden size {hidden} and {buckets} output bucket(s) should be \
+         {expected} bytes, is {found} (cut short or padded)"
     )]
     WrongLength {
         hidden: usize,
+        buckets: usize,
         expected: usize,
         found: usize,
     },
@@ -80,34 +94,49 @@ pub enum NetworkError {
     },
 }
 
-/// A quantised (768→N)×2→1 network with squared clipped ReLU.
+/// The output bucket of a position with `pieces` pieces on the board (kings included), among
+/// `buckets`: `(pieces − 2) · buckets / 32`, the last bucket for anything above.
+#[inline]
+pub fn output_bucket(pieces: usize, buckets: usize) -> usize {
+    (pieces.saturating_sub(2) * buckets / 32).min(buckets - 1)
+}
+
+/// A quantised (768→N)×2→1 network with squared clipped ReLU and B output buckets.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Network {
     hidden: usize,
+    buckets: usize,
     feature_weights: Vec<i16>,
     feature_bias: Vec<i16>,
     output_weights: Vec<i16>,
-    output_bias: i32,
+    output_biases: Vec<i32>,
 }
 
 impl Network {
     /// A network from its quantised parts (layout as in the file), checked for size and range.
     pub fn from_parts(
         hidden: usize,
+        buckets: usize,
         feature_weights: Vec<i16>,
         feature_bias: Vec<i16>,
         output_weights: Vec<i16>,
-        output_bias: i32,
+        output_biases: Vec<i32>,
     ) -> Result<Network, NetworkError> {
         if hidden == 0 || hidden > MAX_HIDDEN {
             return Err(NetworkError::BadHidden {
                 hidden: hidden as u64,
             });
         }
+        if buckets == 0 || buckets > MAX_BUCKETS {
+            return Err(NetworkError::BadBuckets {
+                buckets: buckets as u64,
+            });
+        }
         for (what, found, expected) in [
             ("feature weights", feature_weights.len(), INPUTS * hidden),
             ("feature bias", feature_bias.len(), hidden),
-            ("output weights", output_weights.len(), 2 * hidden),
+            ("output weights", output_weights.len(), buckets * 2 * hidden),
+            ("output biases", output_biases.len(), buckets),
         ] {
             if found != expected {
                 return Err(NetworkError::WrongPartSize {
@@ -137,10 +166,11 @@ impl Network {
         }
         Ok(Network {
             hidden,
+            buckets,
             feature_weights,
             feature_bias,
             output_weights,
-            output_bias,
+            output_biases,
         })
     }
 
@@ -152,20 +182,36 @@ impl Network {
         if &bytes[..8] != MAGIC {
             return Err(NetworkError::BadMagic);
         }
-        let version = u32::from_le_bytes([bytes[8], bytes[9], bytes[10], bytes[11]]);
-        if version != FORMAT_VERSION {
+        let word = |at: usize| {
+            u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]])
+        };
+        let version = word(8);
+        if version == 0 || version > FORMAT_VERSION {
             return Err(NetworkError::UnsupportedVersion { found: version });
         }
-        let hidden = u32::from_le_bytes([bytes[12], bytes[13], bytes[14], bytes[15]]) as usize;
+        let hidden = word(12) as usize;
         if hidden == 0 || hidden > MAX_HIDDEN {
             return Err(NetworkError::BadHidden {
                 hidden: hidden as u64,
             });
         }
-        let expected = file_len(hidden);
+        let (header, buckets) = if version == 1 {
+            (HEADER_LEN, 1)
+        } else if bytes.len() < HEADER_LEN + 4 {
+            return Err(NetworkError::TooShort { len: bytes.len() });
+        } else {
+            (HEADER_LEN + 4, word(HEADER_LEN) as usize)
+        };
+        if buckets == 0 || buckets > MAX_BUCKETS {
+            return Err(NetworkError::BadBuckets {
+                buckets: buckets as u64,
+            });
+        }
+        let expected = file_len(hidden, buckets);
         if bytes.len() != expected {
             return Err(NetworkError::WrongLength {
                 hidden,
+                buckets,
                 expected,
                 found: bytes.len(),
             });
@@ -176,30 +222,39 @@ impl Network {
         if fnv1a64(body) != u64::from_le_bytes(stored) {
             return Err(NetworkError::BadChecksum);
         }
-        let mut words = body[HEADER_LEN..]
+        let biases_at = body.len() - 4 * buckets;
+        let mut words = body[header..biases_at]
             .chunks_exact(2)
             .map(|pair| i16::from_le_bytes([pair[0], pair[1]]));
         let mut take = |n: usize| words.by_ref().take(n).collect::<Vec<i16>>();
         let feature_weights = take(INPUTS * hidden);
         let feature_bias = take(hidden);
-        let output_weights = take(2 * hidden);
-        let tail = &body[body.len() - 4..];
-        let output_bias = i32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+        let output_weights = take(buckets * 2 * hidden);
+        let output_biases = body[biases_at..]
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
         Network::from_parts(
             hidden,
+            buckets,
             feature_weights,
             feature_bias,
             output_weights,
-            output_bias,
+            output_biases,
         )
     }
 
-    /// The network's file: header, weights, checksum ([`Network::from_bytes`] reads it back).
+    /// The network's file: header, weights, checksum ([`Network::from_bytes`] reads it back);
+    /// version 1 for one bucket, version 2 for more.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(file_len(self.hidden));
+        let mut bytes = Vec::with_capacity(file_len(self.hidden, self.buckets));
         bytes.extend_from_slice(MAGIC);
-        bytes.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+        let version: u32 = if self.buckets == 1 { 1 } else { 2 };
+        bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(self.hidden as u32).to_le_bytes());
+        if version == 2 {
+            bytes.extend_from_slice(&(self.buckets as u32).to_le_bytes());
+        }
         for part in [
             &self.feature_weights,
             &self.feature_bias,
@@ -209,7 +264,9 @@ impl Network {
                 bytes.extend_from_slice(&value.to_le_bytes());
             }
         }
-        bytes.extend_from_slice(&self.output_bias.to_le_bytes());
+        for bias in &self.output_biases {
+            bytes.extend_from_slice(&bias.to_le_bytes());
+        }
         let checksum = fnv1a64(&bytes);
         bytes.extend_from_slice(&checksum.to_le_bytes());
         bytes
@@ -231,23 +288,31 @@ impl Network {
         &self.feature_bias
     }
 
-    /// The output layer: the side to move's N weights, then the other side's N.
-    pub fn output_weights(&self) -> &[i16] {
-        &self.output_weights
+    /// B, the number of output buckets.
+    pub fn buckets(&self) -> usize {
+        self.buckets
     }
 
-    /// The output bias, in units of QA · QB.
-    pub fn output_bias(&self) -> i32 {
-        self.output_bias
+    /// The output layer of bucket `bucket`: the side to move's N weights, then the other
+    /// side's N.
+    pub fn output_weights(&self, bucket: usize) -> &[i16] {
+        &self.output_weights[bucket * 2 * self.hidden..(bucket + 1) * 2 * self.hidden]
+    }
+
+    /// The output bias of bucket `bucket`, in units of QA · QB.
+    pub fn output_bias(&self, bucket: usize) -> i32 {
+        self.output_biases[bucket]
     }
 
     /// The evaluation in centipawns of the side whose accumulator is `ours` (the other side's
-    /// is `theirs`).
-    pub fn output(&self, ours: &[i16], theirs: &[i16]) -> i32 {
-        let (our_weights, their_weights) = self.output_weights.split_at(self.hidden);
+    /// is `theirs`), with `pieces` pieces on the board.
+    pub fn output(&self, ours: &[i16], theirs: &[i16], pieces: usize) -> i32 {
+        let bucket = output_bucket(pieces, self.buckets);
+        let (our_weights, their_weights) = self.output_weights(bucket).split_at(self.hidden);
         let sum = screlu_dot(ours, our_weights) + screlu_dot(theirs, their_weights);
         // Σ c²·w is in QA²·QB; one QA off, the bias (QA·QB) on, then to centipawns.
-        let output = (sum / i64::from(QA) + i64::from(self.output_bias)) * i64::from(SCALE)
+        let output = (sum / i64::from(QA) + i64::from(self.output_biases[bucket]))
+            * i64::from(SCALE)
             / i64::from(QA * QB);
         output.clamp(-i64::from(i16::MAX), i64::from(i16::MAX)) as i32
     }
@@ -288,8 +353,13 @@ fn screlu_dot_plain(accumulator: &[i16], weights: &[i16]) -> i64 {
     total
 }
 
-fn file_len(hidden: usize) -> usize {
-    HEADER_LEN + 2 * (INPUTS * hidden + hidden + 2 * hidden) + 4 + CHECKSUM_LEN
+fn file_len(hidden: usize, buckets: usize) -> usize {
+    let header = if buckets == 1 {
+        HEADER_LEN
+    } else {
+        HEADER_LEN + 4
+    };
+    header + 2 * (INPUTS * hidden + hidden + buckets * 2 * hidden) + 4 * buckets + CHECKSUM_LEN
 }
 
 /// FNV-1a, 64 bits: enough to tell a damaged file from a whole one (the trainer's
@@ -306,6 +376,12 @@ pub fn fnv1a64(bytes: &[u8]) -> u64 {
 /// A network of random weights within the limits, for tests here and in the trainer.
 #[cfg(test)]
 pub(crate) fn random_network(hidden: usize, seed: u64) -> Network {
+    random_bucketed_network(hidden, 1, seed)
+}
+
+/// The same with `buckets` output buckets.
+#[cfg(test)]
+pub(crate) fn random_bucketed_network(hidden: usize, buckets: usize, seed: u64) -> Network {
     let mut rng = crate::seed::SplitMix::new(seed);
     let mut draw = |n: usize, limit: i16| -> Vec<i16> {
         let span = 2 * i64::from(limit) + 1;
@@ -315,9 +391,17 @@ pub(crate) fn random_network(hidden: usize, seed: u64) -> Network {
     };
     let feature_weights = draw(INPUTS * hidden, 200);
     let feature_bias = draw(hidden, 200);
-    let output_weights = draw(2 * hidden, OUTPUT_WEIGHT_LIMIT);
-    Network::from_parts(hidden, feature_weights, feature_bias, output_weights, 1234)
-        .expect("random weights are within the limits")
+    let output_weights = draw(buckets * 2 * hidden, OUTPUT_WEIGHT_LIMIT);
+    let output_biases = (0..buckets as i32).map(|b| 1234 - 300 * b).collect();
+    Network::from_parts(
+        hidden,
+        buckets,
+        feature_weights,
+        feature_bias,
+        output_weights,
+        output_biases,
+    )
+    .expect("random weights are within the limits")
 }
 
 #[cfg(test)]
@@ -328,8 +412,62 @@ mod tests {
     fn a_network_reads_back_from_its_bytes() {
         let network = random_network(8, 1);
         let bytes = network.to_bytes();
-        assert_eq!(bytes.len(), file_len(8));
+        assert_eq!(bytes.len(), file_len(8, 1));
+        // One bucket is written as version 1, the format of the networks before buckets.
+        assert_eq!(bytes[8..12], 1u32.to_le_bytes());
         assert_eq!(Network::from_bytes(&bytes), Ok(network));
+        let bucketed = random_bucketed_network(8, 4, 1);
+        let bytes = bucketed.to_bytes();
+        assert_eq!(bytes.len(), file_len(8, 4));
+        assert_eq!(bytes[8..12], 2u32.to_le_bytes());
+        assert_eq!(Network::from_bytes(&bytes), Ok(bucketed));
+    }
+
+    #[test]
+    fn the_bucket_follows_the_pieces_on_the_board() {
+        // Bullet's MaterialCount<8>: (pieces − 2) / 4.
+        let eight: Vec<usize> = (2..=32).map(|n| output_bucket(n, 8)).collect();
+        assert_eq!(
+            eight,
+            (2..=32).map(|n| ((n - 2) / 4).min(7)).collect::<Vec<_>>()
+        );
+        assert_eq!(output_bucket(32, 8), 7);
+        assert_eq!(output_bucket(2, 8), 0);
+        for buckets in 1..=MAX_BUCKETS {
+            let all: Vec<usize> = (0..=40).map(|n| output_bucket(n, buckets)).collect();
+            assert!(all.windows(2).all(|w| w[0] <= w[1]), "{buckets}: {all:?}");
+            assert_eq!(all[2], 0);
+            assert_eq!(all[32], buckets - 1, "{buckets}: {all:?}");
+        }
+    }
+
+    #[test]
+    fn each_bucket_evaluates_with_its_own_output_layer() {
+        let network = random_bucketed_network(16, 8, 4);
+        let ours: Vec<i16> = (0..16).map(|i| i * 17 - 40).collect();
+        let theirs: Vec<i16> = (0..16).map(|i| 250 - i * 13).collect();
+        let by_bucket: Vec<i32> = (0..8)
+            .map(|b| network.output(&ours, &theirs, 2 + 4 * b))
+            .collect();
+        for (b, &got) in by_bucket.iter().enumerate() {
+            // The same sum by hand from bucket b's weights and bias.
+            let weights = network.output_weights(b);
+            let mut sum = 0i64;
+            for i in 0..16 {
+                let (o, t) = (
+                    i64::from(ours[i].clamp(0, 255)),
+                    i64::from(theirs[i].clamp(0, 255)),
+                );
+                sum += o * o * i64::from(weights[i]) + t * t * i64::from(weights[16 + i]);
+            }
+            let want = (sum / 255 + i64::from(network.output_bias(b))) * 400 / (255 * 64);
+            assert_eq!(i64::from(got), want, "bucket {b}");
+            assert_eq!(network.output(&ours, &theirs, 5 + 4 * b), got, "bucket {b}");
+        }
+        let mut distinct = by_bucket.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 4, "{by_bucket:?}");
     }
 
     #[test]
@@ -344,10 +482,25 @@ mod tests {
             Err(NetworkError::BadMagic)
         );
         let mut newer = bytes.clone();
-        newer[8] = 2;
+        newer[8] = 3;
         assert_eq!(
             Network::from_bytes(&newer),
-            Err(NetworkError::UnsupportedVersion { found: 2 })
+            Err(NetworkError::UnsupportedVersion { found: 3 })
+        );
+        let bucketed = random_bucketed_network(8, 2, 2).to_bytes();
+        for bad in [0u32, 17, u32::MAX] {
+            let mut wrong = bucketed.clone();
+            wrong[16..20].copy_from_slice(&bad.to_le_bytes());
+            assert_eq!(
+                Network::from_bytes(&wrong),
+                Err(NetworkError::BadBuckets {
+                    buckets: u64::from(bad)
+                })
+            );
+        }
+        assert_eq!(
+            Network::from_bytes(&bucketed[..18]),
+            Err(NetworkError::TooShort { len: 18 })
         );
         let mut cut = bytes.clone();
         cut.pop();
@@ -376,8 +529,14 @@ mod tests {
         let hidden = 4;
         let mut output = vec![0i16; 2 * hidden];
         output[3] = 128;
-        let refused =
-            Network::from_parts(hidden, vec![0; INPUTS * hidden], vec![0; hidden], output, 0);
+        let refused = Network::from_parts(
+            hidden,
+            1,
+            vec![0; INPUTS * hidden],
+            vec![0; hidden],
+            output,
+            vec![0],
+        );
         assert_eq!(
             refused,
             Err(NetworkError::WeightOutOfRange {
@@ -392,10 +551,11 @@ mod tests {
         features[5] = -1000;
         let network = Network {
             hidden,
+            buckets: 1,
             feature_weights: features,
             feature_bias: vec![0; hidden],
             output_weights: vec![0; 2 * hidden],
-            output_bias: 0,
+            output_biases: vec![0],
         };
         assert!(matches!(
             Network::from_bytes(&network.to_bytes()),
@@ -438,15 +598,19 @@ mod tests {
 
     #[test]
     fn arbitrary_bytes_never_panic() {
-        let bytes = random_network(2, 3).to_bytes();
         let mut rng = crate::seed::SplitMix::new(9);
-        for _ in 0..2000 {
-            let mut damaged = bytes.clone();
-            let at = (rng.next_u64() as usize) % damaged.len();
-            damaged[at] = rng.next_u64() as u8;
-            let len = (rng.next_u64() as usize) % (damaged.len() + 1);
-            let _ = Network::from_bytes(&damaged[..len]);
-            let _ = Network::from_bytes(&damaged);
+        for bytes in [
+            random_network(2, 3).to_bytes(),
+            random_bucketed_network(2, 3, 3).to_bytes(),
+        ] {
+            for _ in 0..2000 {
+                let mut damaged = bytes.clone();
+                let at = (rng.next_u64() as usize) % damaged.len();
+                damaged[at] = rng.next_u64() as u8;
+                let len = (rng.next_u64() as usize) % (damaged.len() + 1);
+                let _ = Network::from_bytes(&damaged[..len]);
+                let _ = Network::from_bytes(&damaged);
+            }
         }
     }
 }

@@ -4,7 +4,8 @@
 //!
 //! File (little-endian): magic `LDRNETCK`, version u32 (1), the run's fingerprint u64 (settings
 //! and data), hidden u32, epochs done u32, AdamW steps u64, parameter count u64, then the
-//! parameters, the first and the second moments (f32 each), and an FNV-1a 64 checksum.
+//! parameters, the first and the second moments (f32 each), and an FNV-1a 64 checksum. The
+//! number of output buckets follows from the hidden size and the parameter count.
 
 use std::path::{Path, PathBuf};
 
@@ -105,9 +106,11 @@ fn read(bytes: &[u8], fingerprint: u64, weight_decay: f32) -> anyhow::Result<Sta
     let epochs_done = u32_at(24) as usize;
     let steps = u64_at(28);
     let count = u64_at(36) as usize;
-    if count != FloatNetwork::param_count(hidden) || body.len() != HEADER_LEN + 12 * count {
+    let buckets = (1..=crate::engine::nnue::network::MAX_BUCKETS)
+        .find(|&b| FloatNetwork::param_count(hidden, b) == count);
+    let Some(buckets) = buckets.filter(|_| body.len() == HEADER_LEN + 12 * count) else {
         bail!("its size does not match its header");
-    }
+    };
     let floats: Vec<f32> = body[HEADER_LEN..]
         .chunks_exact(4)
         .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
@@ -117,6 +120,7 @@ fn read(bytes: &[u8], fingerprint: u64, weight_decay: f32) -> anyhow::Result<Sta
     Ok(State {
         network: FloatNetwork {
             hidden,
+            buckets,
             params: params.to_vec(),
         },
         optimizer: AdamW {

@@ -37,6 +37,11 @@ pub struct NetArgs {
     /// Units per accumulator: the network is (768 -> N) x 2 -> 1.
     #[arg(long, default_value_t = 128)]
     pub hidden: usize,
+    /// Output buckets by the number of pieces on the board, (pieces - 2) * B / 32 (bullet's
+    /// MaterialCount): each bucket its own output layer over the shared accumulators.
+    /// 1: none (the networks up to 5).
+    #[arg(long, default_value_t = 1)]
+    pub output_buckets: usize,
     /// Passes over the training positions.
     #[arg(long, default_value_t = 10)]
     pub epochs: usize,
@@ -104,6 +109,13 @@ impl NetArgs {
         if self.hidden == 0 || self.hidden > max_hidden {
             bail!("--hidden {} is not within 1..={max_hidden}", self.hidden);
         }
+        let max_buckets = crate::engine::nnue::network::MAX_BUCKETS;
+        if self.output_buckets == 0 || self.output_buckets > max_buckets {
+            bail!(
+                "--output-buckets {} is not within 1..={max_buckets}",
+                self.output_buckets
+            );
+        }
         if self.epochs == 0 || self.batch_size == 0 {
             bail!("--epochs and --batch-size must be at least 1");
         }
@@ -112,6 +124,7 @@ impl NetArgs {
         }
         Ok(Settings {
             hidden: self.hidden,
+            buckets: self.output_buckets,
             epochs: self.epochs,
             batch_size: self.batch_size,
             learning_rate: self.lr,
@@ -183,9 +196,10 @@ pub fn run(args: NetArgs) -> anyhow::Result<()> {
         started.elapsed().as_secs_f64()
     );
     println!(
-        "network: (768 -> {}) x 2 -> 1, SCReLU; {} epochs of batches of {}, lr {} ({}), \
-         weight decay {}, wdl {}, seed {}, {} threads",
+        "network: (768 -> {}) x 2 -> 1, SCReLU, {} output bucket(s); {} epochs of batches of \
+         {}, lr {} ({}), weight decay {}, wdl {}, seed {}, {} threads",
         settings.hidden,
+        settings.buckets,
         settings.epochs,
         settings.batch_size,
         settings.learning_rate,
@@ -222,6 +236,7 @@ mod tests {
     fn settings() -> Settings {
         Settings {
             hidden: 8,
+            buckets: 1,
             epochs: 3,
             batch_size: 64,
             learning_rate: 0.01,
@@ -236,11 +251,21 @@ mod tests {
 
     #[test]
     fn a_killed_and_resumed_run_ends_as_an_uninterrupted_one() {
+        // Without output buckets and with three (the checkpoint tells them by its size).
+        for buckets in [1, 3] {
+            killed_and_resumed(Settings {
+                buckets,
+                ..settings()
+            });
+        }
+    }
+
+    fn killed_and_resumed(settings: Settings) {
         let data = test_data::material_data(400, 5);
-        let whole = run_training(&data, &settings(), None, |_| ControlFlow::Continue(())).unwrap();
+        let whole = run_training(&data, &settings, None, |_| ControlFlow::Continue(())).unwrap();
         let dir = tempfile::tempdir().unwrap();
         // Killed after the first epoch's checkpoint...
-        let killed = run_training(&data, &settings(), Some(dir.path()), |_| {
+        let killed = run_training(&data, &settings, Some(dir.path()), |_| {
             ControlFlow::Break(())
         })
         .unwrap();
@@ -248,7 +273,7 @@ mod tests {
         assert!(checkpoint::path_of(dir.path(), 1).exists());
         // ...and started again: it goes on from epoch 2.
         let mut epochs = Vec::new();
-        let resumed = run_training(&data, &settings(), Some(dir.path()), |report| {
+        let resumed = run_training(&data, &settings, Some(dir.path()), |report| {
             epochs.push(report.epoch);
             ControlFlow::Continue(())
         })
@@ -269,13 +294,22 @@ mod tests {
             ControlFlow::Break(())
         })
         .unwrap();
-        let mut other = settings();
-        other.seed = 4;
-        let e = run_training(&data, &other, Some(dir.path()), |_| {
-            ControlFlow::Continue(())
-        })
-        .unwrap_err();
-        assert!(format!("{e:#}").contains("other settings or data"), "{e:#}");
+        for other in [
+            Settings {
+                seed: 4,
+                ..settings()
+            },
+            Settings {
+                buckets: 2,
+                ..settings()
+            },
+        ] {
+            let e = run_training(&data, &other, Some(dir.path()), |_| {
+                ControlFlow::Continue(())
+            })
+            .unwrap_err();
+            assert!(format!("{e:#}").contains("other settings or data"), "{e:#}");
+        }
         let path = checkpoint::path_of(dir.path(), 1);
         let mut bytes = std::fs::read(&path).unwrap();
         bytes[100] ^= 1;

@@ -22,6 +22,9 @@ pub struct SpeedArgs {
     /// Units per accumulator of the random network.
     #[arg(long, default_value_t = 128)]
     pub hidden: usize,
+    /// Output buckets of the random network.
+    #[arg(long, default_value_t = 1)]
+    pub output_buckets: usize,
     /// Random games to walk (100 plies at most each).
     #[arg(long, default_value_t = 200)]
     pub games: usize,
@@ -77,7 +80,12 @@ pub fn run(args: SpeedArgs) -> anyhow::Result<()> {
                 std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))?;
             Network::from_bytes(&bytes).with_context(|| format!("{}", path.display()))?
         }
-        None => FloatNetwork::random(args.hidden.clamp(1, 4096), 1).quantise()?,
+        None => FloatNetwork::random(
+            args.hidden.clamp(1, 4096),
+            args.output_buckets.clamp(1, 16),
+            1,
+        )
+        .quantise()?,
     };
     let games = random_games(args.games);
     let rounds = args.rounds.max(1);
@@ -96,7 +104,11 @@ pub fn run(args: SpeedArgs) -> anyhow::Result<()> {
         for &m in moves {
             pos.play_unchecked(m);
             accumulator.refresh(&network, pos.board());
-            sum += i64::from(accumulator.evaluate(&network, pos.turn()));
+            sum += i64::from(accumulator.evaluate(
+                &network,
+                pos.turn(),
+                pos.board().occupied().count(),
+            ));
         }
         sum
     });
@@ -108,7 +120,11 @@ pub fn run(args: SpeedArgs) -> anyhow::Result<()> {
             let changes = MoveFeatures::of(&pos, m);
             accumulator.apply(&network, &changes);
             pos.play_unchecked(m);
-            sum += i64::from(accumulator.evaluate(&network, pos.turn()));
+            sum += i64::from(accumulator.evaluate(
+                &network,
+                pos.turn(),
+                pos.board().occupied().count(),
+            ));
         }
         sum
     });

@@ -22,6 +22,8 @@ pub const SLICES: usize = 8;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Settings {
     pub hidden: usize,
+    /// Output buckets by the number of pieces (1: none).
+    pub buckets: usize,
     pub epochs: usize,
     pub batch_size: usize,
     pub learning_rate: f32,
@@ -35,7 +37,7 @@ pub struct Settings {
 impl Settings {
     /// A hash of every setting that changes the result (not the threads).
     pub fn fingerprint(&self) -> u64 {
-        let text = format!(
+        let mut text = format!(
             "hidden {} epochs {} batch {} lr {} schedule {} decay {} seed {}",
             self.hidden,
             self.epochs,
@@ -45,6 +47,10 @@ impl Settings {
             self.weight_decay.to_bits(),
             self.seed
         );
+        // (Said only when there are buckets: the runs before them keep their fingerprints.)
+        if self.buckets != 1 {
+            text.push_str(&format!(" buckets {}", self.buckets));
+        }
         crate::engine::nnue::network::fnv1a64(text.as_bytes())
     }
 }
@@ -60,7 +66,7 @@ pub struct State {
 impl State {
     /// The start of a run: random weights from the seed.
     pub fn start(settings: &Settings) -> State {
-        let network = FloatNetwork::random(settings.hidden, settings.seed);
+        let network = FloatNetwork::random(settings.hidden, settings.buckets, settings.seed);
         let optimizer = AdamW::new(network.params.len(), settings.weight_decay);
         State {
             network,
@@ -266,6 +272,7 @@ mod tests {
     fn settings(threads: usize, epochs: usize) -> Settings {
         Settings {
             hidden: 16,
+            buckets: 1,
             epochs,
             batch_size: 128,
             learning_rate: 0.01,
@@ -289,17 +296,23 @@ mod tests {
 
     #[test]
     fn a_network_learns_a_material_evaluation() {
+        // Without output buckets, and with four (the positions' piece counts spread over them).
+        for buckets in [1, 4] {
+            learns_a_material_evaluation(buckets);
+        }
+    }
+
+    fn learns_a_material_evaluation(buckets: usize) {
         let data = material_data(3000, 1);
+        let run = Settings {
+            buckets,
+            ..settings(2, 30)
+        };
         let mut reports = Vec::new();
-        let state = train(
-            &data,
-            &settings(2, 30),
-            State::start(&settings(2, 30)),
-            |_, r| {
-                reports.push(r.clone());
-                ControlFlow::Continue(())
-            },
-        );
+        let state = train(&data, &run, State::start(&run), |_, r| {
+            reports.push(r.clone());
+            ControlFlow::Continue(())
+        });
         let first = reports[0].validation_loss.unwrap();
         let last = reports.last().unwrap().validation_loss.unwrap();
         assert!(last < first / 4.0, "validation loss {first} -> {last}");
@@ -320,7 +333,16 @@ mod tests {
             truth.push(f64::from(material_cp(&pos)));
         }
         let r = correlation(&predicted, &truth);
-        assert!(r > 0.9, "correlation with material {r}");
+        assert!(r > 0.9, "correlation with material {r} ({buckets} buckets)");
+        let mut used: Vec<usize> = random_positions(500, 99)
+            .iter()
+            .map(|pos| {
+                crate::engine::nnue::network::output_bucket(pos.board().occupied().count(), buckets)
+            })
+            .collect();
+        used.sort_unstable();
+        used.dedup();
+        assert_eq!(used.len(), buckets, "the positions fill every bucket");
         let mean_error = predicted
             .iter()
             .zip(&truth)
@@ -361,7 +383,8 @@ mod tests {
     fn dequantise(network: &crate::engine::nnue::Network) -> FloatNetwork {
         use crate::engine::nnue::{INPUTS, QA, QB};
         let h = network.hidden();
-        let mut params = Vec::with_capacity(FloatNetwork::param_count(h));
+        let buckets = network.buckets();
+        let mut params = Vec::with_capacity(FloatNetwork::param_count(h, buckets));
         for input in 0..INPUTS {
             params.extend(
                 network
@@ -376,14 +399,22 @@ mod tests {
                 .iter()
                 .map(|&w| f32::from(w) / QA as f32),
         );
-        params.extend(
-            network
-                .output_weights()
-                .iter()
-                .map(|&w| f32::from(w) / QB as f32),
-        );
-        params.push(network.output_bias() as f32 / (QA * QB) as f32);
-        FloatNetwork { hidden: h, params }
+        for bucket in 0..buckets {
+            params.extend(
+                network
+                    .output_weights(bucket)
+                    .iter()
+                    .map(|&w| f32::from(w) / QB as f32),
+            );
+        }
+        for bucket in 0..buckets {
+            params.push(network.output_bias(bucket) as f32 / (QA * QB) as f32);
+        }
+        FloatNetwork {
+            hidden: h,
+            buckets,
+            params,
+        }
     }
 
     #[test]
