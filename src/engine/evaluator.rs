@@ -20,7 +20,7 @@ use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
 
 /// The newest network compiled into the binary.
-pub const SHIPPED_NETWORK: u32 = 5;
+pub const SHIPPED_NETWORK: u32 = 6;
 
 static NETWORK_1: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-1.nnue")));
@@ -32,6 +32,8 @@ static NETWORK_4: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-4.nnue")));
 static NETWORK_5: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-5.nnue")));
+static NETWORK_6: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-6.nnue")));
 
 fn built_in(bytes: &[u8]) -> Arc<Network> {
     // A broken built-in file is a build mistake that the tests catch.
@@ -43,7 +45,9 @@ fn built_in(bytes: &[u8]) -> Arc<Network> {
 /// third (`network-3.nnue`, the same shape on 2.97M positions, the label mostly the search's
 /// score: the first to beat the hand-crafted evaluation), 4 the fourth (`network-4.nnue`, the
 /// same on 3.9M positions, net-gen2's games of network 3 among them), 5 the fifth
-/// (`network-5.nnue`, (768→256)×2 on net-gen2 alone: network 3's own games); see
+/// (`network-5.nnue`, (768→256)×2 on net-gen2 alone: network 3's own games), 6 the sixth
+/// (`network-6.nnue`, the same shape on net-gen2 and net-gen3: network 5's games too; the
+/// first whose gain over its predecessor was measured outside self-play); see
 /// docs/tuning/network.md for their data and training. `None` for 0 (no network) or any other.
 pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
     match version {
@@ -52,6 +56,7 @@ pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
         3 => Some(NETWORK_3.clone()),
         4 => Some(NETWORK_4.clone()),
         5 => Some(NETWORK_5.clone()),
+        6 => Some(NETWORK_6.clone()),
         _ => None,
     }
 }
