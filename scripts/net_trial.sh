@@ -16,8 +16,14 @@
 # CLOCK_GAMES=N then plays N games at 20 ms a move against the baseline, both `ladder uci`
 # (the candidate through the UCI option EvalFile, no build needed; about 5 minutes for 400),
 # into WORKDIR/clock.md: the nodes a second count there, where fixed nodes hide them.
-# Example, the next network's trial on both generations against network 5:
-#   RUNS="net-gen2 net-gen3" HIDDEN=256 WDL=0 BASELINE=net:5 scripts/net_trial.sh /work/data/trial6
+# EXTERNAL_GAMES=N then plays the candidate and the baseline each N games against Ethereal 12
+# at fixed limits on the same openings and reads the difference pair by pair
+# (scripts/net_external_ab.sh into WORKDIR/external; 800 games a network take about 11 minutes):
+# the measure outside self-play that a network must pass before it is built in.
+# TRAIN_ARGS="--output-buckets 8" trains with output buckets.
+# Example, network 6's trial (at commit caff014's kept data):
+#   RUNS="net-gen2 net-gen3" HIDDEN=256 WDL=0 BASELINE=net:5 EXTERNAL_GAMES=800 \
+#     scripts/net_trial.sh /work/data/trial8a
 set -euo pipefail
 work=${1:?WORKDIR}; shift
 ladder=${LADDER:-target/release/ladder}
@@ -60,4 +66,13 @@ if [ -n "${CLOCK_GAMES:-}" ]; then
     --round-robin --games-per-pairing "$CLOCK_GAMES" --concurrency 2 --seed 7 --judge-depth 0 \
     --results "$work/clock.jsonl" --report "$work/clock.md" > "$work/clock.log" 2>&1
   grep '^| candidate | baseline' "$work/clock.md"
+fi
+if [ -n "${EXTERNAL_GAMES:-}" ]; then
+  baseline=${BASELINE:-net:4}
+  case $baseline in
+    net:?*) ;;
+    *) echo "EXTERNAL_GAMES needs a network baseline (net:N or net:FILE), not $baseline" >&2; exit 2 ;;
+  esac
+  LADDER=$ladder "$root/scripts/net_external_ab.sh" "$work/external" "$work/candidate.nnue" \
+    "${baseline#net:}" "$EXTERNAL_GAMES"
 fi
