@@ -65,7 +65,7 @@ pub enum NetworkError {
     UnsupportedVersion { found: u32 },
     #[error("network hidden size {hidden} is not within 1..={MAX_HIDDEN}")]
     BadHidden { hidden: u64 },
-    #[error("network output buckets {buckets} not within 1..={MAX_BUCKETS}")]
+    #[error("network output bucket count {buckets} is not within 1..={MAX_BUCKETS}")]
     BadBuckets { buckets: u64 },
     #[error(
         "network file of hidden size {hidden} and {buckets} output bucket(s) should be \
