@@ -389,17 +389,14 @@ pub(crate) fn random_bucketed_network(hidden: usize, buckets: usize, seed: u64) 
             .map(|_| ((rng.next_u64() % span as u64) as i64 - i64::from(limit)) as i16)
             .collect()
     };
-    let feature_weights = draw(INPUTS * hidden, 200);
-    let feature_bias = draw(hidden, 200);
-    let output_weights = draw(buckets * 2 * hidden, OUTPUT_WEIGHT_LIMIT);
-    let output_biases = (0..buckets as i32).map(|b| 1234 - 300 * b).collect();
+    // (Arguments are evaluated in order: the feature weights are drawn first.)
     Network::from_parts(
         hidden,
         buckets,
-        feature_weights,
-        feature_bias,
-        output_weights,
-        output_biases,
+        draw(INPUTS * hidden, 200),
+        draw(hidden, 200),
+        draw(buckets * 2 * hidden, OUTPUT_WEIGHT_LIMIT),
+        (0..buckets as i32).map(|b| 1234 - 300 * b).collect(),
     )
     .expect("random weights are within the limits")
 }

@@ -385,27 +385,15 @@ mod tests {
         let h = network.hidden();
         let buckets = network.buckets();
         let mut params = Vec::with_capacity(FloatNetwork::param_count(h, buckets));
+        let scaled = |values: &[i16], q: i32| -> Vec<f32> {
+            values.iter().map(|&w| f32::from(w) / q as f32).collect()
+        };
         for input in 0..INPUTS {
-            params.extend(
-                network
-                    .feature_row(input)
-                    .iter()
-                    .map(|&w| f32::from(w) / QA as f32),
-            );
+            params.extend(scaled(network.feature_row(input), QA));
         }
-        params.extend(
-            network
-                .feature_bias()
-                .iter()
-                .map(|&w| f32::from(w) / QA as f32),
-        );
+        params.extend(scaled(network.feature_bias(), QA));
         for bucket in 0..buckets {
-            params.extend(
-                network
-                    .output_weights(bucket)
-                    .iter()
-                    .map(|&w| f32::from(w) / QB as f32),
-            );
+            params.extend(scaled(network.output_weights(bucket), QB));
         }
         for bucket in 0..buckets {
             params.push(network.output_bias(bucket) as f32 / (QA * QB) as f32);
