@@ -122,16 +122,7 @@ impl Network {
         output_weights: Vec<i16>,
         output_biases: Vec<i32>,
     ) -> Result<Network, NetworkError> {
-        if hidden == 0 || hidden > MAX_HIDDEN {
-            return Err(NetworkError::BadHidden {
-                hidden: hidden as u64,
-            });
-        }
-        if buckets == 0 || buckets > MAX_BUCKETS {
-            return Err(NetworkError::BadBuckets {
-                buckets: buckets as u64,
-            });
-        }
+        check_shape(hidden, buckets)?;
         for (what, found, expected) in [
             ("feature weights", feature_weights.len(), INPUTS * hidden),
             ("feature bias", feature_bias.len(), hidden),
@@ -190,24 +181,18 @@ impl Network {
             return Err(NetworkError::UnsupportedVersion { found: version });
         }
         let hidden = word(12) as usize;
-        if hidden == 0 || hidden > MAX_HIDDEN {
-            return Err(NetworkError::BadHidden {
-                hidden: hidden as u64,
-            });
-        }
-        let (header, buckets) = if version == 1 {
-            (HEADER_LEN, 1)
-        } else if bytes.len() < HEADER_LEN + 4 {
+        let header = header_len(version);
+        if bytes.len() < header {
             return Err(NetworkError::TooShort { len: bytes.len() });
-        } else {
-            (HEADER_LEN + 4, word(HEADER_LEN) as usize)
-        };
-        if buckets == 0 || buckets > MAX_BUCKETS {
-            return Err(NetworkError::BadBuckets {
-                buckets: buckets as u64,
-            });
         }
-        let expected = file_len(hidden, buckets);
+        let buckets = if version == 1 {
+            1
+        } else {
+            word(HEADER_LEN) as usize
+        };
+        // Before the length is computed from them.
+        check_shape(hidden, buckets)?;
+        let expected = file_len(header, hidden, buckets);
         if bytes.len() != expected {
             return Err(NetworkError::WrongLength {
                 hidden,
@@ -247,9 +232,10 @@ impl Network {
     /// The network's file: header, weights, checksum ([`Network::from_bytes`] reads it back);
     /// version 1 for one bucket, version 2 for more.
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::with_capacity(file_len(self.hidden, self.buckets));
-        bytes.extend_from_slice(MAGIC);
         let version: u32 = if self.buckets == 1 { 1 } else { 2 };
+        let mut bytes =
+            Vec::with_capacity(file_len(header_len(version), self.hidden, self.buckets));
+        bytes.extend_from_slice(MAGIC);
         bytes.extend_from_slice(&version.to_le_bytes());
         bytes.extend_from_slice(&(self.hidden as u32).to_le_bytes());
         if version == 2 {
@@ -353,13 +339,32 @@ fn screlu_dot_plain(accumulator: &[i16], weights: &[i16]) -> i64 {
     total
 }
 
-fn file_len(hidden: usize, buckets: usize) -> usize {
-    let header = if buckets == 1 {
+/// The header's bytes in format `version`: version 2 adds the bucket count.
+fn header_len(version: u32) -> usize {
+    if version == 1 {
         HEADER_LEN
     } else {
         HEADER_LEN + 4
-    };
+    }
+}
+
+fn file_len(header: usize, hidden: usize, buckets: usize) -> usize {
     header + 2 * (INPUTS * hidden + hidden + buckets * 2 * hidden) + 4 * buckets + CHECKSUM_LEN
+}
+
+/// The hidden size and bucket count a network may have.
+fn check_shape(hidden: usize, buckets: usize) -> Result<(), NetworkError> {
+    if hidden == 0 || hidden > MAX_HIDDEN {
+        return Err(NetworkError::BadHidden {
+            hidden: hidden as u64,
+        });
+    }
+    if buckets == 0 || buckets > MAX_BUCKETS {
+        return Err(NetworkError::BadBuckets {
+            buckets: buckets as u64,
+        });
+    }
+    Ok(())
 }
 
 /// FNV-1a, 64 bits: enough to tell a damaged file from a whole one (the trainer's
@@ -409,15 +414,26 @@ mod tests {
     fn a_network_reads_back_from_its_bytes() {
         let network = random_network(8, 1);
         let bytes = network.to_bytes();
-        assert_eq!(bytes.len(), file_len(8, 1));
+        assert_eq!(bytes.len(), file_len(HEADER_LEN, 8, 1));
         // One bucket is written as version 1, the format of the networks before buckets.
         assert_eq!(bytes[8..12], 1u32.to_le_bytes());
         assert_eq!(Network::from_bytes(&bytes), Ok(network));
         let bucketed = random_bucketed_network(8, 4, 1);
         let bytes = bucketed.to_bytes();
-        assert_eq!(bytes.len(), file_len(8, 4));
+        assert_eq!(bytes.len(), file_len(HEADER_LEN + 4, 8, 4));
         assert_eq!(bytes[8..12], 2u32.to_le_bytes());
         assert_eq!(Network::from_bytes(&bytes), Ok(bucketed));
+        // Version 2 with one bucket (not what this build writes, but the format allows it).
+        let one = random_network(8, 1);
+        let v1 = one.to_bytes();
+        let mut v2 = MAGIC.to_vec();
+        v2.extend_from_slice(&2u32.to_le_bytes());
+        v2.extend_from_slice(&v1[12..16]);
+        v2.extend_from_slice(&1u32.to_le_bytes());
+        v2.extend_from_slice(&v1[HEADER_LEN..v1.len() - CHECKSUM_LEN]);
+        let checksum = fnv1a64(&v2);
+        v2.extend_from_slice(&checksum.to_le_bytes());
+        assert_eq!(Network::from_bytes(&v2), Ok(one));
     }
 
     #[test]
