@@ -6,7 +6,9 @@
 //!
 //! The rules, stated in the report too:
 //! - evaluations are the judge's, capped at ±[`CP_CEILING`] (a mate counts as the cap), as lila
-//!   does; a move loses how much the capped evaluation falls for the mover;
+//!   does; a move loses how much the capped evaluation falls for the mover: from the position's
+//!   evaluation to the move's own line when the judge listed the move there (one search scores
+//!   its lines alike), else to the next position's evaluation ([`move_value`]);
 //! - a forced move (one legal move) is left out of every figure; the big losses and the ACPL
 //!   are given over every other move (as people's figures are most likely counted: their
 //!   method is unpublished) and over the moves made in play, where the position was not yet
@@ -131,6 +133,9 @@ pub struct Likeness {
     pub clock: [Count; 3],
     /// The big losses of `easy_obvious`, one by one, in the order judged.
     pub obvious_losses: Vec<ObviousLoss>,
+    /// Moves (not forced) that the next position's evaluation would make big losses but that
+    /// the judge's own lines score within [`BIG_LOSS_CP`] of its best: its horizon, not counted.
+    pub horizon_losses: u64,
 }
 
 impl Likeness {
@@ -151,6 +156,7 @@ impl Likeness {
         }
         self.obvious_losses
             .extend(other.obvious_losses.iter().cloned());
+        self.horizon_losses += other.horizon_losses;
     }
 
     pub fn acpl(&self) -> Option<f64> {
@@ -162,6 +168,23 @@ impl Likeness {
         (self.clear_recaptures > 0)
             .then(|| self.recaptures_missed as f64 / self.clear_recaptures as f64)
     }
+}
+
+/// What the move `played` (UCI) is worth to its mover by the judge: its own line's score when
+/// the judge listed it in the position before (`judged`), else the next position's evaluation
+/// `next_eval` (for the side to move there) turned round.
+///
+/// Within one search the judge's lines are scored alike, so a move it ranks among its best is
+/// worth what it said; searching the next position afresh at the same depth sees a ply
+/// further, and a jump there would count the judge's own best move as a big loss (stop 56 of
+/// docs/humane.md read such a one: Kxb5 in K+B+P against K+B, the judge's best line, "lost"
+/// 463 cp a ply later). lila's deep analysis, behind people's figures, seldom jumps so.
+fn move_value(judged: &JudgedPosition, played: &str, next_eval: f64) -> f64 {
+    judged
+        .lines
+        .iter()
+        .find(|(uci, _)| uci == played)
+        .map_or(-next_eval, |(_, cp)| *cp)
 }
 
 /// The clock bucket of a mover's clock.
@@ -254,9 +277,15 @@ pub fn likeness_of_game(
             &mut black
         };
         let judged = positions.get(k).cloned().unwrap_or_default();
-        let (before, after) = (evals[k], -evals[k + 1]);
+        let (before, after) = (
+            evals[k],
+            move_value(&judged, &replay.to_uci(played), evals[k + 1]),
+        );
         let loss = (before - after).max(0.0);
         let big = loss >= BIG_LOSS_CP;
+        if !big && before - (-evals[k + 1]) >= BIG_LOSS_CP && judged.legal_moves >= 2 {
+            side.horizon_losses += 1;
+        }
         if judged.legal_moves < 2 {
             side.forced += 1;
         } else {
@@ -424,7 +453,9 @@ pub fn render_likeness(
         ));
     }
     text.push_str(&format!(
-        "\nRules: evaluations capped at ±{CP_CEILING:.0} cp (a mate counts as the cap); forced moves \
+        "\nRules: evaluations capped at ±{CP_CEILING:.0} cp (a mate counts as the cap); a move \
+         loses how far the mover's evaluation falls, to the move's own line where the judge \
+         listed it among its {JUDGE_LINES} lines, else to the next position's evaluation; forced moves \
          (one legal move) are left out. Big losses (a move losing {BIG_LOSS_CP:.0} cp or more) and \
          ACPL over every other move, beside people's; \"in play\": only the moves made where the \
          mover's evaluation was within ±{DECIDED_CP:.0} cp (the game not yet decided), the set the \
@@ -451,8 +482,29 @@ pub fn render_likeness(
          clock: blunder rates climb in the last seconds, with a bump at the alarm (a study of \
          68M Lichess games, Antiochian's chess-blunders).\n",
     ));
+    text.push_str(&render_horizon_losses(names, likeness));
     text.push_str(&render_obvious_losses(names, likeness));
     text
+}
+
+/// One sentence on the moves the judge's own lines cleared (its horizon): how many a player
+/// would have had as big losses by the next position's evaluation alone. Empty when none.
+fn render_horizon_losses(names: &[String], likeness: &[Likeness]) -> String {
+    let counts: Vec<String> = names
+        .iter()
+        .zip(likeness)
+        .filter(|(_, l)| l.horizon_losses > 0)
+        .map(|(name, l)| format!("{name} {}", l.horizon_losses))
+        .collect();
+    if counts.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\nNot counted as big losses, the judge's horizon (moves its own lines score within \
+         {BIG_LOSS_CP:.0} cp of its best, whose next position it scores {BIG_LOSS_CP:.0} cp or \
+         more lower): {}.\n",
+        counts.join(", ")
+    )
 }
 
 /// The big losses in obvious positions one by one (at most [`OBVIOUS_LOSSES_LISTED`] a
@@ -512,6 +564,45 @@ mod tests {
     }
 
     #[test]
+    fn a_move_among_the_judges_lines_is_worth_its_line() {
+        // 1. e4 (the judge's best, +30), 1... e5 (the judge's best, -20; the next position,
+        // searched a ply deeper, says +480 for White: the horizon, no loss), 2. Nf3 (the third
+        // line, 199 below the best: a loss of 199, not big), 2... a6 (not listed: -30 -> -400
+        // by the next position, a big loss).
+        let g = Game::from_uci_moves(None, &["e2e4", "e7e5", "g1f3", "a7a6"], false).unwrap();
+        let evals = [30.0, -20.0, 480.0, -30.0, 400.0];
+        let positions = [
+            judged(&[("e2e4", 30.0), ("d2d4", 25.0), ("g1f3", 20.0)], 20),
+            judged(&[("e7e5", -20.0), ("c7c5", -30.0), ("e7e6", -40.0)], 20),
+            judged(&[("d2d4", 480.0), ("f1c4", 400.0), ("g1f3", 281.0)], 30),
+            judged(&[("b8c6", -30.0), ("g8f6", -35.0), ("d7d6", -40.0)], 30),
+        ];
+        let (w, b) = likeness_of_game(&g, 0, &evals, &positions, &[]);
+        assert_eq!(
+            w.all,
+            Count {
+                moves: 2,
+                big_losses: 0
+            }
+        );
+        assert_eq!(w.cp_loss, 199.0);
+        assert_eq!(
+            b.all,
+            Count {
+                moves: 2,
+                big_losses: 1
+            }
+        );
+        assert_eq!(b.cp_loss, 370.0);
+        // By the next positions alone e5 would have lost 460 and Nf3 450 (+480 to +30).
+        assert_eq!((w.horizon_losses, b.horizon_losses), (1, 1));
+        let names = ["white".to_string(), "black".to_string()];
+        let report = render_likeness(&names, &[None, None], &[w, b], "judged");
+        assert!(report.contains("the judge's horizon"), "{report}");
+        assert!(report.contains("white 1, black 1"), "{report}");
+    }
+
+    #[test]
     fn a_tiny_judged_game_is_counted_by_the_rules() {
         // Judged from ply 0; evals for the side to move after each ply.
         let evals = [30.0, -40.0, 60.0, -80.0, 900.0, -880.0];
@@ -549,8 +640,9 @@ mod tests {
             },
         ];
         let (w, b) = likeness_of_game(&g, 0, &evals, &positions, &clocks);
-        // White: e4 (30 -> 40: no loss), exd5 (60 -> 80), then b1c3 from +900 to +880: counted
-        // among all moves, not in play (decided).
+        // White: e4, exd5 and b1c3 are each the judge's best line there, so none loses (by the
+        // next positions b1c3 would have lost 20: +900 to +880); b1c3 is counted among all
+        // moves, not in play (decided).
         assert_eq!(
             w.all,
             Count {
@@ -558,7 +650,7 @@ mod tests {
                 big_losses: 0
             }
         );
-        assert_eq!(w.cp_loss, 20.0);
+        assert_eq!(w.cp_loss, 0.0);
         assert_eq!(
             w.in_play,
             Count {
@@ -568,8 +660,9 @@ mod tests {
         );
         assert_eq!(w.cp_loss_in_play, 0.0);
         assert_eq!(w.clear_recaptures, 0);
-        // Black: d5 (-40 -> -60: 20 lost, easy), a6 (-80 -> -900: 820 lost, a big loss in an
-        // easy position, a clear recapture missed, in the last 10 s).
+        // Black: d5 (the best line: nothing lost, though the next position says -60), a6 (not
+        // among the lines: -80 -> -900 by the next position, 820 lost, a big loss in an easy
+        // position, a clear recapture missed, in the last 10 s).
         assert_eq!(
             b.all,
             Count {
@@ -578,7 +671,8 @@ mod tests {
             }
         );
         assert_eq!(b.in_play, b.all);
-        assert_eq!(b.cp_loss, 20.0 + 820.0);
+        assert_eq!(b.cp_loss, 820.0);
+        assert_eq!((w.horizon_losses, b.horizon_losses), (0, 0));
         assert_eq!(
             b.easy,
             Count {
@@ -773,6 +867,8 @@ mod tests {
         assert!(row.contains("| 0.0 | 5.9 | 0.00 |"), "{row}");
         assert!(row.contains("≤ 3%"), "{row}");
         assert!(text.contains("±500 cp"));
+        // No move was cleared by the judge's own lines: no sentence on its horizon.
+        assert!(!text.contains("the judge's horizon"), "{text}");
         // Level 1's missed recapture is listed under the table, with the judge's lines;
         // level 9 has none and no entry.
         let listed = text
