@@ -171,20 +171,20 @@ impl Likeness {
 }
 
 /// What the move `played` (UCI) is worth to its mover by the judge: its own line's score when
-/// the judge listed it in the position before (`judged`), else the next position's evaluation
-/// `next_eval` (for the side to move there) turned round.
+/// the judge listed it in the position before (`judged`), else `next`, the next position's
+/// evaluation for the mover.
 ///
 /// Within one search the judge's lines are scored alike, so a move it ranks among its best is
 /// worth what it said; searching the next position afresh at the same depth sees a ply
 /// further, and a jump there would count the judge's own best move as a big loss (stop 56 of
 /// docs/humane.md read such a one: Kxb5 in K+B+P against K+B, the judge's best line, "lost"
 /// 463 cp a ply later). lila's deep analysis, behind people's figures, seldom jumps so.
-fn move_value(judged: &JudgedPosition, played: &str, next_eval: f64) -> f64 {
+fn move_value(judged: &JudgedPosition, played: &str, next: f64) -> f64 {
     judged
         .lines
         .iter()
         .find(|(uci, _)| uci == played)
-        .map_or(-next_eval, |(_, cp)| *cp)
+        .map_or(next, |(_, cp)| *cp)
 }
 
 /// The clock bucket of a mover's clock.
@@ -277,20 +277,18 @@ pub fn likeness_of_game(
             &mut black
         };
         let judged = positions.get(k).cloned().unwrap_or_default();
-        let (before, after) = (
-            evals[k],
-            move_value(&judged, &replay.to_uci(played), evals[k + 1]),
-        );
-        let loss = (before - after).max(0.0);
+        let played_uci = replay.to_uci(played);
+        // The next position's evaluation, for the mover.
+        let next = -evals[k + 1];
+        let before = evals[k];
+        let loss = (before - move_value(&judged, &played_uci, next)).max(0.0);
         let big = loss >= BIG_LOSS_CP;
-        if !big && before - (-evals[k + 1]) >= BIG_LOSS_CP && judged.legal_moves >= 2 {
-            side.horizon_losses += 1;
-        }
         if judged.legal_moves < 2 {
             side.forced += 1;
         } else {
             side.all.add(big);
             side.cp_loss += loss;
+            side.horizon_losses += u64::from(!big && before - next >= BIG_LOSS_CP);
         }
         if judged.legal_moves >= 2 && before.abs() < DECIDED_CP {
             side.in_play.add(big);
@@ -315,7 +313,7 @@ pub fn likeness_of_game(
                             side.obvious_losses.push(ObviousLoss {
                                 fen: Fen::from_position(replay.position(), EnPassantMode::Legal)
                                     .to_string(),
-                                played: replay.to_uci(played),
+                                played: played_uci.clone(),
                                 loss_cp: loss,
                                 lines: judged.lines.clone(),
                             });
