@@ -28,7 +28,9 @@ use shakmaty::{CastlingMode, Color, Move, Position};
 use crate::engine::evaluator::SHIPPED_NETWORK;
 use crate::engine::nnue::Network;
 use crate::engine::weights::SHIPPED_VERSION;
-use crate::engine::{Engine, Evaluator, Game, Limits, SearchInfo, SearchObserver, SearchParams};
+use crate::engine::{
+    Engine, Evaluator, Game, Limits, SearchConstants, SearchInfo, SearchObserver, SearchParams,
+};
 use crate::levels::{Coefficients, LevelParams, MAX_HASH_MB};
 use crate::player::LevelPlayer;
 use crate::player::deadline::{Deadline, TimeBudget};
@@ -120,6 +122,9 @@ struct Options {
     network: u32,
     /// A network file (`EvalFile`), read when set; it wins over `network`.
     eval_file: Option<Arc<Network>>,
+    /// The search constants at full strength: the shipped ones, or a file `ladder tune
+    /// search` wrote (`SearchFile`), so a tuned or trial set plays at a real clock.
+    search_constants: SearchConstants,
     coefficients: Arc<Coefficients>,
     coefficients_source: String,
 }
@@ -138,6 +143,7 @@ impl Options {
             move_overhead_ms: DEFAULT_OVERHEAD_MS,
             network: 0,
             eval_file: None,
+            search_constants: SearchConstants::shipped(),
             coefficients: Arc::new(coefficients),
             coefficients_source: BUILTIN.to_string(),
         }
@@ -251,6 +257,7 @@ impl Session {
             ),
             format!("option name Network type spin default 0 min 0 max {SHIPPED_NETWORK}"),
             format!("option name EvalFile type string default {BUILTIN}"),
+            format!("option name SearchFile type string default {BUILTIN}"),
             "option name UCI_Chess960 type check default false".to_string(),
             "option name UCI_LimitStrength type check default false".to_string(),
             format!(
@@ -327,6 +334,16 @@ impl Session {
                     Some(Arc::new(network))
                 };
             }
+            "searchfile" => {
+                let path = value.ok_or_else(missing)?;
+                options.search_constants = if names_the_built_in(&path) {
+                    SearchConstants::shipped()
+                } else {
+                    let text = std::fs::read_to_string(&path)
+                        .map_err(|e| format!("SearchFile: cannot read {path}: {e}"))?;
+                    SearchConstants::parse(&text).map_err(|e| format!("SearchFile: {path}: {e}"))?
+                };
+            }
             "uci_chess960" => options.chess960 = parse_check(&name, value.as_deref())?,
             "uci_limitstrength" => options.limit_strength = parse_check(&name, value.as_deref())?,
             "uci_elo" => {
@@ -399,6 +416,7 @@ impl Session {
             None => SearchMode::FullStrength {
                 network: self.options.network,
                 eval_file: self.options.eval_file.clone(),
+                constants: self.options.search_constants.clone(),
                 hash_mb: self.options.hash_mb,
             },
         };
@@ -639,6 +657,7 @@ enum SearchMode {
         hash_mb: usize,
         network: u32,
         eval_file: Option<Arc<Network>>,
+        constants: SearchConstants,
     },
 }
 
@@ -767,6 +786,7 @@ fn search(
             hash_mb,
             network,
             eval_file,
+            constants,
         } => {
             if engine.hash_mb() != *hash_mb {
                 engine.set_hash_mb(*hash_mb);
@@ -779,6 +799,7 @@ fn search(
             if *engine.evaluator() != evaluator {
                 engine.set_evaluator(evaluator);
             }
+            engine.set_search_constants(constants.clone());
             let params = SearchParams::full_strength(job.cap);
             engine.search(&job.game, &params, &mut observer)
         }

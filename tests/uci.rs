@@ -191,6 +191,7 @@ fn full_conversation() {
         "option name Coefficients type string",
         "option name Network type spin default 0 min 0",
         "option name EvalFile type string",
+        "option name SearchFile type string",
     ] {
         assert!(
             hello.iter().any(|l| l.starts_with(option)),
@@ -331,6 +332,42 @@ fn eval_file_plays_a_network_file_as_the_built_in_one() {
     uci.quit();
 }
 
+/// A search constants file set as `SearchFile` plays at full strength with those constants
+/// (the shipped values written out search exactly as the built-in set, another set searches
+/// otherwise), and `<built-in>` hands back the shipped constants.
+#[test]
+fn search_file_plays_a_constants_file_at_full_strength() {
+    use ladder::engine::SearchConstants;
+    use ladder::engine::constants::RFP_MARGIN;
+    let dir = tempfile::tempdir().unwrap();
+    let same = dir.path().join("same.txt");
+    std::fs::write(&same, SearchConstants::shipped().to_text("the shipped set")).unwrap();
+    let mut values = SearchConstants::shipped().values();
+    values[RFP_MARGIN] += 60;
+    let other = dir.path().join("other.txt");
+    let other_set = SearchConstants::from_values(values).unwrap();
+    std::fs::write(&other, other_set.to_text("a wider margin")).unwrap();
+    let mut uci = Uci::spawn();
+    let search = |uci: &mut Uci| {
+        uci.send("ucinewgame");
+        uci.send("position startpos moves e2e4 c7c5 g1f3 d7d6");
+        let (lines, best) = uci.go("depth 8");
+        (final_nodes(&lines), best)
+    };
+    let built_in = search(&mut uci);
+    uci.set("SearchFile", same.to_str().unwrap());
+    assert_eq!(search(&mut uci), built_in, "the shipped set written out");
+    uci.set("SearchFile", other.to_str().unwrap());
+    assert_ne!(search(&mut uci), built_in, "another set searches the same");
+    uci.set("SearchFile", "<built-in>");
+    assert_eq!(
+        search(&mut uci),
+        built_in,
+        "SearchFile in force after <built-in>"
+    );
+    uci.quit();
+}
+
 /// Plays `plies` moves of a game against itself at `level` with `seed`, returning the moves.
 fn self_play(level: &str, seed: u64, start: &str, plies: usize) -> Vec<String> {
     let mut uci = Uci::spawn();
@@ -391,6 +428,8 @@ fn bad_input_is_reported_and_changes_nothing() {
         "setoption name Coefficients value /nonexistent/coefficients.toml",
         "setoption name EvalFile value /nonexistent/network.nnue",
         "setoption name EvalFile value Cargo.toml",
+        "setoption name SearchFile value /nonexistent/search.txt",
+        "setoption name SearchFile value Cargo.toml",
         "setoption name NoSuchOption value 1",
         "flip the board",
     ];
