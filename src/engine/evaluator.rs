@@ -141,9 +141,9 @@ impl<'a> PathEvaluation<'a> {
         if let PathEvaluation::Network { network, path } = self {
             let (done, rest) = path.split_at_mut(ply + 1);
             let child = &mut rest[0];
-            child.clone_from(&done[ply]);
-            if let Some(m) = m {
-                child.apply(network, &MoveFeatures::of(parent, m));
+            match m {
+                Some(m) => child.apply_from(&done[ply], network, &MoveFeatures::of(parent, m)),
+                None => child.clone_from(&done[ply]),
             }
         }
     }

@@ -91,6 +91,46 @@ impl Accumulator {
         }
     }
 
+    /// Becomes `parent`'s accumulators after a move's changes: what a copy of `parent` and
+    /// [`Accumulator::apply`] give (wrapping sums do not depend on their order), in one pass over
+    /// each perspective instead of a copy and a pass a changed piece.
+    pub fn apply_from(&mut self, parent: &Accumulator, network: &Network, changes: &MoveFeatures) {
+        if self.white.len() != parent.white.len() {
+            self.clone_from(parent);
+            self.apply(network, changes);
+            return;
+        }
+        for (accumulator, parent, perspective) in [
+            (&mut self.white, &parent.white, Color::White),
+            (&mut self.black, &parent.black, Color::Black),
+        ] {
+            let row = |piece| network.feature_row(feature_index(perspective, piece));
+            let mut added = changes.added().map(row);
+            let mut removed = changes.removed().map(row);
+            let rows = (added.next(), added.next(), removed.next(), removed.next());
+            match rows {
+                (Some(a), None, Some(r), None) => derive(accumulator, parent, &[a], &[r]),
+                (Some(a), None, Some(r1), Some(r2)) => {
+                    derive(accumulator, parent, &[a], &[r1, r2]);
+                }
+                (Some(a1), Some(a2), Some(r1), Some(r2)) => {
+                    derive(accumulator, parent, &[a1, a2], &[r1, r2]);
+                }
+                _ => {
+                    // Every move adds one or two pieces and removes one or two; anything else
+                    // takes the general way.
+                    accumulator.clone_from(parent);
+                    for piece in changes.removed() {
+                        combine(accumulator, row(piece), &i16::wrapping_sub);
+                    }
+                    for piece in changes.added() {
+                        combine(accumulator, row(piece), &i16::wrapping_add);
+                    }
+                }
+            }
+        }
+    }
+
     /// Takes a move's changes back.
     pub fn revert(&mut self, network: &Network, changes: &MoveFeatures) {
         for piece in changes.added() {
@@ -125,6 +165,59 @@ fn combine_avx2(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16) 
 fn combine_plain(values: &mut [i16], row: &[i16], op: &impl Fn(i16, i16) -> i16) {
     for (value, &weight) in values.iter_mut().zip(row) {
         *value = op(*value, weight);
+    }
+}
+
+/// `out[i] = parent[i] + Σ added[k][i] − Σ removed[k][i]` (wrapping), in one pass; compiled a
+/// second time for AVX2 like [`combine`]. `A` and `R` are fixed per call site, so each loop is
+/// unrolled over its rows and vectorised.
+#[inline]
+fn derive<const A: usize, const R: usize>(
+    out: &mut [i16],
+    parent: &[i16],
+    added: &[&[i16]; A],
+    removed: &[&[i16]; R],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::simd::has_avx2() {
+        #[allow(unsafe_code)]
+        // SAFETY: the processor has AVX2 (checked just above), all that the function needs.
+        return unsafe { derive_avx2(out, parent, added, removed) };
+    }
+    derive_plain(out, parent, added, removed);
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn derive_avx2<const A: usize, const R: usize>(
+    out: &mut [i16],
+    parent: &[i16],
+    added: &[&[i16]; A],
+    removed: &[&[i16]; R],
+) {
+    derive_plain(out, parent, added, removed);
+}
+
+#[inline(always)]
+fn derive_plain<const A: usize, const R: usize>(
+    out: &mut [i16],
+    parent: &[i16],
+    added: &[&[i16]; A],
+    removed: &[&[i16]; R],
+) {
+    let n = out.len();
+    let parent = &parent[..n];
+    let added = added.map(|row| &row[..n]);
+    let removed = removed.map(|row| &row[..n]);
+    for i in 0..n {
+        let mut value = parent[i];
+        for row in &added {
+            value = value.wrapping_add(row[i]);
+        }
+        for row in &removed {
+            value = value.wrapping_sub(row[i]);
+        }
+        out[i] = value;
     }
 }
 
@@ -188,6 +281,10 @@ mod tests {
                 let mut after = start.clone();
                 after.play_unchecked(m);
                 assert_eq!(accumulator, refreshed(&network, &after), "{fen} {m}");
+                // The one-pass form the search uses gives the same accumulators.
+                let mut derived = Accumulator::new(&network);
+                derived.apply_from(&refreshed(&network, &start), &network, &changes);
+                assert_eq!(derived, accumulator, "{fen} {m} in one pass");
                 accumulator.revert(&network, &changes);
                 assert_eq!(accumulator, refreshed(&network, &start), "{fen} {m} back");
             }
