@@ -188,30 +188,37 @@ pub fn score_captures(moves: &MoveList, scores: &mut [i32]) {
 /// at [`SORT_AFTER`] the rest is sorted once, as a node that got that far usually searches
 /// everything. Ties keep generation order either way, so the ordering is deterministic.
 pub fn pick(moves: &mut MoveList, scores: &mut [i32], index: usize) -> Move {
+    // The slices of the moves not tried yet, of one length, so the loops below index them
+    // without bounds checks.
+    let len = moves.len();
+    let (tail_moves, tail_scores) = (&mut moves[index..], &mut scores[index..len]);
     if index < SORT_AFTER {
-        let mut best = index;
-        for j in index + 1..moves.len() {
-            if scores[j] > scores[best] {
+        // The first of the highest scores (a strict comparison keeps generation order on ties).
+        let mut best = 0;
+        let mut best_score = tail_scores[0];
+        for (j, &score) in tail_scores.iter().enumerate().skip(1) {
+            if score > best_score {
                 best = j;
+                best_score = score;
             }
         }
-        moves.swap(index, best);
-        scores.swap(index, best);
+        tail_moves.swap(0, best);
+        tail_scores.swap(0, best);
     } else if index == SORT_AFTER {
         // Stable insertion sort, descending.
-        for j in index + 1..moves.len() {
-            let (m, s) = (moves[j], scores[j]);
+        for j in 1..tail_scores.len() {
+            let (m, s) = (tail_moves[j], tail_scores[j]);
             let mut k = j;
-            while k > index && scores[k - 1] < s {
-                moves[k] = moves[k - 1];
-                scores[k] = scores[k - 1];
+            while k > 0 && tail_scores[k - 1] < s {
+                tail_moves[k] = tail_moves[k - 1];
+                tail_scores[k] = tail_scores[k - 1];
                 k -= 1;
             }
-            moves[k] = m;
-            scores[k] = s;
+            tail_moves[k] = m;
+            tail_scores[k] = s;
         }
     }
-    moves[index]
+    tail_moves[0]
 }
 
 /// Moves picked one at a time before the rest is sorted.
