@@ -1,6 +1,7 @@
 //! The judge behind a match: every finished game's moves judged as it arrives, by one judge
 //! process (restarted after a failure), into each player's move quality.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -23,6 +24,8 @@ pub(super) struct JudgeJob {
 pub(super) struct Judged {
     pub(super) quality: Vec<judge::Quality>,
     pub(super) likeness: Vec<likeness::Likeness>,
+    /// Each player's moves against each opponent: `(player, opponent)`.
+    pub(super) by_opponent: BTreeMap<(usize, usize), likeness::Likeness>,
     pub(super) describe: String,
 }
 
@@ -39,6 +42,7 @@ pub(super) async fn judge_games(
 ) -> Judged {
     let mut quality = vec![judge::Quality::default(); players];
     let mut likeness = vec![likeness::Likeness::default(); players];
+    let mut by_opponent: BTreeMap<(usize, usize), likeness::Likeness> = BTreeMap::new();
     let skip = if depth == 0 {
         Some("not judged (--judge-depth 0)".to_string())
     } else if !program.exists() {
@@ -54,6 +58,7 @@ pub(super) async fn judge_games(
         return Judged {
             quality,
             likeness,
+            by_opponent,
             describe,
         };
     }
@@ -83,6 +88,13 @@ pub(super) async fn judge_games(
                 quality[job.black].merge(&judged.quality.1);
                 likeness[job.white].merge(&judged.likeness.0);
                 likeness[job.black].merge(&judged.likeness.1);
+                let pairs = [(job.white, job.black), (job.black, job.white)];
+                for (pair, side) in pairs
+                    .into_iter()
+                    .zip([&judged.likeness.0, &judged.likeness.1])
+                {
+                    by_opponent.entry(pair).or_default().merge(side);
+                }
                 games += 1;
             }
             Err(e) => {
@@ -118,6 +130,7 @@ pub(super) async fn judge_games(
     Judged {
         quality,
         likeness,
+        by_opponent,
         describe,
     }
 }

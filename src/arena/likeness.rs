@@ -35,6 +35,8 @@
 //! under the table, so that a reader can see what the judge counted against a level there:
 //! a few dozen positions a level decide that column, and the judge's own horizon is among them.
 
+use std::collections::BTreeMap;
+
 use shakmaty::fen::Fen;
 use shakmaty::{Chess, EnPassantMode, Move, Position};
 
@@ -485,6 +487,67 @@ pub fn render_likeness(
     text
 }
 
+/// Each player's figures against each opponent it met (`by_opponent[(player, opponent)]`: the
+/// player's moves in those games), for the players the main table shows that met two opponents
+/// or more: a rate of big losses depends on who punishes them and which positions arise, so
+/// the table says how much of a player's rate is its opponents'. Empty when no player qualifies.
+pub fn render_by_opponent(
+    names: &[String],
+    claimed: &[Option<f64>],
+    likeness: &[Likeness],
+    by_opponent: &BTreeMap<(usize, usize), Likeness>,
+) -> String {
+    let rating = |i: usize| {
+        claimed
+            .get(i)
+            .copied()
+            .flatten()
+            .map_or_else(|| "–".to_string(), |r| format!("{r:.0}"))
+    };
+    let mut rows = String::new();
+    for (player, name) in names.iter().enumerate() {
+        if likeness.get(player).is_none_or(|l| l.all.moves == 0) {
+            continue;
+        }
+        let met: Vec<(usize, &Likeness)> = by_opponent
+            .range((player, 0)..(player + 1, 0))
+            .filter(|(_, l)| l.all.moves > 0)
+            .map(|(&(_, opponent), l)| (opponent, l))
+            .collect();
+        if met.len() < 2 {
+            continue;
+        }
+        let people = claimed
+            .get(player)
+            .copied()
+            .flatten()
+            .map(human_big_losses_per_100);
+        for (opponent, l) in met {
+            let big = l.all.per_100().unwrap_or(0.0);
+            rows.push_str(&format!(
+                "| {name} | {} | {} | {} | {big:.1} | {} | {:.0} | {} | {} |\n",
+                names.get(opponent).map_or("?", String::as_str),
+                rating(opponent),
+                l.all.moves,
+                people.map_or_else(|| "–".to_string(), |p| format!("{:.2}", big / p)),
+                l.acpl().unwrap_or(0.0),
+                per_100(&l.easy_obvious),
+                per_100(&l.hard),
+            ));
+        }
+    }
+    if rows.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n### By opponent\n\nThe same moves split by whom they were played against (players \
+         that met two opponents or more); × people at the player's own rating.\n\n\
+         | player | opponent | opponent's rating | moves | big losses /100 | × people | ACPL | \
+         obvious: big /100 (moves) | hard: big /100 (moves) |\n\
+         |---|---|---|---|---|---|---|---|---|\n{rows}"
+    )
+}
+
 /// One sentence on the moves the judge's own lines cleared (its horizon): how many a player
 /// would have had as big losses by the next position's evaluation alone. Empty when none.
 fn render_horizon_losses(names: &[String], likeness: &[Likeness]) -> String {
@@ -598,6 +661,60 @@ mod tests {
         let report = render_likeness(&names, &[None, None], &[w, b], "judged");
         assert!(report.contains("the judge's horizon"), "{report}");
         assert!(report.contains("white 1, black 1"), "{report}");
+    }
+
+    /// The split by opponent: a row per opponent for a shown player that met two or more,
+    /// with its rate, × people at the player's rating and ACPL; nothing for a player that met
+    /// one (its row would repeat the main table) or that the main table does not show.
+    #[test]
+    fn the_split_by_opponent_shows_what_each_opponent_drew_out() {
+        let counted = |moves, big_losses, cp_loss| Likeness {
+            all: Count { moves, big_losses },
+            cp_loss,
+            ..Likeness::default()
+        };
+        let names = ["level-2", "ai-1", "ai-2", "greedy"].map(String::from);
+        let claimed = [Some(705.0), Some(497.0), Some(735.0), None];
+        let mut by_opponent = BTreeMap::new();
+        by_opponent.insert((0, 1), counted(200, 40, 20_000.0));
+        by_opponent.insert((0, 2), counted(100, 10, 8_000.0));
+        by_opponent.insert((1, 0), counted(150, 30, 15_000.0));
+        by_opponent.insert((3, 0), counted(50, 5, 1_000.0));
+        by_opponent.insert((3, 1), counted(50, 5, 1_000.0));
+        let mut totals = vec![Likeness::default(); 4];
+        for (&(player, _), l) in &by_opponent {
+            totals[player].merge(l);
+        }
+        // greedy is not shown in the main table (no moves counted there).
+        totals[3] = Likeness::default();
+        let table = render_by_opponent(&names, &claimed, &totals, &by_opponent);
+        let people = human_big_losses_per_100(705.0);
+        assert!(
+            table.contains(&format!(
+                "| level-2 | ai-1 | 497 | 200 | 20.0 | {:.2} | 100 |",
+                20.0 / people
+            )),
+            "{table}"
+        );
+        assert!(
+            table.contains(&format!(
+                "| level-2 | ai-2 | 735 | 100 | 10.0 | {:.2} | 80 |",
+                10.0 / people
+            )),
+            "{table}"
+        );
+        assert_eq!(
+            table.matches("\n| ai-1 |").count(),
+            0,
+            "one opponent: no rows\n{table}"
+        );
+        assert!(!table.contains("| greedy |"), "{table}");
+        // Nobody met two opponents: no table at all.
+        by_opponent.remove(&(0, 2));
+        assert_eq!(
+            render_by_opponent(&names, &claimed, &totals, &by_opponent),
+            ""
+        );
     }
 
     #[test]

@@ -402,6 +402,12 @@ fn match_report(
             &played.judged.likeness,
             &played.judged.describe,
         ));
+        text.push_str(&likeness::render_by_opponent(
+            &names,
+            &claimed,
+            &played.judged.likeness,
+            &played.judged.by_opponent,
+        ));
     }
     text
 }

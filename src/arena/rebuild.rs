@@ -278,6 +278,12 @@ pub fn report_from_results(
                 &judged.likeness,
                 &judged.describe,
             ));
+            text.push_str(&super::likeness::render_by_opponent(
+                &names,
+                &claimed,
+                &judged.likeness,
+                &judged.by_opponent,
+            ));
         }
     }
     Ok(text)
