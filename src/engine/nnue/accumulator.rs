@@ -1,7 +1,8 @@
 //! The first layer's output for one position: one accumulator of N i16 values per perspective,
 //! the feature bias plus the rows of the inputs that are on. Built from a board ([`refresh`])
-//! or kept up to date by the pieces a move changes ([`Accumulator::apply`]); both give the same
-//! values, wrapping arithmetic included, so the order of updates never matters.
+//! or kept up to date by the pieces a move changes ([`Accumulator::apply`] in place, or
+//! [`Accumulator::apply_from`] from the parent's in one pass, as the search does); all give the
+//! same values, wrapping arithmetic included, so the order of updates never matters.
 //!
 //! [`refresh`]: Accumulator::refresh
 
