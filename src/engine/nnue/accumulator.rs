@@ -96,7 +96,11 @@ impl Accumulator {
     /// [`Accumulator::apply`] give (wrapping sums do not depend on their order), in one pass over
     /// each perspective instead of a copy and a pass a changed piece.
     pub fn apply_from(&mut self, parent: &Accumulator, network: &Network, changes: &MoveFeatures) {
-        if self.white.len() != parent.white.len() {
+        // Every move adds one or two pieces and removes one or two (a quiet move or promotion
+        // 1 and 1, a capture or en passant 1 and 2, castling 2 and 2); anything else, or
+        // accumulators of another width, take the copy and the general update.
+        let shape = (changes.added().count(), changes.removed().count());
+        if self.white.len() != parent.white.len() || !matches!(shape, (1, 1) | (1, 2) | (2, 2)) {
             self.clone_from(parent);
             self.apply(network, changes);
             return;
@@ -108,8 +112,7 @@ impl Accumulator {
             let row = |piece| network.feature_row(feature_index(perspective, piece));
             let mut added = changes.added().map(row);
             let mut removed = changes.removed().map(row);
-            let rows = (added.next(), added.next(), removed.next(), removed.next());
-            match rows {
+            match (added.next(), added.next(), removed.next(), removed.next()) {
                 (Some(a), None, Some(r), None) => derive(accumulator, parent, &[a], &[r]),
                 (Some(a), None, Some(r1), Some(r2)) => {
                     derive(accumulator, parent, &[a], &[r1, r2]);
@@ -117,17 +120,7 @@ impl Accumulator {
                 (Some(a1), Some(a2), Some(r1), Some(r2)) => {
                     derive(accumulator, parent, &[a1, a2], &[r1, r2]);
                 }
-                _ => {
-                    // Every move adds one or two pieces and removes one or two; anything else
-                    // takes the general way.
-                    accumulator.clone_from(parent);
-                    for piece in changes.removed() {
-                        combine(accumulator, row(piece), &i16::wrapping_sub);
-                    }
-                    for piece in changes.added() {
-                        combine(accumulator, row(piece), &i16::wrapping_add);
-                    }
-                }
+                _ => unreachable!("the move's shape {shape:?} was checked above"),
             }
         }
     }
