@@ -67,6 +67,14 @@ pub struct StumbleCoefficients {
     /// playing as they did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub five_plies_from_rating: Option<f64>,
+    /// The fewest nodes a trap is checked with (absent: the level's own nodes, however few).
+    /// Whether a plausible move loses is a fact of the position, not the level's opinion: at
+    /// levels 7–9 the level's own search (256–4,000 nodes) calls most plausible moves losing
+    /// that a strong search does not (`ladder tune errors --judge-nodes`: 5.6 stumbles per 100
+    /// moves at level 8, 0.8 of them losing 200 cp at 500,000 nodes), so its stumbles were
+    /// mostly a move of about the same value, not the master's deeper error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub check_nodes: Option<u64>,
 }
 
 /// One move a level is about to play: what a stumble needs to know of it.
@@ -158,6 +166,13 @@ impl StumbleCoefficients {
             )),
             _ => None,
         })
+        .or(match self.check_nodes {
+            Some(0) => Some((
+                "humane.stumble.check_nodes",
+                "must be a positive number of nodes",
+            )),
+            _ => None,
+        })
     }
 
     /// The plies the look of a player rated `rating` sees ([`sight_plies`], with this table's
@@ -231,7 +246,7 @@ impl StumbleCoefficients {
             return None;
         }
         let limits = Limits {
-            nodes: Some(nodes.max(1)),
+            nodes: Some(nodes.max(self.check_nodes.unwrap_or(1)).max(1)),
             depth: None,
         };
         // Each search on a cleared table: the scores are a function of the game alone (unless
@@ -266,6 +281,7 @@ pub(crate) mod tests {
             top_from_rating: None,
             top_chance: None,
             five_plies_from_rating: None,
+            check_nodes: None,
         }
     }
 
@@ -379,6 +395,86 @@ pub(crate) mod tests {
                 Some("humane.stumble.five_plies_from_rating")
             );
         }
+        assert_eq!(
+            named(StumbleCoefficients {
+                check_nodes: Some(0),
+                ..k
+            }),
+            Some("humane.stumble.check_nodes")
+        );
+    }
+
+    /// A level of a few hundred nodes calls moves losing that a real search does not; with
+    /// `check_nodes` every trap is one that a search of that size finds losing.
+    #[test]
+    fn a_trap_is_checked_with_at_least_the_check_nodes() {
+        const CHECK: u64 = 20_000;
+        let weak = StumbleCoefficients {
+            chance: 1.0,
+            plausible_cp: 80.0,
+            ..knobs()
+        };
+        let checked = StumbleCoefficients {
+            check_nodes: Some(CHECK),
+            ..weak
+        };
+        let mut engine = Engine::new(1);
+        let mut trap_of = |k: StumbleCoefficients, game: &Game, chosen: Move| {
+            let turn = Turn {
+                game,
+                chosen,
+                rating: 2000.0,
+                nodes: 300,
+                clock_factor: 1.0,
+                forgotten: 1.0,
+            };
+            k.stumble(&mut engine, turn, 0.0, None, &mut crate::engine::NoStop)
+        };
+        let mut judge = Engine::new(1);
+        let mut loss_at_check = |game: &Game, chosen: Move, trap: Move| {
+            let limits = Limits {
+                nodes: Some(CHECK),
+                depth: None,
+            };
+            let mut score = |m| {
+                judge.new_game();
+                crate::engine::look::score_after(&mut judge, game, m, limits)
+            };
+            score(chosen) - score(trap)
+        };
+        // The positions of a game played by the 3-ply look's best moves.
+        let mut game = Game::startpos();
+        let mut looker = Engine::new(1);
+        let (mut weak_traps, mut mirages, mut checked_traps) = (0, 0, 0);
+        for _ in 0..50 {
+            let Some(&(chosen, _)) = score_moves(&mut looker, &game, 3).first() else {
+                break;
+            };
+            if let Some(trap) = trap_of(weak, &game, chosen) {
+                weak_traps += 1;
+                mirages +=
+                    usize::from(f64::from(loss_at_check(&game, chosen, trap)) < weak.trap_cp);
+            }
+            if let Some(trap) = trap_of(checked, &game, chosen) {
+                checked_traps += 1;
+                let loss = loss_at_check(&game, chosen, trap);
+                assert!(
+                    f64::from(loss) >= checked.trap_cp,
+                    "{} loses only {loss} cp at {CHECK} nodes",
+                    game.to_uci(trap)
+                );
+            }
+            game.play(chosen);
+        }
+        assert!(
+            mirages > 0,
+            "{weak_traps} traps at 300 nodes, all real at {CHECK}"
+        );
+        // The checked traps are real ones, not none at all.
+        assert!(
+            checked_traps > 0,
+            "no trap at {CHECK} nodes in 50 positions"
+        );
     }
 
     #[test]

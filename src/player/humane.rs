@@ -25,6 +25,22 @@ pub struct SecondLook {
     model: HumaneCoefficients,
     /// The ratings the model plays the level at ([`PlayedAs`]).
     rating: PlayedAs,
+    /// What the last review decided.
+    last: Verdict,
+}
+
+/// What the second look made of the search's move: the rule that decided the move played (a
+/// census of a level's errors counts them, `ladder tune errors`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Verdict {
+    /// The search's move stands.
+    Kept,
+    /// The player noticed that the search's move loses material and played another.
+    Noticed,
+    /// The player stumbled into a trap beyond its sight, instead of the search's move.
+    Stumbled { instead_of: Move },
+    /// The move was aimed at a drawn loss (which may be the search's move itself).
+    Aimed,
 }
 
 impl SecondLook {
@@ -42,7 +58,13 @@ impl SecondLook {
             engine,
             model,
             rating,
+            last: Verdict::Kept,
         }
+    }
+
+    /// What the last [`Self::review`] decided.
+    pub fn last_verdict(&self) -> Verdict {
+        self.last
     }
 
     /// The move played where the level's search chose `chosen` in `game` (`seed`: the game's;
@@ -56,6 +78,7 @@ impl SecondLook {
         nodes: u64,
         observer: &mut dyn SearchObserver,
     ) -> Move {
+        self.last = Verdict::Kept;
         if game.legal_moves().len() < 2 {
             return chosen;
         }
@@ -65,6 +88,7 @@ impl SecondLook {
             let [aimed, draws @ ..] = AIM_SALTS.map(|salt| draw(seed ^ salt, ply));
             if aimed < aim.share(self.rating.errors) {
                 let sight = score_moves(&mut self.engine, game, aim.look_depth);
+                self.last = Verdict::Aimed;
                 return self
                     .model
                     .aim(self.rating, game, &sight, clock, draws)
@@ -79,6 +103,7 @@ impl SecondLook {
             .model
             .decide(self.rating, game, &scored, chosen, clock, draws);
         if played != chosen {
+            self.last = Verdict::Noticed;
             return played;
         }
         let Some(stumble) = self.model.stumble else {
@@ -92,15 +117,20 @@ impl SecondLook {
             clock_factor: self.model.clock_factor(clock),
             forgotten: self.model.forgotten(self.rating.habits, game, &chosen),
         };
-        stumble
-            .stumble(
-                &mut self.engine,
-                turn,
-                draw(seed ^ 0x5851_f42d_4c95_7f2d, ply),
-                Some((self.model.look_depth, &scored)),
-                observer,
-            )
-            .unwrap_or(chosen)
+        let trap = stumble.stumble(
+            &mut self.engine,
+            turn,
+            draw(seed ^ 0x5851_f42d_4c95_7f2d, ply),
+            Some((self.model.look_depth, &scored)),
+            observer,
+        );
+        match trap {
+            Some(trap) => {
+                self.last = Verdict::Stumbled { instead_of: chosen };
+                trap
+            }
+            None => chosen,
+        }
     }
 }
 

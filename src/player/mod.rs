@@ -35,7 +35,7 @@ use crate::engine::{
 };
 use crate::levels::LevelParams;
 use deadline::{Deadline, TimeBudget};
-use humane::SecondLook;
+use humane::{SecondLook, Verdict};
 
 /// One level playing one game.
 pub struct LevelPlayer {
@@ -46,6 +46,8 @@ pub struct LevelPlayer {
     second_look: Option<SecondLook>,
     /// The player's clock before the next move, when the game has one and the caller said.
     clock: Option<ClockLeft>,
+    /// What the second look made of the last move chosen (`None`: a book move, or no look).
+    last_verdict: Option<Verdict>,
 }
 
 impl LevelPlayer {
@@ -69,6 +71,7 @@ impl LevelPlayer {
             seed,
             second_look,
             clock: None,
+            last_verdict: None,
         }
     }
 
@@ -107,6 +110,7 @@ impl LevelPlayer {
         cap: Limits,
         observer: &mut dyn SearchObserver,
     ) -> SearchResult {
+        self.last_verdict = None;
         if let Some(m) = book::book_move(game, self.params.level, self.seed) {
             // A book move is one a person of the level knows by heart: no search, an even score.
             return SearchResult {
@@ -124,6 +128,7 @@ impl LevelPlayer {
         if let (Some(look), Some(chosen)) = (self.second_look.as_mut(), result.best_move) {
             let nodes = params.limits.nodes.unwrap_or(self.params.nodes);
             let played = look.review(game, chosen, self.seed, self.clock, nodes, observer);
+            self.last_verdict = Some(look.last_verdict());
             if played != chosen {
                 // The search's line and score were of the move not played.
                 result.best_move = Some(played);
@@ -131,6 +136,12 @@ impl LevelPlayer {
             }
         }
         result
+    }
+
+    /// What the humane model's second look made of the last move chosen: `None` after a book
+    /// move, or for a level without the model.
+    pub fn last_verdict(&self) -> Option<Verdict> {
+        self.last_verdict
     }
 
     /// Permille of the hash table in use (UCI `hashfull`).

@@ -3,10 +3,12 @@
 //! `datagen` plays the engine against itself and writes labelled quiet positions
 //! ([`sample`] is the format), `merge` joins the shards of one run; `texel` fits the evaluation's weights to them by Texel's method;
 //! `search` tunes the search's constants by a genetic search judged by games ([`genetic`]);
-//! `match` is the judge of both.
+//! `match` is the judge of both. `errors` counts what the humane error model does at a level
+//! on the positions of its recorded games ([`errors`]).
 
 pub mod datagen;
 pub mod dataset;
+pub mod errors;
 pub mod genetic;
 pub mod matches;
 pub mod merge;
@@ -37,6 +39,9 @@ pub enum TuneCommand {
     NetSpeed(net::speed::SpeedArgs),
     /// Print an evaluation weight set in its text form (the shipped one by default).
     Weights(WeightsArgs),
+    /// Count the humane error model's verdicts (noticed, stumbled, aimed) at a level on the
+    /// positions of its recorded games, for one or more coefficients files.
+    Errors(errors::ErrorsArgs),
 }
 
 /// `ladder tune weights` options.
@@ -76,5 +81,6 @@ pub fn run(command: TuneCommand) -> anyhow::Result<()> {
         TuneCommand::Search(args) => genetic::run(*args),
         TuneCommand::Net(args) => net::run(*args),
         TuneCommand::NetSpeed(args) => net::speed::run(args),
+        TuneCommand::Errors(args) => errors::run(args),
     }
 }
