@@ -1193,6 +1193,37 @@ fn opponent_has_bare_king(game: &Game) -> bool {
 }
 
 /// A bottom of the ladder for the tests of the levels and of calibration.
+/// Parses a level list: `3`, `1..5` (inclusive), `1,3,5`, `2.5`.
+pub fn parse_levels(text: &str) -> Result<Vec<f64>, String> {
+    let mut out = Vec::new();
+    for part in text.split(',').map(str::trim) {
+        let number = |s: &str| -> Result<f64, String> {
+            let v: f64 = s
+                .trim()
+                .parse()
+                .map_err(|_| format!("level {s:?} is not a number"))?;
+            if !(v.is_finite() && v > 0.0) {
+                return Err(format!("level {s:?} must be positive"));
+            }
+            Ok(v)
+        };
+        if let Some((a, b)) = part.split_once("..") {
+            let (a, b) = (number(a)?, number(b)?);
+            if b < a {
+                return Err(format!("level range {part:?} is empty"));
+            }
+            let mut l = a;
+            while l <= b + 1e-9 {
+                out.push(l);
+                l += 1.0;
+            }
+        } else {
+            out.push(number(part)?);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 impl Coefficients {
     /// These coefficients with the noise capped at `max_noise_cp` and up to 60 % of threats
@@ -1890,5 +1921,14 @@ pub(crate) mod tests {
         assert_eq!(c.level_for_rating(700.0), Some(1.5));
         assert_eq!(c.level_for_rating(100.0), Some(1.0));
         assert_eq!(c.level_for_rating(5000.0), Some(3.0));
+    }
+
+    #[test]
+    fn a_level_list_reads_numbers_ranges_and_lists() {
+        assert_eq!(parse_levels("1..3,5").unwrap(), [1.0, 2.0, 3.0, 5.0]);
+        assert_eq!(parse_levels("2.5").unwrap(), [2.5]);
+        assert!(parse_levels("0").is_err());
+        assert!(parse_levels("4..2").is_err());
+        assert!(parse_levels("x").is_err());
     }
 }

@@ -52,7 +52,7 @@ fn judged_levels(lists: &[String]) -> anyhow::Result<Option<Vec<f64>>> {
     let mut levels = Vec::new();
     for list in lists {
         levels.extend(
-            super::roster::parse_levels(list).map_err(|e| anyhow::anyhow!("--level: {e}"))?,
+            crate::levels::parse_levels(list).map_err(|e| anyhow::anyhow!("--level: {e}"))?,
         );
     }
     Ok(Some(levels))

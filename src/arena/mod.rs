@@ -417,7 +417,7 @@ fn match_report(
 fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
     let mut players = Vec::new();
     for list in &args.levels {
-        for level in roster::parse_levels(list).map_err(anyhow::Error::msg)? {
+        for level in crate::levels::parse_levels(list).map_err(anyhow::Error::msg)? {
             players.push(PlayerSpec::level(level));
         }
     }
@@ -432,7 +432,7 @@ fn players_of(args: &ArenaOptions) -> anyhow::Result<(Vec<PlayerSpec>, usize)> {
         }
     }
     for list in &args.lichess_ai {
-        for level in roster::parse_levels(list).map_err(anyhow::Error::msg)? {
+        for level in crate::levels::parse_levels(list).map_err(anyhow::Error::msg)? {
             if level.fract() != 0.0 {
                 bail!("Lichess AI level {level} is not a whole number");
             }

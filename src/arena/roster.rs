@@ -48,37 +48,6 @@ impl PlayerSpec {
     }
 }
 
-/// Parses a level list: `3`, `1..5` (inclusive), `1,3,5`, `2.5`.
-pub fn parse_levels(text: &str) -> Result<Vec<f64>, String> {
-    let mut out = Vec::new();
-    for part in text.split(',').map(str::trim) {
-        let number = |s: &str| -> Result<f64, String> {
-            let v: f64 = s
-                .trim()
-                .parse()
-                .map_err(|_| format!("level {s:?} is not a number"))?;
-            if !(v.is_finite() && v > 0.0) {
-                return Err(format!("level {s:?} must be positive"));
-            }
-            Ok(v)
-        };
-        if let Some((a, b)) = part.split_once("..") {
-            let (a, b) = (number(a)?, number(b)?);
-            if b < a {
-                return Err(format!("level range {part:?} is empty"));
-            }
-            let mut l = a;
-            while l <= b + 1e-9 {
-                out.push(l);
-                l += 1.0;
-            }
-        } else {
-            out.push(number(part)?);
-        }
-    }
-    Ok(out)
-}
-
 /// Parses `name=sf1500,cmd=/usr/games/stockfish,option.UCI_Elo=1500,rating=1500` (also `arg=`
 /// repeated for program arguments, and `nodes=`, `depth=`, `movetime=` per-move limits).
 pub fn parse_engine(text: &str) -> Result<PlayerSpec, String> {
@@ -463,10 +432,7 @@ mod tests {
     }
 
     #[test]
-    fn level_lists_and_lichess_presets() {
-        assert_eq!(parse_levels("1..3,5").unwrap(), [1.0, 2.0, 3.0, 5.0]);
-        assert!(parse_levels("0").is_err());
-        assert!(parse_levels("4..2").is_err());
+    fn lichess_presets() {
         let ai = lichess_ai(1, Path::new("/usr/games/fairy-stockfish")).unwrap();
         assert_eq!(ai.rating, Some(800.0));
         let PlayerKind::Uci { command, limits } = ai.kind else {

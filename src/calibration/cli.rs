@@ -720,7 +720,7 @@ fn run_arena_loop(args: &CalibrateArgs) -> anyhow::Result<()> {
         args.levels.clone()
     };
     for list in &lists {
-        levels.extend(crate::arena::roster::parse_levels(list).map_err(anyhow::Error::msg)?);
+        levels.extend(crate::levels::parse_levels(list).map_err(anyhow::Error::msg)?);
     }
     levels.sort_by(f64::total_cmp);
     levels.dedup();
@@ -833,7 +833,7 @@ fn run_simulation(args: &CalibrateArgs) -> anyhow::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arena::roster::parse_levels;
+    use crate::levels::parse_levels;
 
     #[test]
     fn the_arena_loop_calibrates_the_whole_ladder_of_its_file_by_default() {

@@ -228,7 +228,7 @@ fn per_100(count: u64, moves: u64) -> String {
 }
 
 pub fn run(args: ErrorsArgs) -> anyhow::Result<()> {
-    let levels = crate::arena::roster::parse_levels(&args.level)
+    let levels = crate::levels::parse_levels(&args.level)
         .map_err(|e| anyhow::anyhow!("--level {}: {e}", args.level))?;
     if levels.is_empty() {
         bail!("--level names no level (e.g. --level 8..10)");
