@@ -8,8 +8,9 @@
 //! hours and carries the sampling noise of new games. What the census cannot tell is how a
 //! judge scores the moves: it counts the model's decisions, the judge counts big losses. With
 //! `--judge-nodes N` each stumble is scored again by the strongest engine of this build (the
-//! newest network, N nodes, the trap's and the search's move alike): a trap that loses 200 cp
-//! or more there is one the judge will likely count, the rest are the weak search's mirage.
+//! newest network, `SHIPPED_NETWORK`, N nodes, the trap's and the search's move alike): a trap
+//! that loses 200 cp or more there is one the judge will likely count, the rest are the weak
+//! search's mirage.
 
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -19,6 +20,7 @@ use anyhow::{Context as _, bail};
 
 use shakmaty::Move;
 
+use crate::engine::evaluator::{SHIPPED_NETWORK, network_of_version};
 use crate::engine::look::score_after;
 use crate::engine::{Engine, Evaluator, Game, Limits, NoStop};
 use crate::levels::{Coefficients, LevelParams};
@@ -135,8 +137,8 @@ struct Judge {
 
 impl Judge {
     fn new(nodes: u64) -> Judge {
-        let strongest = crate::engine::evaluator::network_of_version(NEWEST_NETWORK)
-            .map_or_else(Evaluator::shipped, Evaluator::Network);
+        let strongest =
+            network_of_version(SHIPPED_NETWORK).map_or_else(Evaluator::shipped, Evaluator::Network);
         Judge {
             engine: Engine::with_evaluator(16, strongest),
             limits: Limits {
@@ -158,9 +160,6 @@ impl Judge {
         score(calm) - score(trap)
     }
 }
-
-/// The newest network built in: the judge's evaluation.
-const NEWEST_NETWORK: u32 = 6;
 
 /// One game's census; `None` when its moves or its start do not replay.
 fn census_of_game(
