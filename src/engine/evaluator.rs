@@ -20,7 +20,7 @@ use super::score::{MATE_BOUND, MAX_PLY};
 use super::weights::Weights;
 
 /// The newest network compiled into the binary.
-pub const SHIPPED_NETWORK: u32 = 6;
+pub const SHIPPED_NETWORK: u32 = 7;
 
 static NETWORK_1: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-1.nnue")));
@@ -34,6 +34,8 @@ static NETWORK_5: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-5.nnue")));
 static NETWORK_6: LazyLock<Arc<Network>> =
     LazyLock::new(|| built_in(include_bytes!("nnue/network-6.nnue")));
+static NETWORK_7: LazyLock<Arc<Network>> =
+    LazyLock::new(|| built_in(include_bytes!("nnue/network-7.nnue")));
 
 fn built_in(bytes: &[u8]) -> Arc<Network> {
     // A broken built-in file is a build mistake that the tests catch.
@@ -47,7 +49,9 @@ fn built_in(bytes: &[u8]) -> Arc<Network> {
 /// same on 3.9M positions, net-gen2's games of network 3 among them), 5 the fifth
 /// (`network-5.nnue`, (768→256)×2 on net-gen2 alone: network 3's own games), 6 the sixth
 /// (`network-6.nnue`, the same shape on net-gen2 and net-gen3: network 5's games too; the
-/// first whose gain over its predecessor was measured outside self-play); see
+/// first whose gain over its predecessor was measured outside self-play), 7 the seventh
+/// (`network-7.nnue`, the same shape and recipe on net-gen2, net-gen3 and net-gen4: network 6's
+/// games too); see
 /// docs/tuning/network.md for their data and training. `None` for 0 (no network) or any other.
 pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
     match version {
@@ -57,6 +61,7 @@ pub fn network_of_version(version: u32) -> Option<Arc<Network>> {
         4 => Some(NETWORK_4.clone()),
         5 => Some(NETWORK_5.clone()),
         6 => Some(NETWORK_6.clone()),
+        7 => Some(NETWORK_7.clone()),
         _ => None,
     }
 }
