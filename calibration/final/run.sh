@@ -34,6 +34,15 @@
 #     Rodent's 2300 ([humane.stumble] five_plies_from_rating): level 10 (model 2340) looks 4
 #     plies deep as level 9 does and meets the traps a 2100 player meets. It made 0.66x
 #     people's big losses (issue 33 asks 0.75x or more); only level 10 replays, budget 12400.
+#   - from version 115 (after version 114 was shipped; prepared at stop 63, not yet run) the one
+#     recalibration of issues 32 and 33 with the best network and the top's stumbles made real
+#     (docs/humane.md "A census of the model's verdicts", calibration/census/): network 7 from
+#     level 10 (was 4), [humane.stumble] check_nodes = 100000 (a trap is checked with at least
+#     that many nodes: at levels 7-9 most stumbles checked by the level's own 256-4,000 nodes
+#     were mirages), plausible_cp = 120 (was 80), from_rating = 1700 (was 1600: level 7 keeps
+#     its rate) and top_chance = 0.5 (was 0.25: levels 11-12 err more, bought back with the
+#     network's headroom). Levels 4-12 replay (4-5 only for their time-trouble chance of
+#     ~1e-4), levels 1-3 keep their games; budget 16400.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -45,7 +54,8 @@
 # from the commit of version 69 on; from version 81 one from the commit of version 81 on, whose
 # `plays_alike` lets levels 5-6 keep their games; from version 85 one that reads
 # `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp;
-# from version 112 one that reads five_plies_from_rating). CONCURRENCY: games of one batch at once
+# from version 112 one that reads five_plies_from_rating; from version 115 one with network 7
+# (`ladder bench --network 7` 408498) that reads check_nodes). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
@@ -63,4 +73,4 @@ exec "$LADDER" calibrate --arena \
   --report-dir "$dir" \
   --level 1..12 \
   --min-games 40 --final-games 200 --gap-games 400 --batch 12 --anchors-per-level 3 --max-anchor-se 150 \
-  --gain-floor 0.5 --budget 12400 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
+  --gain-floor 0.5 --budget 16400 --seed 5903 --concurrency "${CONCURRENCY:-2}" "$@"
