@@ -190,13 +190,22 @@ impl GameRecord {
     /// The game replayed from its initial position and moves; `None` for a variant we do not
     /// play or moves that are not legal there.
     pub fn replay(&self) -> Option<crate::engine::Game> {
+        let mut game = self.start()?;
+        for m in self.moves.split_whitespace() {
+            game.play_uci(m).ok()?;
+        }
+        Some(game)
+    }
+
+    /// The game's initial position, before any move; `None` for a variant our engine does not
+    /// play or a FEN that does not parse.
+    pub fn start(&self) -> Option<crate::engine::Game> {
         let chess960 = match self.variant.as_str() {
             "standard" | "fromPosition" => false,
             "chess960" => true,
             _ => return None,
         };
-        let moves: Vec<&str> = self.moves.split_whitespace().collect();
-        crate::engine::Game::from_uci_moves(Some(&self.initial_fen), &moves, chess960).ok()
+        crate::engine::Game::new(Some(&self.initial_fen), chess960).ok()
     }
 }
 

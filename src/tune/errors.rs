@@ -169,37 +169,27 @@ fn census_of_game(
     mut judge: Option<&mut Judge>,
 ) -> Option<Census> {
     let ours = record.color.known()?;
-    let chess960 = match record.variant.as_str() {
-        "standard" | "fromPosition" => false,
-        "chess960" => true,
-        _ => return None,
-    };
-    let mut game = Game::new(Some(&record.initial_fen), chess960).ok()?;
+    let mut game = record.start()?;
     let mut player = LevelPlayer::new(LevelParams::new(coefficients, level), record.header.seed);
     let first = record.opening_plies.unwrap_or(0) as usize;
     let mut census = Census::default();
     for (ply, uci) in record.moves.split_whitespace().enumerate() {
-        let to_move = match game.turn() {
-            shakmaty::Color::White => Color::White,
-            shakmaty::Color::Black => Color::Black,
-        };
-        let was_ours = to_move == ours && ply >= first;
-        let chosen = was_ours
+        let ours_to_choose = Color::from(game.turn()) == ours && ply >= first;
+        let chosen = ours_to_choose
             .then(|| player.choose(&game, &mut NoStop).best_move)
             .flatten();
-        let verdict = was_ours.then(|| player.last_verdict()).flatten();
-        let position = game.clone();
-        let played = game.play_uci(uci).ok()?;
-        let Some(verdict) = verdict else {
-            continue;
-        };
-        census.add(verdict);
-        census.as_played += u64::from(chosen == Some(played));
-        if let (Verdict::Stumbled { instead_of }, Some(judge), Some(trap)) =
+        // A book move has no verdict and is not counted.
+        let verdict = ours_to_choose.then(|| player.last_verdict()).flatten();
+        if let (Some(Verdict::Stumbled { instead_of }), Some(judge), Some(trap)) =
             (verdict, judge.as_deref_mut(), chosen)
-            && judge.loss(&position, instead_of, trap) >= BIG_LOSS_CP
+            && judge.loss(&game, instead_of, trap) >= BIG_LOSS_CP
         {
             census.stumbled_big += 1;
+        }
+        let played = game.play_uci(uci).ok()?;
+        if let Some(verdict) = verdict {
+            census.add(verdict);
+            census.as_played += u64::from(chosen == Some(played));
         }
     }
     Some(census)
