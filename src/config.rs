@@ -621,6 +621,9 @@ impl Validator<'_> {
                 Ok(TokenSource::Env(env.get_ref().clone()))
             }
             (None, Some(file)) => {
+                if let Err(problem) = crate::credentials::check_token_file(file.get_ref()) {
+                    return self.file.invalid(file.span(), &key("token_file"), problem);
+                }
                 // `credential:NAME` is a systemd credential (src/credentials.rs), looked up
                 // when the token is read.
                 match crate::credentials::credential_name(file.get_ref()) {
@@ -1194,11 +1197,21 @@ level = 1
     }
 
     #[test]
-    fn a_token_pasted_into_token_env_is_refused_without_being_shown() {
+    fn a_token_pasted_into_token_env_or_token_file_is_refused_without_being_shown() {
         let token = "lip_Zx8kQ2mN5pR7tV9wY1aB";
         let err = refusal(&MINIMAL.replace("LADDER_TOKEN_L1", token));
         assert!(
             err.starts_with("accounts.toml:4: accounts[0].token_env: looks like a token"),
+            "{err}"
+        );
+        assert!(!err.contains("Zx8kQ2mN5pR7tV9wY1aB"), "{err}");
+        let pasted = MINIMAL.replace(
+            "token_env = \"LADDER_TOKEN_L1\"",
+            &format!("token_file = \"{token}\""),
+        );
+        let err = refusal(&pasted);
+        assert!(
+            err.starts_with("accounts.toml:4: accounts[0].token_file: looks like a token"),
             "{err}"
         );
         assert!(!err.contains("Zx8kQ2mN5pR7tV9wY1aB"), "{err}");

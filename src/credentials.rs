@@ -83,6 +83,22 @@ pub fn check_token_env(value: &str) -> Result<(), String> {
     Ok(())
 }
 
+/// A `token_file` value (a path, or `credential:NAME`) must not be the token itself: it would
+/// be shown in every message that names the file. Refused without being shown.
+pub fn check_token_file(value: &str) -> Result<(), String> {
+    let name = value.strip_prefix(CREDENTIAL_PREFIX).unwrap_or(value);
+    if !name.contains(['/', '\\']) && looks_like_token(name) {
+        return Err(
+            "looks like a token itself, not a file (the value is not shown): put the token in \
+             a file readable only by the daemon's user and name that file here, e.g. \
+             token_file = \"/etc/ladder/l1.token\", and revoke the pasted token if this file \
+             was shared"
+                .to_string(),
+        );
+    }
+    Ok(())
+}
+
 /// A Lichess token (`lip_` + 20 letters and digits; older ones are 16 without the prefix) as
 /// opposed to a variable name, which by convention is upper case.
 fn looks_like_token(value: &str) -> bool {
@@ -132,6 +148,26 @@ mod tests {
     use super::*;
     use crate::test_files::temp_file;
     use std::ffi::OsStr;
+
+    #[test]
+    fn a_token_pasted_as_the_token_file_is_refused_without_being_shown() {
+        for pasted in [
+            "lip_AbCdEf1234567890abcd",
+            "credential:lip_AbCdEf1234567890abcd",
+            "AbCdEf1234567890",
+        ] {
+            let problem = check_token_file(pasted).expect_err(pasted);
+            assert!(!problem.contains("AbCdEf"), "{problem}");
+        }
+        for file in [
+            "/etc/ladder/l1.token",
+            "tokens/LadderBot2026Level12",
+            "credential:ladder_l1",
+            "l1.token",
+        ] {
+            assert_eq!(check_token_file(file), Ok(()), "{file}");
+        }
+    }
 
     #[test]
     fn credential_names_a_file_in_the_credentials_directory() {

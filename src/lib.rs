@@ -6,6 +6,7 @@
 #![deny(unsafe_code)]
 
 pub mod anchors;
+pub mod append_file;
 pub mod arena;
 pub mod atomic_file;
 pub mod bench;

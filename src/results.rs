@@ -276,7 +276,8 @@ impl ResultsLog {
     }
 
     /// Appends `record` unless its game id is already in the file. Returns whether it wrote.
-    /// The line is written in one call, then flushed and fsynced before this returns.
+    /// The line is written whole or not at all, fsynced before this returns
+    /// ([`crate::append_file`]).
     pub fn append(&mut self, record: &GameRecord) -> io::Result<bool> {
         self.append_line(record.game_id.as_str(), record)
     }
@@ -289,9 +290,7 @@ impl ResultsLog {
         }
         let mut line = serde_json::to_string(record).map_err(io::Error::other)?;
         line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.file.flush()?;
-        self.file.sync_data()?;
+        crate::append_file::append_whole(&mut self.file, line.as_bytes())?;
         self.seen.insert(game_id.to_string());
         Ok(true)
     }

@@ -381,6 +381,89 @@ async fn lowering_max_games_by_reload_waits_for_games_to_end_and_raising_never_e
     .await;
 }
 
+// ---------------------------------------------------------------- accounts removed and added back
+
+/// An account removed by reload finishes its game and stops; added back while it still plays,
+/// it starts again once that game is over, and added back after it stopped, it starts at once:
+/// either way it takes challenges again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_account_removed_and_added_back_by_reloads_plays_again() {
+    capture_logs();
+    bounded(async {
+        let bots = ["stay1", "back1"];
+        let mut config = config_with(&bots, &[challenger("Rita")]);
+        config.accounts.push(AccountConfig::human("Alice"));
+        let sb = Sandbox::start(config).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let (daemon, _) = start_daemon(sb.base_url(), dir.path(), &bots, 20, tuned).await;
+        stream_open(&sb, "stay1", Duration::from_secs(10)).await;
+        stream_open(&sb, "back1", Duration::from_secs(10)).await;
+        let write_config = |bots: &[&str]| {
+            std::fs::write(
+                dir.path().join("accounts.toml"),
+                config_text(sb.base_url(), bots, 20),
+            )
+            .unwrap()
+        };
+        let reload_and_wait = |what: &'static str| {
+            let daemon = &daemon;
+            let offset = logs().len();
+            async move {
+                daemon.reload().await;
+                wait_log_after(offset, what, Duration::from_secs(10), |l| {
+                    l.contains("back1") && l.contains(what)
+                })
+                .await;
+            }
+        };
+
+        // Alice (white) never moves: back1 still plays her when it is removed and added back.
+        let held = as_white(&sb, "alice", "back1").game_id();
+        sb.wait_until("alice's game starts", Duration::from_secs(10), |w| {
+            w.summary(&held)
+                .filter(|g| g.status == GameStatus::Started)
+                .map(|_| ())
+        })
+        .await
+        .unwrap();
+        write_config(&["stay1"]);
+        reload_and_wait("account removed").await;
+        write_config(&bots);
+        let offset = logs().len();
+        daemon.reload().await;
+        wait_log_after(offset, "the reload", Duration::from_secs(10), |l| {
+            l.contains("reload: coefficients for new games")
+        })
+        .await;
+        let offset = logs().len();
+        sb.act("alice", &held, Action::Abort).unwrap();
+        wait_log_after(
+            offset,
+            "back1 starting again",
+            Duration::from_secs(10),
+            |l| l.contains("back1") && l.contains("added back: starting it again"),
+        )
+        .await;
+        let game = game_under_way_with(&sb, "Rita", "back1", 60).await;
+        sb.act("rita", &game, Action::Resign).unwrap();
+
+        // Removed with no game, it stops; added back, it starts at once.
+        write_config(&["stay1"]);
+        let offset = logs().len();
+        daemon.reload().await;
+        wait_log_after(offset, "back1 stopped", Duration::from_secs(10), |l| {
+            l.contains("back1") && l.contains("account stopped")
+        })
+        .await;
+        write_config(&bots);
+        reload_and_wait("new account started").await;
+        game_under_way_with(&sb, "Rita", "back1", 60).await;
+        game_under_way_with(&sb, "Rita", "stay1", 60).await;
+        stop_now(daemon).await;
+    })
+    .await;
+}
+
 // ---------------------------------------------------------------- Lichess's limits
 
 fn unix_ms_now() -> i64 {
@@ -550,6 +633,56 @@ fn long_pause(c: ClientConfig) -> ClientConfig {
     let mut c = tuned(c);
     c.rate_limit.pause = Duration::from_secs(3);
     c
+}
+
+/// An accept held back by a 429 longer than the wait for its `gameStart` (30 s) keeps its
+/// slot all the while: a second challenge meanwhile is declined as the busy account's, not
+/// accepted too and played over the account's `max_games` when the pause ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_accept_held_back_by_a_long_429_keeps_its_slot() {
+    capture_logs();
+    bounded(async {
+        let mut config = config_with(&["hold1"], &[]);
+        config
+            .accounts
+            .extend(["Alice", "Bob"].iter().map(|h| AccountConfig::human(h)));
+        // People's challenges stay open while their page is (the sandbox's 20 s is shorter
+        // than the pause).
+        config.challenge_timeout = Duration::from_secs(60);
+        let sb = Sandbox::start(config).await.unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let config_path = dir.path().join("accounts.toml");
+        let mut text = ladder_toml(
+            sb.base_url(),
+            "search_threads = 1\nmax_games = 20\n",
+            "accept_bots = true\nmin_initial_s = 30\nmax_games = 1\n",
+        );
+        text.push_str(&account_table("hold1", "LADDER_TEST_UNUSED", 1, ""));
+        std::fs::write(&config_path, text).unwrap();
+        let run = launch(DaemonSpec {
+            coefficients: Coefficients::load(&shipped_coefficients(dir.path())).unwrap(),
+            ..spec(
+                Config::load(&config_path).unwrap(),
+                clients(tuned),
+                dir.path(),
+            )
+        })
+        .await
+        .unwrap();
+        stream_open(&sb, "hold1", Duration::from_secs(10)).await;
+        sb.rate_limit_next("hold1", 1, Duration::from_secs(36));
+        let first = as_white(&sb, "alice", "hold1").game_id();
+        tokio::time::sleep(Duration::from_secs(32)).await;
+        // The accept still waits out the pause: Bob meets a busy account.
+        later(&sb, "bob", "hold1").await;
+        sb.wait_until("alice's game starts", Duration::from_secs(10), |w| {
+            w.summary(&first).map(|_| ())
+        })
+        .await
+        .unwrap();
+        stop_now(run.daemon).await;
+    })
+    .await;
 }
 
 /// A 429 that asks for 6 s (the policy's pause being 3 s) silences its account for the whole

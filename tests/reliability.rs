@@ -181,6 +181,33 @@ async fn a_stream_that_closes_at_once_is_never_opened_beyond_the_budget() {
     .await;
 }
 
+/// Opening the event stream fails for a while (500s): each retry of an open is an open to lila, so the budget counts the attempts, not the calls (a call retried six times on
+/// 5xx was six opens against lila's 30 per 10 minutes); once Lichess answers, the account plays.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn retries_of_an_event_stream_open_are_opens_within_the_budget() {
+    bounded(async {
+        let bots = ["retry1"];
+        let (sb, _dir, run) = playing(&bots, &["Rita"], small_budget, ABORT_AFTER_S).await;
+        sb.fail_event_stream("retry1", Duration::from_secs(8), 500);
+        tokio::time::sleep(Duration::from_secs(8)).await;
+        let opens: Vec<tokio::time::Instant> = sb
+            .requests_of("retry1")
+            .into_iter()
+            .filter(|(_, path)| path.contains("/api/stream/event"))
+            .map(|(at, _)| at)
+            .collect();
+        assert!(opens.len() >= 4, "the daemon gave up: {opens:?}");
+        let most = most_in_window(&opens, Duration::from_secs(5));
+        assert!(most <= 4, "{most} open attempts within 5 s (budget 4)");
+        sb.wait_event_stream("retry1", Duration::from_secs(30))
+            .await
+            .unwrap();
+        game_under_way_with(&sb, "Rita", "retry1", 60).await;
+        stop_now(run).await;
+    })
+    .await;
+}
+
 /// The reopened stream replays the running game at once, then closes: those events must not
 /// start the reconnect waits over. Doubling from 0.5 s, 12 s of flapping see at most 6 opens
 /// (0, 0.5, 1, 2, 4, 8 s at the quickest); waits reset by every replay (0.5-1.5 s each) would

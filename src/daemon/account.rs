@@ -73,7 +73,8 @@ use super::waiting::Waiting;
 use crate::logging::show_duration;
 use crate::logging::show_wait;
 
-/// How long an accepted challenge holds its slot while waiting for its `gameStart`.
+/// How long an accepted challenge holds its slot while waiting for its `gameStart`, from the
+/// accept's answer (an accept still on its way holds it whatever the wait).
 const RESERVATION: Duration = Duration::from_secs(30);
 /// How long an answered challenge is remembered (Lichess re-sends open challenges on reconnect).
 const ANSWERED_MEMORY: Duration = Duration::from_secs(120);
@@ -543,6 +544,14 @@ impl Actor {
             return;
         };
         self.answering.remove(&challenge);
+        // The wait for the gameStart counts from the accept's answer: an accept held back by
+        // a 429 pause keeps its slot all the while.
+        if accepted
+            && result.is_ok()
+            && let Some(r) = self.reserved.get_mut(&challenge.game_id())
+        {
+            r.at = Instant::now();
+        }
         let refused_for_limit = match &result {
             Err(LichessError::BotLimit { message, wait, .. }) if accepted => {
                 // lila names the other bot when the limit is theirs ("X played 100 games …").
@@ -552,7 +561,8 @@ impl Actor {
                 if theirs {
                     tracing::info!(challenge = %challenge, "{challenger} is at its bot-game limit: {message}");
                 } else {
-                    let reopens = SystemTime::now() + *wait;
+                    let now = SystemTime::now();
+                    let reopens = now.checked_add(*wait).unwrap_or(now);
                     self.bot_games.refused_until(reopens);
                     tracing::warn!(
                         challenge = %challenge,
@@ -611,8 +621,9 @@ impl Actor {
 
     fn purge(&mut self) {
         let now = Instant::now();
+        let unanswered: HashSet<GameId> = self.answering.keys().map(ChallengeId::game_id).collect();
         self.reserved.retain(|id, r| {
-            let keep = now.duration_since(r.at) < RESERVATION;
+            let keep = unanswered.contains(id) || now.duration_since(r.at) < RESERVATION;
             if !keep {
                 tracing::info!(game = %id, "accepted challenge never started; slot released");
             }

@@ -36,20 +36,24 @@ impl PgnLog {
     /// Opens (creating) `path` for appending, cutting off a torn last game.
     pub fn open(path: &Path, site: &str) -> io::Result<PgnLog> {
         let mut file = open_appending(path)?;
+        // Only the tail: the log grows for months, and no game is near this long.
+        let len = file.metadata()?.len();
+        let tail_start = len.saturating_sub(REPAIR_WINDOW);
+        file.seek(SeekFrom::Start(tail_start))?;
         let mut text = Vec::new();
         file.read_to_end(&mut text)?;
-        match repair(&text) {
+        match repair(&text, tail_start == 0) {
             Repair::Keep => {}
             Repair::Append(tail) => {
                 file.write_all(tail)?;
                 file.sync_data()?;
             }
-            Repair::Truncate(len) => {
+            Repair::Truncate(cut) => {
                 tracing::warn!(
                     "{}: the last game was cut short (a crash while writing it); removed it",
                     path.display()
                 );
-                file.set_len(len as u64)?;
+                file.set_len(tail_start + cut as u64)?;
                 file.seek(SeekFrom::End(0))?;
                 file.sync_all()?;
             }
@@ -60,12 +64,11 @@ impl PgnLog {
         })
     }
 
-    /// Appends `record` as one PGN game, in one write, fsynced before this returns.
+    /// Appends `record` as one PGN game, whole or not at all, fsynced before this returns
+    /// ([`crate::append_file`]).
     pub fn append(&mut self, record: &GameRecord) -> io::Result<()> {
         let text = format_game(record, &self.site);
-        self.file.write_all(text.as_bytes())?;
-        self.file.flush()?;
-        self.file.sync_data()
+        crate::append_file::append_whole(&mut self.file, text.as_bytes())
     }
 }
 
@@ -77,17 +80,27 @@ enum Repair {
     Truncate(usize),
 }
 
-/// What to do with a file's tail so the next game starts cleanly. Every game written here
-/// starts with `[Event ` and ends with its result token and a blank line.
-fn repair(text: &[u8]) -> Repair {
+/// How much of the log's end is read to repair it: far more than any game.
+const REPAIR_WINDOW: u64 = 1 << 20;
+
+/// What to do with a file's tail (`text`, the whole file when `whole_file`) so the next game
+/// starts cleanly. Every game written here starts with `[Event ` and ends with its result
+/// token and a blank line.
+fn repair(text: &[u8], whole_file: bool) -> Repair {
     if text.is_empty() || text.ends_with(b"\n\n") {
         return Repair::Keep;
     }
     const START: &[u8] = b"[Event ";
-    let last_start = text
+    let found = text
         .windows(START.len() + 2)
         .rposition(|w| w.starts_with(b"\n\n") && &w[2..] == START)
-        .map_or(0, |i| i + 2);
+        .map(|i| i + 2);
+    let last_start = match found {
+        Some(i) => i,
+        None if whole_file => 0,
+        // No game starts in the window: nothing to cut safely, only close the tail.
+        None => return Repair::Append(b"\n\n"),
+    };
     let last = String::from_utf8_lossy(&text[last_start..]);
     let whole = last.starts_with("[Event ")
         && last.contains("\n\n")
@@ -256,6 +269,12 @@ mod tests {
         assert_eq!(text.matches("[Event ").count(), 2, "{text}");
         assert!(text.starts_with(&whole));
         assert!(text.contains("[Site \"https://lichess.org/g2\"]"));
+
+        // A log longer than the window that is read: the torn game is still cut exactly.
+        let many = whole.repeat((REPAIR_WINDOW as usize) / whole.len() + 10);
+        std::fs::write(&path, format!("{many}{torn}")).unwrap();
+        drop(PgnLog::open(&path, "x").unwrap());
+        assert!(std::fs::read_to_string(&path).unwrap() == many);
 
         // A whole game without its blank line keeps the game and adds the line.
         std::fs::write(&path, whole.trim_end()).unwrap();

@@ -5,12 +5,13 @@
 //! result and no fault (a game aborted, or resigned when the shutdown grace ran out, is not
 //! scored).
 
+use std::collections::HashSet;
 use std::fmt;
 use std::io;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use crate::results::{GameRecord, read_results};
+use crate::results::{GameRecord, Line, scan_results};
 
 /// Reads the games recorded since a moment (`finished_at_ms` is the daemon's own clock).
 #[derive(Clone, Debug)]
@@ -54,12 +55,20 @@ impl Scoreboard {
         if !self.results.exists() {
             return Ok(Tally::default());
         }
-        let read = read_results(std::slice::from_ref(&self.results))?;
-        Ok(Tally::of(
-            read.records
-                .iter()
-                .filter(|r| r.finished_at_ms >= self.since_ms),
-        ))
+        // Counted as read, not collected: the log holds months of games. The first record of
+        // a game id counts, as `read_results` has it.
+        let mut tally = Tally::default();
+        let mut seen = HashSet::new();
+        scan_results(&self.results, |line| {
+            if let Line::Record(record) = line
+                && seen.insert(record.game_id.clone())
+                && record.finished_at_ms >= self.since_ms
+            {
+                tally.add(&record);
+            }
+        })?;
+        tally.sort();
+        Ok(tally)
     }
 }
 
@@ -67,39 +76,49 @@ impl Tally {
     pub fn of<'a>(records: impl IntoIterator<Item = &'a GameRecord>) -> Tally {
         let mut tally = Tally::default();
         for record in records {
-            tally.games += 1;
-            let index = match tally
-                .accounts
-                .iter()
-                .position(|a| a.account == record.header.account)
-            {
-                Some(i) => i,
-                None => {
-                    tally.accounts.push(AccountScore {
-                        account: record.header.account.clone(),
-                        level: record.header.level,
-                        games: 0,
-                        points: 0.0,
-                        scored: 0,
-                    });
-                    tally.accounts.len() - 1
-                }
-            };
-            let account = &mut tally.accounts[index];
-            // A reload may change the level: the latest game's is the account's level now.
-            account.level = record.header.level;
-            account.games += 1;
-            if let Some(score) = record.result.score().filter(|_| record.fault.is_none()) {
-                account.points += score;
-                account.scored += 1;
-            }
+            tally.add(record);
         }
-        tally.accounts.sort_by(|a, b| {
+        tally.sort();
+        tally
+    }
+
+    /// Counts one more game (the accounts' order is [`Tally::sort`]'s job).
+    fn add(&mut self, record: &GameRecord) {
+        self.games += 1;
+        let index = match self
+            .accounts
+            .iter()
+            .position(|a| a.account == record.header.account)
+        {
+            Some(i) => i,
+            None => {
+                self.accounts.push(AccountScore {
+                    account: record.header.account.clone(),
+                    level: record.header.level,
+                    games: 0,
+                    points: 0.0,
+                    scored: 0,
+                });
+                self.accounts.len() - 1
+            }
+        };
+        let account = &mut self.accounts[index];
+        // A reload may change the level: the latest game's is the account's level now.
+        account.level = record.header.level;
+        account.games += 1;
+        if let Some(score) = record.result.score().filter(|_| record.fault.is_none()) {
+            account.points += score;
+            account.scored += 1;
+        }
+    }
+
+    /// Weakest level first.
+    fn sort(&mut self) {
+        self.accounts.sort_by(|a, b| {
             a.level
                 .total_cmp(&b.level)
                 .then_with(|| a.account.cmp(&b.account))
         });
-        tally
     }
 }
 

@@ -10,7 +10,8 @@
 //!
 //! It starts every account whatever Lichess says about it: an account checks itself and is
 //! retried while it cannot play (health.rs), so one bad account never stops the others and an
-//! outage at start-up is waited out. It owns what the accounts share: the global game cap
+//! outage at start-up is waited out; an account whose actor fails (a panic) starts again after
+//! a pause, and one removed and added back by reloads starts again. It owns what the accounts share: the global game cap
 //! (slots.rs, changed on reload), the pacer of challenge calls (one IP address for all), and
 //! today's counts from the results log.
 
@@ -120,13 +121,16 @@ impl Starter {
         })
     }
 
+    /// Starts an account's actor in `set` (after `delay`: an account whose actor failed waits
+    /// before it plays again); its task id names it when it ends.
     fn spawn(
         &self,
         set: &mut JoinSet<String>,
         settings: Arc<AccountSettings>,
         state: RunState,
         today: &TodayFromResults,
-    ) -> AccountSlot {
+        delay: Duration,
+    ) -> (AccountSlot, tokio::task::Id) {
         let username = settings.account.username.clone();
         let key = username.to_lowercase();
         let (settings_tx, settings_rx) = watch::channel(settings);
@@ -154,18 +158,22 @@ impl Starter {
             bot_games: today.bot_games.get(&key).cloned().unwrap_or_default(),
         };
         let span = account_span(&username);
-        set.spawn(
+        let task = set.spawn(
             async move {
+                if !delay.is_zero() {
+                    tokio::time::sleep(delay).await;
+                }
                 account::run(ctx).await;
                 username
             }
             .instrument(span),
         );
-        AccountSlot {
+        let slot = AccountSlot {
             settings: settings_tx,
             run_state: state_tx,
             status: status_rx,
-        }
+        };
+        (slot, task.id())
     }
 }
 
@@ -205,14 +213,18 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
 
     let mut accounts = JoinSet::new();
     let mut slots = HashMap::new();
+    let mut tasks = HashMap::new();
     for account in &config.accounts {
-        let slot = starter.spawn(
+        let key = account.username.to_lowercase();
+        let (slot, task) = starter.spawn(
             &mut accounts,
             settings_of(&config, account),
             RunState::Running,
             &today,
+            Duration::ZERO,
         );
-        slots.insert(account.username.to_lowercase(), slot);
+        tasks.insert(task, key.clone());
+        slots.insert(key, slot);
     }
     tracing::info!(
         accounts = slots.len(),
@@ -230,6 +242,7 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         coefficients_tx,
         accounts,
         slots,
+        tasks,
         state: RunState::Running,
         notifier: Notifier::from_env(),
         ready: false,
@@ -265,11 +278,17 @@ struct Life {
     coefficients_tx: watch::Sender<Arc<Coefficients>>,
     accounts: JoinSet<String>,
     slots: HashMap<String, AccountSlot>,
+    /// Which account each task of `accounts` runs (a failed task names only its id).
+    tasks: HashMap<tokio::task::Id, String>,
     state: RunState,
     notifier: Notifier,
     /// READY=1 was sent (every account made its first connection attempt, or READY_LIMIT).
     ready: bool,
 }
+
+/// How long an account whose actor failed (a panic) waits before it starts again: a failure
+/// that repeats does not spin, and the other accounts play on meanwhile.
+const RESTART_AFTER_FAILURE: Duration = Duration::from_secs(30);
 
 /// How often the readiness condition is looked at until it holds.
 const READY_POLL: Duration = Duration::from_millis(100);
@@ -493,10 +512,17 @@ impl Life {
                     );
                     self.set_state(RunState::Stopped);
                 }
-                joined = self.accounts.join_next() => match joined {
+                joined = self.accounts.join_next_with_id() => match joined {
                     None => break,
-                    Some(Ok(name)) => tracing::info!(account = %name, "account stopped"),
-                    Some(Err(e)) => tracing::error!("account actor failed: {e}"),
+                    Some(Ok((task, name))) => {
+                        tracing::info!(account = %name, "account stopped");
+                        self.ended(task, false);
+                    }
+                    Some(Err(e)) => {
+                        let account = self.tasks.get(&e.id()).cloned().unwrap_or_default();
+                        tracing::error!(account = %account, "account actor failed: {e}");
+                        self.ended(e.id(), true);
+                    }
                 },
             }
         }
@@ -505,6 +531,39 @@ impl Life {
             accounts,
             pool: PoolStats::default(),
         })
+    }
+
+    /// An account's actor has ended: while the daemon runs and the account is in the
+    /// configuration it starts again (after a failure, or when it was removed and added back
+    /// by reloads while it finished its games), otherwise it is forgotten.
+    fn ended(&mut self, task: tokio::task::Id, failed: bool) {
+        let Some(key) = self.tasks.remove(&task) else {
+            return;
+        };
+        let account = match self.config.account(&key) {
+            Some(account) if self.state == RunState::Running => account,
+            _ => {
+                self.slots.remove(&key);
+                return;
+            }
+        };
+        let delay = if failed {
+            tracing::warn!(account = %account.username, "starting the account again in {}", show_wait(RESTART_AFTER_FAILURE));
+            RESTART_AFTER_FAILURE
+        } else {
+            tracing::info!(account = %account.username, "the account was added back: starting it again");
+            Duration::ZERO
+        };
+        let today = TodayFromResults::read(&self.starter.results_path, SystemTime::now());
+        let (slot, task) = self.starter.spawn(
+            &mut self.accounts,
+            settings_of(&self.config, account),
+            RunState::Running,
+            &today,
+            delay,
+        );
+        self.tasks.insert(task, key.clone());
+        self.slots.insert(key, slot);
     }
 
     fn set_state(&mut self, state: RunState) {
@@ -580,9 +639,14 @@ impl Life {
             }
             tracing::info!(account = %account.username, "reload: new account started");
             let today = TodayFromResults::read(&self.starter.results_path, SystemTime::now());
-            let slot = self
-                .starter
-                .spawn(&mut self.accounts, settings, RunState::Running, &today);
+            let (slot, task) = self.starter.spawn(
+                &mut self.accounts,
+                settings,
+                RunState::Running,
+                &today,
+                Duration::ZERO,
+            );
+            self.tasks.insert(task, key.clone());
             self.slots.insert(key, slot);
         }
         for (key, slot) in &self.slots {

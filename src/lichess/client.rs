@@ -292,6 +292,8 @@ struct Req {
     pacing: Pacing,
     /// Sent without the token (public data about an account whose token is refused).
     anonymous: bool,
+    /// An event-stream open: every attempt, retries included, waits for the open budget.
+    open_budget: bool,
 }
 
 impl Req {
@@ -305,6 +307,7 @@ impl Req {
             accept: "application/json",
             pacing: Pacing::None,
             anonymous: false,
+            open_budget: false,
         }
     }
 
@@ -538,12 +541,12 @@ impl Client {
         Ok(self.json(req).await?.0)
     }
 
-    /// `GET /api/stream/event`: challenges and game starts/finishes of this account. Waits
-    /// first until the token's open budget has room (lila's limit on opens).
+    /// `GET /api/stream/event`: challenges and game starts/finishes of this account. Each
+    /// attempt waits until the token's open budget has room (lila's limit on opens).
     pub async fn stream_events(&self) -> Result<NdjsonStream<Event>, LichessError> {
-        self.wait_for_open_budget().await;
-        self.stream(Req::new(Method::GET, &["api", "stream", "event"]).ndjson())
-            .await
+        let mut req = Req::new(Method::GET, &["api", "stream", "event"]).ndjson();
+        req.open_budget = true;
+        self.stream(req).await
     }
 
     /// `GET /api/bot/game/stream/{gameId}`: `gameFull`, then `gameState` after every move.
@@ -833,6 +836,9 @@ impl Client {
             if attempt > 0 {
                 req.pacing.wait(config.pacer.as_ref()).await;
             }
+            if req.open_budget {
+                self.wait_for_open_budget().await;
+            }
             let across_processes = self.turn_across_processes().await;
             attempt += 1;
             let mut builder = self
@@ -877,9 +883,9 @@ impl Client {
                             });
                         }
                         rate_limited += 1;
-                        let pause = asked.wait.map_or(config.rate_limit.pause, |w| {
-                            w.min(MAX_ASKED_PAUSE).max(config.rate_limit.pause)
-                        });
+                        let pause = asked
+                            .wait
+                            .map_or(config.rate_limit.pause, |w| w.max(config.rate_limit.pause));
                         tracing::warn!(
                             endpoint = %label,
                             "HTTP 429: pausing all calls of this account for {}",
@@ -1020,7 +1026,8 @@ impl RateLimitAnswer {
             .and_then(serde_json::Value::as_u64)
             .map(Duration::from_secs);
         RateLimitAnswer {
-            wait: header.max(seconds),
+            // Capped: a wait is added to the clock, and a day is longer than any lila window.
+            wait: header.max(seconds).map(|w| w.min(MAX_ASKED_PAUSE)),
             key: limit
                 .and_then(|l| l.get("key"))
                 .and_then(serde_json::Value::as_str)
@@ -1109,7 +1116,7 @@ async fn client_error(
                 LichessError::OpponentBotLimit {
                     endpoint: label,
                     message,
-                    wait: limit.wait.unwrap_or_default().min(MAX_ASKED_PAUSE),
+                    wait: limit.wait.unwrap_or_default(),
                 }
             } else {
                 LichessError::BadRequest {
@@ -1155,6 +1162,9 @@ mod tests {
             "{}",
             bot.message
         );
+        // An absurd wait is a day at most (it is added to the clock: no overflow).
+        let huge = RateLimitAnswer::parse(Some("18446744073709551615"), body);
+        assert_eq!(huge.wait, Some(MAX_ASKED_PAUSE));
         // Nonsense is no wait, and never a panic.
         let junk = RateLimitAnswer::parse(Some("soon"), r#"{"ratelimit":{"seconds":-5}}"#);
         assert_eq!(junk.wait, None);

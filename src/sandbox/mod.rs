@@ -361,6 +361,16 @@ impl Sandbox {
         self.drop_event_stream(username);
     }
 
+    /// For `duration`, opening the account's event stream is answered with `status`; the
+    /// open stream is dropped, so the account tries to open it again.
+    pub fn fail_event_stream(&self, username: &str, duration: Duration, status: u16) {
+        self.with_faults(username, |faults| {
+            faults.fail_event_stream_until = Some(tokio::time::Instant::now() + duration);
+            faults.fail_status = status;
+        });
+        self.drop_event_stream(username);
+    }
+
     /// When `username` opened its event stream, oldest first.
     pub fn event_stream_opens(&self, username: &str) -> Vec<tokio::time::Instant> {
         let id = username.to_ascii_lowercase();

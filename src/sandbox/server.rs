@@ -278,7 +278,10 @@ async fn fault_layer(State(shared): State<Shared>, request: Request, next: Next)
                     let fail = if f.fail_next > 0 {
                         f.fail_next -= 1;
                         Some(f.fail_status)
-                    } else if f.fail_until.is_some_and(|t| now < t) {
+                    } else if f.fail_until.is_some_and(|t| now < t)
+                        || (request.uri().path() == "/api/stream/event"
+                            && f.fail_event_stream_until.is_some_and(|t| now < t))
+                    {
                         Some(f.fail_status)
                     } else {
                         None

@@ -337,6 +337,9 @@ pub struct AccountFaults {
     /// Until then, the account's event stream closes right after it opens (after replaying
     /// the open challenges and running games, as a second process on the token makes it).
     pub flap_event_stream_until: Option<Instant>,
+    /// Until then, opening the account's event stream is answered with `fail_status` (other
+    /// requests are served: the health check passes, the stream does not open).
+    pub fail_event_stream_until: Option<Instant>,
 }
 
 /// What an account asked of the sandbox (streams excluded from the concurrency count).
