@@ -1015,6 +1015,13 @@ impl RateLimitAnswer {
         RateLimitAnswer::parse(header.as_deref(), &body)
     }
 
+    /// lila's bot-game limit: by its key, or by its sentence where a lila of before the key
+    /// (`BotLimit.given Writes[OpponentLimit]`) sent only `{"error": …}`.
+    fn is_bot_game_limit(&self) -> bool {
+        self.key.as_deref() == Some(BOT_LIMIT_KEY)
+            || self.message.contains("games against other bots today")
+    }
+
     fn parse(retry_after: Option<&str>, body: &str) -> RateLimitAnswer {
         let header = retry_after
             .and_then(|v| v.trim().parse::<u64>().ok())
@@ -1112,7 +1119,7 @@ async fn client_error(
             // lila's answer to an accept when the challenger (a bot) is at its bot-game
             // limit: a 400 carrying the limit's key (`Challenge.eitherBotLimitResponse`).
             let limit = RateLimitAnswer::parse(None, &body);
-            if limit.key.as_deref() == Some(BOT_LIMIT_KEY) {
+            if limit.is_bot_game_limit() {
                 LichessError::OpponentBotLimit {
                     endpoint: label,
                     message,
@@ -1162,6 +1169,13 @@ mod tests {
             "{}",
             bot.message
         );
+        assert!(bot.is_bot_game_limit());
+        let keyless = RateLimitAnswer::parse(
+            None,
+            r#"{"error":"Bob played 100 games against other bots today, please wait until 2026-12-03T00:00:00Z to challenge them."}"#,
+        );
+        assert!(keyless.is_bot_game_limit());
+        assert!(!plain.is_bot_game_limit());
         // An absurd wait is a day at most (it is added to the clock: no overflow).
         let huge = RateLimitAnswer::parse(Some("18446744073709551615"), body);
         assert_eq!(huge.wait, Some(MAX_ASKED_PAUSE));
