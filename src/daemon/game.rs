@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::config::ChatLines;
 use crate::engine::SearchResult;
+use crate::engine::humane::ClockLeft;
 use crate::lichess::backoff::Backoff;
 use crate::lichess::{
     BackoffPolicy, ChatLine, ChatRoom, Client, GameEvent, GameId, LichessError, StreamEnd,
@@ -521,6 +522,11 @@ impl GameActor {
         let Ok(done) = done else {
             // Cancelled or pool gone: allow a new search on the next state.
             self.tracker.on_move_failed(p.ply);
+            if !p.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+                // The search failed (it panicked): no state comes on our turn, so the stream
+                // is reopened and its gameFull searches the position again.
+                self.reconnect = true;
+            }
             return;
         };
         let got_at = Instant::now();
@@ -590,6 +596,7 @@ impl GameActor {
         let limit = think_time(clock);
         let cancel = Arc::new(AtomicBool::new(false));
         let setup = self.tracker.setup();
+        let initial_ms = self.tracker.full().and_then(|f| f.clock).map(|c| c.initial);
         let job = SearchJob {
             game,
             // Lent to the pool while a search runs; a search abandoned by a reconnect never
@@ -597,6 +604,13 @@ impl GameActor {
             player: self.player.take().unwrap_or_else(|| {
                 Box::new(LevelPlayer::new(setup.params.clone(), setup.header.seed))
             }),
+            clock: clock
+                .remaining_ms
+                .zip(initial_ms)
+                .map(|(remaining_ms, initial_ms)| ClockLeft {
+                    remaining_ms,
+                    initial_ms,
+                }),
             time_limit: limit,
             urgency_ms: urgency_ms(clock),
             cancel: Arc::clone(&cancel),

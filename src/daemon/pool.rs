@@ -16,6 +16,9 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
 
+use std::panic::AssertUnwindSafe;
+
+use crate::engine::humane::ClockLeft;
 use crate::engine::{Game, SearchResult};
 use crate::player::LevelPlayer;
 use crate::player::deadline::{Deadline, TimeBudget};
@@ -25,6 +28,9 @@ pub struct SearchJob {
     pub game: Game,
     /// The game's level player, lent to the job and handed back with the result.
     pub player: Box<LevelPlayer>,
+    /// The player's clock at submission (the humane model errs more in time trouble, as the
+    /// arena's players do: `Seat::choose`).
+    pub clock: Option<ClockLeft>,
     /// Wall-clock cap, counted from submission.
     pub time_limit: Duration,
     /// Lower runs first (the game's remaining clock in ms).
@@ -240,10 +246,19 @@ fn worker(shared: &Shared) {
         let started = Instant::now();
         let mut observer = Deadline::new(submitted, TimeBudget::hard(job.time_limit))
             .with_stop_flag(Arc::clone(&job.cancel));
-        let result = job.player.choose(&job.game, &mut observer);
+        job.player.set_clock(job.clock);
+        // A search that panics loses its player and its reply (the game actor searches again
+        // with a fresh player), not the pool's thread.
+        let chosen = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            job.player.choose(&job.game, &mut observer)
+        }));
         let searched = started.elapsed();
         shared.running.fetch_sub(1, AtomicOrdering::SeqCst);
         shared.completed.fetch_add(1, AtomicOrdering::SeqCst);
+        let Ok(result) = chosen else {
+            tracing::error!("a search panicked: its game searches again");
+            continue;
+        };
         // The game actor may have stopped listening (game over): the result is simply dropped.
         reply
             .send(SearchDone {
@@ -268,10 +283,31 @@ mod tests {
                 LevelParams::new(&Coefficients::builtin(), 3.0),
                 urgency_ms,
             )),
+            clock: None,
             time_limit: Duration::from_millis(50),
             urgency_ms,
             cancel: Arc::new(AtomicBool::new(false)),
         }
+    }
+
+    #[tokio::test]
+    async fn the_player_searches_with_the_clock_of_its_job() {
+        let pool = SearchPool::new(1).unwrap();
+        let h = pool.handle();
+        let low = ClockLeft {
+            remaining_ms: 4_000,
+            initial_ms: 180_000,
+        };
+        let mut timed = job(1);
+        timed.clock = Some(low);
+        let done = h.submit(timed).await.unwrap();
+        assert_eq!(done.player.clock(), Some(low));
+        // A job without a clock clears the one the player carried.
+        let mut untimed = job(2);
+        untimed.player = done.player;
+        let done = h.submit(untimed).await.unwrap();
+        assert_eq!(done.player.clock(), None);
+        pool.shutdown();
     }
 
     #[tokio::test]

@@ -248,6 +248,12 @@ impl Tracker {
         if self.takeback_granted_at.is_some_and(|p| p != ply) {
             self.takeback_granted_at = None;
         }
+        // A takeback we granted that the server never carried out (the proposal withdrawn
+        // before our answer landed; lila answers 200 either way): the position is ours to
+        // play again, or our clock runs out waiting.
+        if self.takeback_granted_at == Some(ply) && !state.takeback_of(self.color.other()) {
+            self.takeback_granted_at = None;
+        }
         if ply < self.ply() {
             // A takeback: what was searched, played or answered for the undone plies is void.
             self.searching = None;
@@ -790,6 +796,20 @@ mod tests {
         assert!(t.maybe_search(Duration::ZERO).is_none());
         t.on_takeback_failed();
         assert!(t.maybe_search(Duration::ZERO).is_some());
+    }
+
+    #[test]
+    fn a_granted_takeback_the_server_never_carries_out_leaves_the_position_to_us() {
+        let mut t = Tracker::with_conduct(setup(), conduct(1, false));
+        t.on_game_full(full("e2e4 e7e5 g1f3 b8c6", true), 0)
+            .unwrap();
+        let a = black_asks_takeback(&mut t, "e2e4 e7e5 g1f3 b8c6", 1);
+        assert_eq!(takeback_answer(&a), Some(true), "{a:?}");
+        // They withdrew the proposal before our answer landed: the same moves, no proposal.
+        let a = t
+            .on_game_state(state("e2e4 e7e5 g1f3 b8c6", "started", None), 2)
+            .unwrap();
+        assert_eq!(search_ply(&a), Some(4), "{a:?}");
     }
 
     #[test]

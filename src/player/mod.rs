@@ -90,6 +90,11 @@ impl LevelPlayer {
         self.clock = clock;
     }
 
+    /// The player's clock as last set ([`LevelPlayer::set_clock`]).
+    pub fn clock(&self) -> Option<ClockLeft> {
+        self.clock
+    }
+
     /// The search parameters of the next move in `game`.
     pub fn search_params(&self, game: &Game) -> SearchParams {
         self.params.search_params(game, self.seed)
