@@ -40,8 +40,16 @@ pub fn append_whole(file: &mut File, bytes: &[u8]) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::open_appending;
     use crate::test_files::temp_file;
+    use std::path::Path;
+
+    fn open_appending(path: &Path) -> File {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .append(true)
+            .open(path)
+            .unwrap()
+    }
 
     /// Set in the child process of the file-size-limit test: the path it appends to.
     const CHILD_PATH: &str = "LADDER_TEST_APPEND_CHILD";
@@ -50,7 +58,7 @@ mod tests {
     fn a_write_cut_short_by_the_file_size_limit_leaves_the_file_as_it_was() {
         if let Some(path) = std::env::var_os(CHILD_PATH) {
             // The child: under a 1-block file size limit, a long record fails part way.
-            let mut file = open_appending(std::path::Path::new(&path)).unwrap();
+            let mut file = open_appending(Path::new(&path));
             let long = format!("{}\n", "r".repeat(4000));
             let err = append_whole(&mut file, long.as_bytes()).expect_err("over the limit");
             assert_eq!(err.raw_os_error(), Some(27), "EFBIG: {err}");
@@ -71,7 +79,7 @@ mod tests {
         assert!(status.success(), "the child failed: {status}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
         // No limit now: the next record follows the last whole one.
-        let mut file = open_appending(&path).unwrap();
+        let mut file = open_appending(&path);
         append_whole(&mut file, b"the next\n").unwrap();
         assert_eq!(
             std::fs::read_to_string(&path).unwrap(),
@@ -83,7 +91,7 @@ mod tests {
     fn a_fragment_left_behind_is_closed_before_the_next_record() {
         let (_dir, path) = temp_file("results.jsonl");
         std::fs::write(&path, "whole\n{\"torn").unwrap();
-        let mut file = open_appending(&path).unwrap();
+        let mut file = open_appending(&path);
         append_whole(&mut file, b"next\n").unwrap();
         append_whole(&mut file, b"last\n").unwrap();
         assert_eq!(
