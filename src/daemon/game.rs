@@ -177,8 +177,9 @@ struct GameActor {
     claim_at: Option<tokio::time::Instant>,
     /// Set once we claimed the game after the opponent left: the fault to record.
     claimed: Option<String>,
-    /// Claims Lichess refused since the opponent left (it refuses one on our turn, or before
-    /// it allows it): each is tried again after [`CLAIM_RETRY`], up to [`CLAIM_TRIES`].
+    /// Claims made since the opponent left (Lichess refuses one before it allows it, and
+    /// answers one that ended nothing with 200 too): each is tried again after
+    /// [`CLAIM_RETRY`] until the game ends, up to [`CLAIM_TRIES`].
     claim_refusals: u32,
     /// The game's answers to chat commands.
     desk: ChatDesk,
@@ -373,24 +374,32 @@ impl GameActor {
             }
             Wake::ClaimDue => {
                 self.claim_at = None;
-                self.claimed = claim(&self.ctx, &self.tracker).await;
-                if self.claimed.is_none() {
-                    // Refused: our turn, or not yet. The next try asks the level's conduct
-                    // again (win or draw), the position having moved on.
-                    self.claim_refusals += 1;
-                    if self.claim_refusals < CLAIM_TRIES {
+                if self.tracker.is_our_turn() {
+                    // lila lets a claim through only on the opponent's turn, and answers one on
+                    // ours with 200 and nothing done (`Pov.mightClaimWin`): our move first.
+                    self.claim_at = Some(tokio::time::Instant::now() + CLAIM_RETRY);
+                    return Ok(Vec::new());
+                }
+                let claimed = claim(&self.ctx, &self.tracker).await;
+                // Until the stream says the game is over, a claim may have ended nothing: the
+                // next try asks the level's conduct again (win or draw), the position having
+                // moved on.
+                self.claim_refusals += 1;
+                self.claimed = claimed.or(self.claimed.take());
+                if self.claim_refusals < CLAIM_TRIES {
+                    if self.claimed.is_none() {
                         tracing::info!(
                             "claim refused ({} so far): trying again in {}",
                             self.claim_refusals,
                             show_duration(CLAIM_RETRY)
                         );
-                        self.claim_at = Some(tokio::time::Instant::now() + CLAIM_RETRY);
-                    } else {
-                        tracing::warn!(
-                            "claim refused {} times: the opponent's clock decides the game",
-                            self.claim_refusals
-                        );
                     }
+                    self.claim_at = Some(tokio::time::Instant::now() + CLAIM_RETRY);
+                } else {
+                    tracing::warn!(
+                        "claim refused {} times: the opponent's clock decides the game",
+                        self.claim_refusals
+                    );
                 }
                 Ok(Vec::new())
             }
@@ -445,7 +454,7 @@ impl GameActor {
                 .map_err(|e| GameExit::Failed(e.to_string())),
             Ok(GameEvent::OpponentGone(gone)) => {
                 self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
-                    (true, Some(wait)) if self.claimed.is_none() => {
+                    (true, Some(wait)) if self.claim_at.is_none() => {
                         self.claim_refusals = 0;
                         let wait = Duration::from_secs(u64::from(wait));
                         tracing::info!(
