@@ -67,16 +67,22 @@ mod tests {
         let (_dir, path) = temp_file("results.jsonl");
         let before = "a record\n".repeat(40);
         std::fs::write(&path, &before).unwrap();
-        // SIGXFSZ ignored, so the write returns EFBIG after the bytes the limit allows.
-        let status = std::process::Command::new("bash")
+        // SIGXFSZ ignored, so the write returns EFBIG after the bytes the limit allows. The
+        // child's output goes to pipes: the limit would fail its writes to a file too.
+        let child = std::process::Command::new("bash")
             .arg("-c")
             .arg("trap '' XFSZ; ulimit -f 1 && exec \"$0\" --exact \"$1\" --test-threads 1")
             .arg(std::env::current_exe().unwrap())
             .arg("append_file::tests::a_write_cut_short_by_the_file_size_limit_leaves_the_file_as_it_was")
             .env(CHILD_PATH, &path)
-            .status()
+            .output()
             .unwrap();
-        assert!(status.success(), "the child failed: {status}");
+        assert!(
+            child.status.success(),
+            "the child failed: {}\n{}",
+            child.status,
+            String::from_utf8_lossy(&child.stderr)
+        );
         assert_eq!(std::fs::read_to_string(&path).unwrap(), before);
         // No limit now: the next record follows the last whole one.
         let mut file = open_appending(&path);
