@@ -531,7 +531,7 @@ impl GameActor {
         let Ok(done) = done else {
             // Cancelled or pool gone: allow a new search on the next state.
             self.tracker.on_move_failed(p.ply);
-            if !p.cancel.load(std::sync::atomic::Ordering::SeqCst) {
+            if !p.cancel.load(Ordering::SeqCst) {
                 // The search failed (it panicked): no state comes on our turn, so the stream
                 // is reopened and its gameFull searches the position again.
                 self.reconnect = true;

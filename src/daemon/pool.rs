@@ -9,14 +9,13 @@
 
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
+use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use tokio::sync::oneshot;
-
-use std::panic::AssertUnwindSafe;
 
 use crate::engine::humane::ClockLeft;
 use crate::engine::{Game, SearchResult};

@@ -11,9 +11,9 @@
 //! It starts every account whatever Lichess says about it: an account checks itself and is
 //! retried while it cannot play (health.rs), so one bad account never stops the others and an
 //! outage at start-up is waited out; an account whose actor fails (a panic) starts again after
-//! a pause, and one removed and added back by reloads starts again. It owns what the accounts share: the global game cap
-//! (slots.rs, changed on reload), the pacer of challenge calls (one IP address for all), and
-//! today's counts from the results log.
+//! a pause, and one removed and added back by reloads starts again. It owns what the accounts
+//! share: the global game cap (slots.rs, changed on reload), the pacer of challenge calls (one
+//! IP address for all), and today's counts from the results log.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -211,42 +211,33 @@ pub async fn start(spec: DaemonSpec) -> anyhow::Result<DaemonHandle> {
         latency,
     };
 
-    let mut accounts = JoinSet::new();
-    let mut slots = HashMap::new();
-    let mut tasks = HashMap::new();
-    for account in &config.accounts {
-        let key = account.username.to_lowercase();
-        let (slot, task) = starter.spawn(
-            &mut accounts,
-            settings_of(&config, account),
-            RunState::Running,
-            &today,
-            Duration::ZERO,
-        );
-        tasks.insert(task, key.clone());
-        slots.insert(key, slot);
-    }
-    tracing::info!(
-        accounts = slots.len(),
-        search_threads = config.daemon.search_threads,
-        max_games = config.daemon.max_games,
-        results = %results_path.display(),
-        "daemon started"
-    );
     let (control, control_rx) = mpsc::channel(8);
     let pool_handle = pool.handle();
-    let life = Life {
+    let mut life = Life {
         config,
         reload_from_disk,
         starter,
         coefficients_tx,
-        accounts,
-        slots,
-        tasks,
+        accounts: JoinSet::new(),
+        slots: HashMap::new(),
+        tasks: HashMap::new(),
         state: RunState::Running,
         notifier: Notifier::from_env(),
         ready: false,
     };
+    let every: Vec<_> = (life.config.accounts.iter())
+        .map(|account| settings_of(&life.config, account))
+        .collect();
+    for settings in every {
+        life.start_account(settings, &today, Duration::ZERO);
+    }
+    tracing::info!(
+        accounts = life.slots.len(),
+        search_threads = life.config.daemon.search_threads,
+        max_games = life.config.daemon.max_games,
+        results = %results_path.display(),
+        "daemon started"
+    );
     let task = tokio::spawn(async move {
         let summary = life.run(control_rx).await;
         // Searches end (after depth 1 at most), queued records are written, then we exit.
@@ -540,26 +531,38 @@ impl Life {
         let Some(key) = self.tasks.remove(&task) else {
             return;
         };
-        let account = match self.config.account(&key) {
-            Some(account) if self.state == RunState::Running => account,
+        let settings = match self.config.account(&key) {
+            Some(account) if self.state == RunState::Running => settings_of(&self.config, account),
             _ => {
                 self.slots.remove(&key);
                 return;
             }
         };
+        let username = &settings.account.username;
         let delay = if failed {
-            tracing::warn!(account = %account.username, "starting the account again in {}", show_wait(RESTART_AFTER_FAILURE));
+            tracing::warn!(account = %username, "starting the account again in {}", show_wait(RESTART_AFTER_FAILURE));
             RESTART_AFTER_FAILURE
         } else {
-            tracing::info!(account = %account.username, "the account was added back: starting it again");
+            tracing::info!(account = %username, "the account was added back: starting it again");
             Duration::ZERO
         };
         let today = TodayFromResults::read(&self.starter.results_path, SystemTime::now());
+        self.start_account(settings, &today, delay);
+    }
+
+    /// Starts an account's actor (after `delay`) and keeps its slot and task id.
+    fn start_account(
+        &mut self,
+        settings: Arc<AccountSettings>,
+        today: &TodayFromResults,
+        delay: Duration,
+    ) {
+        let key = settings.account.username.to_lowercase();
         let (slot, task) = self.starter.spawn(
             &mut self.accounts,
-            settings_of(&self.config, account),
+            settings,
             RunState::Running,
-            &today,
+            today,
             delay,
         );
         self.tasks.insert(task, key.clone());
@@ -639,15 +642,7 @@ impl Life {
             }
             tracing::info!(account = %account.username, "reload: new account started");
             let today = TodayFromResults::read(&self.starter.results_path, SystemTime::now());
-            let (slot, task) = self.starter.spawn(
-                &mut self.accounts,
-                settings,
-                RunState::Running,
-                &today,
-                Duration::ZERO,
-            );
-            self.tasks.insert(task, key.clone());
-            self.slots.insert(key, slot);
+            self.start_account(settings, &today, Duration::ZERO);
         }
         for (key, slot) in &self.slots {
             if config.account(key).is_none() {

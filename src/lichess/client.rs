@@ -874,7 +874,7 @@ impl Client {
                     }
                     if status == StatusCode::TOO_MANY_REQUESTS {
                         let asked = RateLimitAnswer::read(response).await;
-                        if asked.key.as_deref() == Some(BOT_LIMIT_KEY) {
+                        if asked.is_bot_game_limit() {
                             // A limit on games, not on requests: nothing to pause or retry.
                             return Err(LichessError::BotLimit {
                                 endpoint: label,
