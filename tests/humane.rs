@@ -333,6 +333,38 @@ async fn draw_offers_are_answered_from_the_evaluation() {
     .await;
 }
 
+/// Alice leaves the moment she has moved, her game claimable at once: the claim comes due on
+/// the bot's turn, while it thinks like a person. lila answers a victory claim on the
+/// claimer's own turn with 200 and does nothing, so the bot moves first and claims after: the
+/// game ends by the claim long before her two minutes would, recorded as her leaving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_claim_due_on_our_turn_is_made_after_our_move() {
+    bounded(async {
+        let bot = "claim1";
+        let keys = "think_time = \"human\"\nmax_think_s = 2";
+        let (sb, _dir, run) = playing(bot, &["alice"], 3, keys).await;
+        let id = human_game(&sb, bot, None).await;
+        play(&sb, &id, "e2e4", false);
+        wait_for(&sb, &id, "the bot's reply", |g| g.moves.len() >= 2).await;
+        play(&sb, &id, "d2d4", false);
+        sb.set_gone(&id, "alice", true, Duration::ZERO).unwrap();
+        let games = sb.wait_finished(1, Duration::from_secs(20)).await.unwrap();
+        let g = &games[0];
+        assert_eq!(
+            (g.status, g.winner),
+            (GameStatus::Timeout, Some(Color::Black))
+        );
+        assert_eq!(g.moves.len(), 4, "the bot moved, then claimed: {g:?}");
+        let records = drain(run).await;
+        assert_eq!(
+            records[0].fault_kind(),
+            Some("opponent_gone"),
+            "{records:?}"
+        );
+    })
+    .await;
+}
+
 /// Clearly lost (a queen and a rook down): level 8 resigns after a few moves with a word in
 /// the chat; level 1 never resigns (its opponent must learn to mate).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

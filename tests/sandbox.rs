@@ -441,15 +441,30 @@ async fn draw_offers_and_an_opponent_who_leaves() {
     let id = challenge.game_id();
     let color = sandbox.game(&id).unwrap().color_of(BOT).unwrap();
     let mut stream = client.stream_game(&id).await.unwrap();
-    play_first_moves(&client, &mut stream, &id, color, 2).await;
-    let err = client.claim_victory(&id).await.unwrap_err();
-    assert!(matches!(err, LichessError::BadRequest { .. }), "{err}");
+    // Stop on our turn.
+    let plies = if color == Color::White { 2 } else { 3 };
+    let state = play_first_moves(&client, &mut stream, &id, color, plies).await;
+    // On the claimer's own turn lila answers a victory claim with 200 and does nothing.
+    client.claim_victory(&id).await.unwrap();
+    assert!(sandbox.game(&id).unwrap().status.is_ongoing());
     sandbox
-        .set_gone(&id, RITA, true, Duration::from_millis(100))
+        .set_gone(&id, RITA, true, Duration::from_secs(1))
         .unwrap();
     let gone = next_matching(&mut stream, |e| matches!(e, GameEvent::OpponentGone(_))).await;
     assert!(matches!(gone, GameEvent::OpponentGone(g) if g.gone));
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // Our move: her turn now, and she has left (she makes no move). Before her wait is over
+    // a claim is refused.
+    let game = ladder::engine::Game::from_uci_moves(None, &state.move_list(), false).unwrap();
+    let reply = game.to_uci(game.legal_moves()[0]);
+    client.make_move(&id, &reply, false).await.unwrap();
+    let err = client.claim_victory(&id).await.unwrap_err();
+    assert!(matches!(err, LichessError::BadRequest { .. }), "{err}");
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    assert_eq!(
+        sandbox.game(&id).unwrap().moves.len(),
+        plies + 1,
+        "she moved"
+    );
     client.claim_victory(&id).await.unwrap();
     let game = sandbox.game(&id).unwrap();
     assert_eq!(

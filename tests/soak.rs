@@ -639,7 +639,11 @@ impl Soak {
                     } else {
                         Action::ClaimDraw
                     };
-                    if self.sb.act(&claim.claimer, &claim.game, action).is_ok() {
+                    // A victory claim on the person's own turn is answered 200 and ends
+                    // nothing, as on lila.
+                    let claimed = self.sb.act(&claim.claimer, &claim.game, action).is_ok()
+                        && self.sb.game(&claim.game).is_some_and(|g| g.is_over());
+                    if claimed {
                         self.note("person claims a game of a killed bot", claim.game.as_str());
                     }
                 }

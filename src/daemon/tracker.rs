@@ -339,10 +339,15 @@ impl Tracker {
         })
     }
 
-    /// Whether the level's conduct would take a draw here (it would accept a draw offer, by
-    /// its latest search): after the opponent left, a draw is claimed instead of the win.
+    /// After the opponent left, whether a draw is claimed instead of the win: where the
+    /// level's conduct would take a draw here (it would accept a draw offer, by its latest
+    /// search), and where we have no mating material (lila draws such a victory claim and
+    /// answers it as refused).
     pub fn prefers_draw(&self) -> bool {
-        self.accepts_draw(self.last_score)
+        let cannot_mate = self.game.as_ref().is_some_and(|g| {
+            shakmaty::Position::has_insufficient_material(g.position(), self.color.into())
+        });
+        cannot_mate || self.accepts_draw(self.last_score)
     }
 
     fn accepts_draw(&self, score: Option<Score>) -> bool {
@@ -519,17 +524,27 @@ mod tests {
     }
 
     fn full(moves: &str, we_are_white: bool) -> Box<GameFull> {
+        full_from("startpos", moves, we_are_white)
+    }
+
+    /// A game from `fen` (`startpos` for the standard start).
+    fn full_from(fen: &str, moves: &str, we_are_white: bool) -> Box<GameFull> {
+        let variant = if fen == "startpos" {
+            r#"{"key":"standard","name":"Standard"}"#
+        } else {
+            r#"{"key":"fromPosition","name":"From Position"}"#
+        };
         let (w, b) = if we_are_white {
             ("ladder-l1", "alice")
         } else {
             ("alice", "ladder-l1")
         };
         let json = format!(
-            r#"{{"id":"g1","variant":{{"key":"standard","name":"Standard"}},"speed":"blitz",
+            r#"{{"id":"g1","variant":{variant},"speed":"blitz",
             "perf":{{"name":"Blitz"}},"rated":true,"createdAt":1000,
             "white":{{"id":"{w}","name":"{w}","title":null,"rating":1500,"provisional":true}},
             "black":{{"id":"{b}","name":"{b}","title":"BOT","rating":1600}},
-            "initialFen":"startpos","clock":{{"initial":180000,"increment":2000}},"type":"gameFull",
+            "initialFen":"{fen}","clock":{{"initial":180000,"increment":2000}},"type":"gameFull",
             "state":{{"type":"gameState","moves":"{moves}","wtime":170000,"btime":160000,
             "winc":2000,"binc":2000,"status":"started"}}}}"#
         );
@@ -699,6 +714,18 @@ mod tests {
             depth: 1,
             nodes: 1,
             pv: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_abandoned_game_is_claimed_as_a_draw_without_mating_material() {
+        // The reserved conduct takes no draw: the win is claimed wherever we can mate.
+        let rook_against_bare_king = "4k3/8/8/8/8/8/8/R3K3 w - - 0 1";
+        for (we_are_white, draw) in [(true, false), (false, true)] {
+            let mut t = Tracker::new(setup());
+            let full = full_from(rook_against_bare_king, "a1a2 e8d8", we_are_white);
+            t.on_game_full(full, 0).unwrap();
+            assert_eq!(t.prefers_draw(), draw, "we are white: {we_are_white}");
         }
     }
 

@@ -156,6 +156,8 @@ struct View {
     chess960: bool,
     moves: Vec<String>,
     my_turn: bool,
+    /// The challenger left the game (`Sandbox::set_gone`): it makes no move until it is back.
+    gone: bool,
     over: bool,
     opponent_offers_draw: bool,
     opponent_proposes_takeback: bool,
@@ -163,9 +165,11 @@ struct View {
 
 fn view(shared: &Shared, game_id: &GameId, me: &str) -> Option<View> {
     let world = lock(shared);
-    let g = &world.games.get(game_id)?.game;
+    let entry = world.games.get(game_id)?;
+    let g = &entry.game;
     let color = g.color_of(me)?;
     Some(View {
+        gone: entry.gone.is_some_and(|(who, _)| who == color),
         initial_fen: g.initial_fen.clone(),
         chess960: g.variant == "chess960",
         moves: g.moves.clone(),
@@ -214,8 +218,12 @@ async fn play_game(
         if v.opponent_proposes_takeback {
             act(Action::Takeback(config.accept_takebacks));
         }
-        if v.my_turn {
+        if v.my_turn && !v.gone {
             tokio::time::sleep(config.think_time).await;
+            // It may have left while it thought.
+            if view(&shared, &game_id, &me).is_none_or(|v| v.gone) {
+                continue;
+            }
             if let Some(uci) = choose_move(&v, &mut player).await {
                 let offering_draw = rng.gen_bool(config.draw_offer_chance.clamp(0.0, 1.0));
                 act(Action::Move { uci, offering_draw });

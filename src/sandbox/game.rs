@@ -328,7 +328,15 @@ impl SandboxGame {
         Ok(())
     }
 
-    /// `claim-victory` after the opponent left: the claimer wins by `timeout`.
+    /// Whether a claim after the opponent left can end the game at all (lila's
+    /// `forceResignable` and `drawable`): it has a clock and is past the plies it could still
+    /// be aborted in.
+    pub fn claimable(&self) -> bool {
+        self.clock().is_some() && self.moves.len() >= 2 && !self.is_over()
+    }
+
+    /// `claim-victory` after the opponent left: the claimer wins by `timeout`, or draws where
+    /// the claimer has no mating material (lila's `rageQuit` with no winner).
     pub fn claim_victory(
         &mut self,
         color: Color,
@@ -336,7 +344,11 @@ impl SandboxGame {
         now_ms: i64,
     ) -> Result<(), ActionError> {
         self.still_running(now, now_ms)?;
-        self.finish(GameStatus::Timeout, Some(color), now, now_ms);
+        let can_mate = !self
+            .board
+            .position()
+            .has_insufficient_material(color.into());
+        self.finish(GameStatus::Timeout, can_mate.then_some(color), now, now_ms);
         Ok(())
     }
 

@@ -1186,19 +1186,37 @@ impl World {
                 return Ok(());
             }
             Action::ClaimVictory | Action::ClaimDraw => {
-                let claimable = entry
+                // As lila answers (`BotPlayer.claimVictory`/`claimDraw`, `Pov.mightClaimWin`,
+                // the round's `ResignForce`/`DrawForce`): a claim on a game that cannot be
+                // claimed (no clock, still abortable) and a victory claim on the claimer's own
+                // turn are answered 200 with nothing done; otherwise the game ends only if the
+                // opponent is gone long enough, and a claim that did not win (or draw) what it
+                // asked for is a 400.
+                let victory = action == Action::ClaimVictory;
+                if !entry.game.claimable() || (victory && entry.game.turn() == color) {
+                    return Ok(());
+                }
+                let gone = entry
                     .gone
                     .is_some_and(|(who, at)| who == color.other() && now >= at);
-                if !claimable {
+                if !gone {
                     return Err(ApiError::BadRequest(
                         "The opponent has not left the game".into(),
                     ));
                 }
-                if action == Action::ClaimVictory {
+                let claimed = if victory {
                     entry.game.claim_victory(color, now, now_ms)
                 } else {
                     entry.game.claim_draw(now, now_ms)
+                };
+                let won_what_was_asked = entry.game.winner == victory.then_some(color);
+                if claimed.is_ok() && !won_what_was_asked {
+                    self.after_change(game_id);
+                    return Err(ApiError::BadRequest(
+                        "You cannot claim the win on this game".into(),
+                    ));
                 }
+                claimed
             }
         };
         // A player who acts is back.
@@ -1232,6 +1250,8 @@ impl World {
             return Err(ActionError::GameOver.into());
         }
         entry.gone = gone.then(|| (color, Instant::now() + claim_after));
+        // Wakes the player's own challenger task, which makes no move while it is gone.
+        entry.watch.send_modify(|_| {});
         let opponent = entry.game.seat(color.other()).id.clone();
         if let Some(slot) = entry.streams.get(&opponent) {
             send_json(
@@ -1433,6 +1453,65 @@ mod tests {
         assert_eq!(w.refused_moves.len(), 2);
         let entry = &w.games[&game];
         assert!(entry.ended_at.is_some_and(|end| end >= entry.started_at));
+    }
+
+    /// hugo (White) and the bot have each moved from `fen` (the standard start if `None`)
+    /// with `moves`; the game is under way.
+    fn game_under_way(w: &mut World, fen: Option<&str>, moves: [&str; 2]) -> GameId {
+        let mut spec = spec();
+        if let Some(fen) = fen {
+            spec.variant = "fromPosition".into();
+            spec.fen = Some(fen.into());
+        }
+        let id = w.create_challenge("hugo", "bot", &spec).unwrap().id;
+        let game = w.accept_challenge("bot", &id).unwrap();
+        // Still abortable: a claim can end nothing, and lila answers it with 200.
+        w.game_action("bot", &game, Action::ClaimVictory).unwrap();
+        w.game_action("bot", &game, Action::ClaimDraw).unwrap();
+        play(w, "hugo", &game, moves[0]).unwrap();
+        play(w, "bot", &game, moves[1]).unwrap();
+        game
+    }
+
+    fn refused(result: Result<(), ApiError>) -> bool {
+        matches!(result, Err(ApiError::BadRequest(_)))
+    }
+
+    #[test]
+    fn claims_are_answered_as_lila_answers_them() {
+        let mut w = world(Duration::from_secs(20));
+        // hugo's turn: while he is there, or before his wait is over, a claim is a 400.
+        let game = game_under_way(&mut w, None, ["e2e4", "e7e5"]);
+        assert!(refused(w.game_action("bot", &game, Action::ClaimVictory)));
+        w.set_gone(&game, "hugo", true, Duration::from_secs(60))
+            .unwrap();
+        assert!(refused(w.game_action("bot", &game, Action::ClaimVictory)));
+        w.set_gone(&game, "hugo", true, Duration::ZERO).unwrap();
+        w.game_action("bot", &game, Action::ClaimVictory).unwrap();
+        let g = &w.games[&game].game;
+        assert_eq!(
+            (g.status, g.winner),
+            (GameStatus::Timeout, Some(Color::Black))
+        );
+
+        // The bot's own turn: a victory claim is answered 200 and ends nothing; a draw claim
+        // is not bound to the turn.
+        let game = game_under_way(&mut w, None, ["e2e4", "e7e5"]);
+        play(&mut w, "hugo", &game, "d2d4").unwrap();
+        w.set_gone(&game, "hugo", true, Duration::ZERO).unwrap();
+        w.game_action("bot", &game, Action::ClaimVictory).unwrap();
+        assert!(!w.games[&game].game.is_over());
+        w.game_action("bot", &game, Action::ClaimDraw).unwrap();
+        let g = &w.games[&game].game;
+        assert_eq!((g.status, g.winner), (GameStatus::Timeout, None));
+
+        // The bot has a bare king: its victory claim draws the game, and is a 400.
+        let bare = "4k3/8/8/8/8/8/8/R3K3 w - - 0 1";
+        let game = game_under_way(&mut w, Some(bare), ["a1a2", "e8d8"]);
+        w.set_gone(&game, "hugo", true, Duration::ZERO).unwrap();
+        assert!(refused(w.game_action("bot", &game, Action::ClaimVictory)));
+        let g = &w.games[&game].game;
+        assert_eq!((g.status, g.winner), (GameStatus::Timeout, None));
     }
 
     #[test]
