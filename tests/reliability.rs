@@ -444,6 +444,28 @@ async fn an_accept_in_flight_at_a_drain_gets_its_game_played() {
     .await;
 }
 
+/// Chat is no move: spectators talking every half second do not keep the bot from aborting a
+/// game whose first move never comes (2 s here).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spectator_chat_does_not_postpone_the_first_move_abort() {
+    bounded(async {
+        let bots = ["talk1"];
+        let (sb, _dir, run) = playing(&bots, &[], quick, 2).await;
+        let id = alice_challenges(&sb, "talk1", ChallengeColor::White);
+        let started = tokio::time::Instant::now();
+        while !sb.game(&id).is_some_and(|g| g.is_over()) {
+            assert!(started.elapsed() < Duration::from_secs(10), "never aborted");
+            if sb.game(&id).is_some() {
+                alice_says(&sb, &id, ChatRoom::Spectator, "who wins?").await;
+            }
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        assert_eq!(sb.game(&id).unwrap().status, GameStatus::Aborted);
+        stop_now(run).await;
+    })
+    .await;
+}
+
 /// A game the bot aborts (no first move from the opponent) gets no goodbye: there was no game.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_game_the_bot_aborts_gets_no_goodbye() {

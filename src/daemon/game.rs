@@ -433,9 +433,9 @@ impl GameActor {
     /// An event of the game stream (or its end: reconnect).
     fn on_event(&mut self, event: Result<GameEvent, StreamEnd>) -> Result<Vec<Action>, GameExit> {
         let now_ms = unix_ms();
-        self.state_at = Instant::now();
         match event {
             Ok(GameEvent::GameFull(full)) => {
+                self.state_at = Instant::now();
                 self.backoff.reset();
                 let actions = self
                     .tracker
@@ -448,10 +448,14 @@ impl GameActor {
                 }
                 Ok(actions)
             }
-            Ok(GameEvent::GameState(state)) => self
-                .tracker
-                .on_game_state(state, now_ms)
-                .map_err(|e| GameExit::Failed(e.to_string())),
+            // Only the game's own news starts the first-move abort's wait (and the move's
+            // latency) again: a chat line or `opponentGone` is no move.
+            Ok(GameEvent::GameState(state)) => {
+                self.state_at = Instant::now();
+                self.tracker
+                    .on_game_state(state, now_ms)
+                    .map_err(|e| GameExit::Failed(e.to_string()))
+            }
             Ok(GameEvent::OpponentGone(gone)) => {
                 self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
                     (true, Some(wait)) if self.claim_at.is_none() => {
