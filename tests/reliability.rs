@@ -275,6 +275,19 @@ async fn an_accept_refused_for_the_challengers_bot_limit_declines_the_challenge(
         sb.challenger_bot_limit_reached("lim1", Duration::from_secs(3600));
         let refused = as_white(&sb, "RoboRita", "lim1");
         assert_eq!(declined_reason(&sb, &refused).await, "later");
+        // Refused for good: no longer an open game that settling asks Lichess about.
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while ladder::daemon::open_games::read_open(&run.results)
+            .unwrap()
+            .iter()
+            .any(|g| g.game_id == refused.game_id())
+        {
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "the refused accept is still an open game"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
         // The limit was the challenger's: another bot's challenge is played.
         sb.clear_faults("lim1");
         game_under_way_with(&sb, "RoboRon", "lim1", 60).await;

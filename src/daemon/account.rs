@@ -78,6 +78,9 @@ use crate::logging::show_wait;
 const RESERVATION: Duration = Duration::from_secs(30);
 /// How long an answered challenge is remembered (Lichess re-sends open challenges on reconnect).
 const ANSWERED_MEMORY: Duration = Duration::from_secs(120);
+/// A game whose actor fails this many times is no longer played (see
+/// [`Actor::on_game_failed`]).
+const GAME_FAILURES: u32 = 3;
 
 /// The settings an account actor plays with; replaced on reload (new games use the new ones).
 #[derive(Clone, Debug, PartialEq)]
@@ -164,6 +167,8 @@ struct Actor {
     /// Games whose stream Lichess refused for good: left to the settling task, never started
     /// again (a re-sent `gameStart` or the settling task's hand-back is ignored).
     unplayable: HashSet<GameId>,
+    /// Failures of a game's actor so far (see [`Actor::on_game_failed`]).
+    failures: HashMap<GameId, u32>,
     /// Settles the open games no game actor has taken up, with the client of the latest check.
     settle: Option<JoinHandle<()>>,
     /// Running games the settling task found without a game actor.
@@ -190,6 +195,8 @@ enum PlayEnd {
 /// retried until it plays again or the daemon stops.
 pub async fn run(ctx: AccountContext) {
     let username = ctx.settings.borrow().account.username.clone();
+    // The account's open games are settling's until this actor takes them up again.
+    ctx.results.release_account(&username);
     let mut today = DailyTally::new();
     today.seed(&username, ctx.games_today, SystemTime::now());
     let bot_games = ctx.bot_games.clone();
@@ -209,6 +216,7 @@ pub async fn run(ctx: AccountContext) {
         games: JoinSet::new(),
         tasks: HashMap::new(),
         unplayable: HashSet::new(),
+        failures: HashMap::new(),
         settle: None,
         adopt_tx,
         adopt_rx,
@@ -492,6 +500,7 @@ impl Actor {
                 self.running.remove(&id);
                 match exit {
                     GameExit::Recorded { bot_started_at_ms } => {
+                        self.failures.remove(&id);
                         self.today.record(&self.username, SystemTime::now());
                         // Counted at its start when we knew it was a bot (a reserved
                         // challenge); otherwise now, at the time it started.
@@ -504,7 +513,7 @@ impl Actor {
                     GameExit::Stopped | GameExit::LeftRunning => {}
                     GameExit::Failed(why) => {
                         tracing::warn!(game = %id, "game abandoned: {why}; settling it instead");
-                        self.ctx.results.release(id);
+                        self.on_game_failed(id);
                     }
                     GameExit::Unplayable(why) => {
                         tracing::warn!(
@@ -526,10 +535,24 @@ impl Actor {
                 );
                 if let Some(id) = id {
                     self.running.remove(&id);
-                    self.ctx.results.release(id);
+                    self.on_game_failed(id);
                 }
             }
         }
+    }
+
+    /// A game actor failed: settling takes the game up again, and hands it back while it
+    /// runs. A game that fails [`GAME_FAILURES`] times is left to settling (recorded when it
+    /// ends): a failure that repeats would open its stream every few seconds to its end.
+    fn on_game_failed(&mut self, id: GameId) {
+        let failures = self.failures.entry(id.clone()).or_insert(0);
+        *failures += 1;
+        if *failures >= GAME_FAILURES {
+            tracing::warn!(game = %id, "the game failed {GAME_FAILURES} times: not played again, recorded when it ends");
+            self.failures.remove(&id);
+            self.unplayable.insert(id.clone());
+        }
+        self.ctx.results.release(id);
     }
 
     fn on_answered(&mut self, answered: Result<Answered, tokio::task::JoinError>) {
@@ -544,6 +567,10 @@ impl Actor {
             return;
         };
         self.answering.remove(&challenge);
+        // Remembered from the answer, not from the decision: an answer held back by 429
+        // pauses must not be forgotten (and the challenge decided again when Lichess re-sends
+        // it on a reconnect) before it went out.
+        self.answered.insert(challenge.clone(), Instant::now());
         // The wait for the gameStart counts from the accept's answer: an accept held back by
         // a 429 pause keeps its slot all the while.
         if accepted
@@ -598,6 +625,18 @@ impl Actor {
             if accepted && self.reserved.remove(&challenge.game_id()).is_some() {
                 tracing::info!(challenge = %challenge, "slot released");
             }
+            // Lichess said no (a 4xx): no game will come of it, and settling need not ask
+            // for it every few seconds. After a timeout or a 5xx the accept may have gone
+            // through: settling finds out.
+            if accepted && refused_for_good(&e) {
+                let results = self.ctx.results.clone();
+                let id = challenge.game_id();
+                tokio::spawn(async move {
+                    if let Err(e) = results.forget(id).await {
+                        tracing::warn!("cannot forget the refused accept: {e}");
+                    }
+                });
+            }
         }
     }
 
@@ -629,8 +668,13 @@ impl Actor {
             }
             keep
         });
-        self.answered
-            .retain(|_, at| now.duration_since(*at) < ANSWERED_MEMORY);
+        let answering = &self.answering;
+        let reserved = &self.reserved;
+        self.answered.retain(|id, at| {
+            answering.contains_key(id)
+                || reserved.contains_key(&id.game_id())
+                || now.duration_since(*at) < ANSWERED_MEMORY
+        });
     }
 
     fn on_event(&mut self, event: Event) {
@@ -821,6 +865,7 @@ impl Actor {
                 _slot: slot,
             },
         );
+        self.answered.insert(c.id.clone(), Instant::now());
         let (id, challenger) = (c.id.clone(), c.challenger.name.clone());
         let answer = self.answers.spawn(async move {
             if let Some(game) = remembered
@@ -850,6 +895,7 @@ impl Actor {
         challenger: String,
         reason: policy::Reason,
     ) {
+        self.answered.insert(challenge.clone(), Instant::now());
         let id = challenge.clone();
         let answer = self.answers.spawn(async move {
             let result = client.decline_challenge(&id, reason).await;
@@ -946,6 +992,20 @@ impl Actor {
             .id();
         self.tasks.insert(task, id);
     }
+}
+
+/// Whether Lichess answered an accept with a refusal (a 4xx other than a bad token): no game
+/// comes of it. A 429 is a refusal too: the request was not carried out.
+fn refused_for_good(e: &LichessError) -> bool {
+    matches!(
+        e,
+        LichessError::NotFound { .. }
+            | LichessError::BadRequest { .. }
+            | LichessError::Forbidden { .. }
+            | LichessError::BotLimit { .. }
+            | LichessError::OpponentBotLimit { .. }
+            | LichessError::RateLimited { .. }
+    )
 }
 
 /// What `!level` says of `level` under `coefficients`: its target, and its rating with where

@@ -243,6 +243,18 @@ impl OpenGames {
         self.claimed.remove(game_id);
     }
 
+    /// Every game of `account` is looked after by settling again: its actor starts (again),
+    /// and an actor before it that ended without releasing its games (a panic) left them
+    /// taken up.
+    pub fn release_account(&mut self, account: &str) {
+        let games = &self.games;
+        self.claimed.retain(|id| {
+            games
+                .get(id)
+                .is_none_or(|g| !g.header.account.eq_ignore_ascii_case(account))
+        });
+    }
+
     /// The game is recorded (or gone): forget it.
     pub fn close(&mut self, game_id: &GameId) -> io::Result<()> {
         self.claimed.remove(game_id);
@@ -320,6 +332,30 @@ pub(crate) mod tests {
         let open = OpenGames::load(&path, |_| false).unwrap();
         assert_eq!(open.games().count(), 0);
         assert!(!path.with_extension("json.tmp").exists());
+    }
+
+    #[test]
+    fn an_accounts_games_go_back_to_settling_when_its_actor_starts_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = state_path(&dir.path().join("results.jsonl"));
+        let mut open = OpenGames::load(&path, |_| false).unwrap();
+        open.open(open_game("g1", 1)).unwrap();
+        let mut other = open_game("g2", 2);
+        other.header.account = "Ladder-L3".into();
+        open.open(other).unwrap();
+        // Both taken up by their actors; ladder-l2's actor panicked without releasing g1.
+        assert!(open.unclaimed("ladder-l2").is_empty());
+        open.release_account("LADDER-L2");
+        let back: Vec<String> = open
+            .unclaimed("ladder-l2")
+            .iter()
+            .map(|u| u.game.game_id.to_string())
+            .collect();
+        assert_eq!(back, ["g1"]);
+        assert!(
+            open.unclaimed("ladder-l3").is_empty(),
+            "another account's game"
+        );
     }
 
     #[test]

@@ -23,6 +23,7 @@ enum Request {
     Open(Box<OpenGame>, oneshot::Sender<io::Result<Opened>>),
     Accept(Box<OpenGame>, oneshot::Sender<io::Result<()>>),
     Release(GameId),
+    ReleaseAccount(String),
     Forget(GameId, oneshot::Sender<io::Result<()>>),
     Unclaimed(String, oneshot::Sender<Vec<Unclaimed>>),
     All(oneshot::Sender<Vec<OpenGame>>),
@@ -96,6 +97,7 @@ pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)
                         reply.send(accepted).ok();
                     }
                     Request::Release(id) => open.release(&id),
+                    Request::ReleaseAccount(account) => open.release_account(&account),
                     Request::Forget(id, reply) => {
                         reply.send(open.close(&id)).ok();
                     }
@@ -151,6 +153,13 @@ impl ResultsStub {
     /// The game actor of `game_id` gave up without recording it: the game is settled instead.
     pub fn release(&self, game_id: GameId) {
         self.tx.send(Request::Release(game_id)).ok();
+    }
+
+    /// Every open game of `account` goes back to settling (its actor starts).
+    pub fn release_account(&self, account: &str) {
+        self.tx
+            .send(Request::ReleaseAccount(account.to_string()))
+            .ok();
     }
 
     /// Forgets an open game without a record (Lichess does not know it).
