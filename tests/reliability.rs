@@ -457,6 +457,31 @@ async fn an_accept_in_flight_at_a_drain_gets_its_game_played() {
     .await;
 }
 
+/// An account whose check hangs (every answer to it takes a minute; each try times out after
+/// 5 s and is tried again) does not hold up a drain of a daemon with no game: it exits at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_account_check_does_not_hold_up_the_shutdown() {
+    bounded(async {
+        let bots = ["hang1", "fine1"];
+        let sb = sandbox(&bots, &[]).await;
+        sb.delay_responses("hang1", Duration::from_secs(60), None);
+        let dir = tempfile::tempdir().unwrap();
+        let run = start_daemon(&sb, dir.path(), &bots, quick, ABORT_AFTER_S)
+            .await
+            .unwrap();
+        sb.wait_event_stream("fine1", Duration::from_secs(10))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        let asked = std::time::Instant::now();
+        run.daemon.shutdown().await;
+        run.daemon.join().await.unwrap();
+        let took = asked.elapsed();
+        assert!(took < Duration::from_secs(4), "the shutdown took {took:?}");
+    })
+    .await;
+}
+
 /// Chat is no move: spectators talking every half second do not keep the bot from aborting a
 /// game whose first move never comes (2 s here).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -242,7 +242,10 @@ impl Actor {
             if self.should_exit() {
                 return;
             }
-            let trouble = match self.connect().await {
+            let Some(checked) = self.connect_unless_stopped().await else {
+                return;
+            };
+            let trouble = match checked {
                 Ok(()) => {
                     if let Some(problem) = self.problem.take() {
                         tracing::info!("the account plays again (it was: {})", problem.reason);
@@ -276,7 +279,10 @@ impl Actor {
                             // look the same on the stream. A check that passes means the
                             // refusal was passing: reconnect after the usual pause.
                             self.connected = None;
-                            match self.connect().await {
+                            let Some(checked) = self.connect_unless_stopped().await else {
+                                return;
+                            };
+                            match checked {
                                 Err(trouble) => trouble,
                                 Ok(()) => {
                                     let delay = pacing.next_delay(tokio::time::Instant::now());
@@ -322,6 +328,21 @@ impl Actor {
             if self.wait_or_stop(delay).await {
                 return;
             }
+        }
+    }
+
+    /// Checks the account (see [`Actor::connect`]) unless the daemon stops first (`None`):
+    /// in an outage the check retries for minutes, and a stop must not wait for it. With
+    /// nothing in flight (no game, reservation or answer) a drain stops it too.
+    async fn connect_unless_stopped(&mut self) -> Option<Result<(), Trouble>> {
+        let mut run_state = self.ctx.run_state.clone();
+        let idle = self.running.is_empty()
+            && self.games.is_empty()
+            && self.reserved.is_empty()
+            && self.answers.is_empty();
+        tokio::select! {
+            checked = self.connect() => Some(checked),
+            () = halted(&mut run_state, idle) => None,
         }
     }
 
@@ -386,7 +407,18 @@ impl Actor {
     /// the stream opened: only a stream that stays up starts the reconnect waits over.
     async fn play(&mut self, pacing: &mut ReconnectPacing) -> PlayEnd {
         let mut run_state = self.ctx.run_state.clone();
-        let mut stream = match self.client().stream_events().await {
+        // Opening waits out the open budget and 429 pauses (minutes at worst): a stop must
+        // not wait for it.
+        let idle = self.running.is_empty()
+            && self.games.is_empty()
+            && self.reserved.is_empty()
+            && self.answers.is_empty();
+        let client = self.client().clone();
+        let opened = tokio::select! {
+            opened = client.stream_events() => opened,
+            () = halted(&mut run_state, idle) => return PlayEnd::Exit,
+        };
+        let mut stream = match opened {
             Ok(stream) => Reader::spawn(stream),
             Err(e @ (LichessError::TokenRejected { .. } | LichessError::Forbidden { .. })) => {
                 return PlayEnd::Refused(e);
@@ -420,17 +452,7 @@ impl Actor {
                 Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
                     self.on_answered(answered);
                 }
-                Some(news) = self.adopt_rx.recv() => match news {
-                    News::Adopt(adopt) => {
-                        if let Some(ms) = adopt.bot_started_at_ms {
-                            self.bot_games.count(&adopt.game_id, time_of_ms(ms));
-                        }
-                        self.start_game(adopt.game_id, adopt.opponent);
-                    }
-                    News::BotGameRecorded { game_id, started_at_ms } => {
-                        self.bot_games.count(&game_id, time_of_ms(started_at_ms));
-                    }
-                },
+                Some(news) = self.adopt_rx.recv() => self.on_news(news),
                 _ = tick.tick() => {
                     self.purge();
                     self.serve_waiting();
@@ -482,6 +504,10 @@ impl Actor {
                 Some(answered) = self.answers.join_next(), if !self.answers.is_empty() => {
                     self.on_answered(answered);
                 }
+                // A game settling finds running is taken up even while the event stream is
+                // down (it would lose on time meanwhile); unconnected, it waits for the next
+                // round of settling.
+                Some(news) = self.adopt_rx.recv() => self.on_news(news),
                 _ = tick.tick() => {
                     self.purge();
                     self.publish_status();
@@ -489,6 +515,24 @@ impl Actor {
                 stopped = sleep_or_stop(deadline.saturating_duration_since(tokio::time::Instant::now()), &mut run_state) => {
                     return stopped || self.should_exit();
                 }
+            }
+        }
+    }
+
+    /// What the settling task found: a running game to take up, a bot game to count.
+    fn on_news(&mut self, news: News) {
+        match news {
+            News::Adopt(adopt) => {
+                if let Some(ms) = adopt.bot_started_at_ms {
+                    self.bot_games.count(&adopt.game_id, time_of_ms(ms));
+                }
+                self.start_game(adopt.game_id, adopt.opponent);
+            }
+            News::BotGameRecorded {
+                game_id,
+                started_at_ms,
+            } => {
+                self.bot_games.count(&game_id, time_of_ms(started_at_ms));
             }
         }
     }
@@ -991,6 +1035,18 @@ impl Actor {
             .spawn(async move { (task_id.clone(), game::run(ctx).await) }.instrument(span))
             .id();
         self.tasks.insert(task, id);
+    }
+}
+
+/// Resolves once the daemon is stopped, or, when the account has nothing in flight
+/// (`idle`), once it no longer runs (a drain).
+async fn halted(run_state: &mut watch::Receiver<RunState>, idle: bool) {
+    if run_state
+        .wait_for(|s| *s == RunState::Stopped || (idle && *s != RunState::Running))
+        .await
+        .is_err()
+    {
+        // The supervisor is gone: nothing will stop us more clearly than that.
     }
 }
 
