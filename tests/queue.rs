@@ -51,7 +51,8 @@ async fn busy(bot: &str, max_waiting: usize) -> (Sandbox, tempfile::TempDir, Run
 async fn start_daemon(sb: &Sandbox, dir: &Path, bot: &str, max_waiting: usize) -> Running {
     let text = ladder_toml(
         sb.base_url(),
-        "search_threads = 1\nmax_games = 4\nabort_after_s = 60\nshutdown_grace_s = 1\n",
+        "search_threads = 1\nmax_games = 4\nabort_after_s = 60\nshutdown_grace_s = 1\n\
+         status_interval_s = 1\n",
         &format!(
             "min_initial_s = 15\nmax_games = 1\naccept_bots = true\nmax_waiting = {max_waiting}\n"
         ),
@@ -128,6 +129,13 @@ async fn a_person_who_challenges_while_every_slot_is_busy_plays_when_one_frees()
             !is_answered(&sb, &bob),
             "Bob was answered while the slot was busy"
         );
+        // The status line counts him as waiting.
+        wait_log(
+            "the status line with Bob waiting",
+            Duration::from_secs(5),
+            |l| l.contains("status:") && l.contains("queue1 0 (1 playing, 1 queued)"),
+        )
+        .await;
 
         // The slot frees: Bob's challenge is accepted and his game starts.
         sb.act("ann", &first, Action::Resign).unwrap();

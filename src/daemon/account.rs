@@ -689,7 +689,7 @@ impl Actor {
         let status = AccountStatus {
             account: self.username.clone(),
             games_running: self.running.len(),
-            queued: self.reserved.len(),
+            queued: self.waiting.len(),
             games_today: self.today.today(&self.username, now),
             problem: self.problem.clone(),
             // Published only once the first connection attempt has an outcome.

@@ -12,7 +12,8 @@ use crate::logging::show_wait;
 pub struct AccountStatus {
     pub account: String,
     pub games_running: usize,
-    /// Accepted challenges waiting for a free game slot.
+    /// People's challenges waiting for a free game slot (the waiting list; an accepted
+    /// challenge whose game is about to start is not counted).
     pub queued: usize,
     /// Games finished since midnight UTC (see [`DailyTally`]).
     pub games_today: u32,
