@@ -255,6 +255,18 @@ impl OpenGames {
         });
     }
 
+    /// Forgets the accepted challenges of `account` that never became a game it played: the
+    /// account was removed and its actor has ended, so nothing will settle them.
+    pub fn forget_unplayed(&mut self, account: &str) -> io::Result<()> {
+        let before = self.games.len();
+        self.games
+            .retain(|_, g| g.played || !g.header.account.eq_ignore_ascii_case(account));
+        if self.games.len() != before {
+            self.persist()?;
+        }
+        Ok(())
+    }
+
     /// The game is recorded (or gone): forget it.
     pub fn close(&mut self, game_id: &GameId) -> io::Result<()> {
         self.claimed.remove(game_id);
@@ -355,6 +367,33 @@ pub(crate) mod tests {
         assert!(
             open.unclaimed("ladder-l3").is_empty(),
             "another account's game"
+        );
+    }
+
+    #[test]
+    fn a_removed_accounts_accepted_challenges_are_forgotten_and_its_games_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = state_path(&dir.path().join("results.jsonl"));
+        let mut open = OpenGames::load(&path, |_| false).unwrap();
+        let accepted = |id, account: &str| {
+            let mut game = OpenGame {
+                played: false,
+                ..open_game(id, 1)
+            };
+            game.header.account = account.into();
+            game
+        };
+        open.accept(accepted("g1", "Ladder-L2")).unwrap();
+        open.accept(accepted("g2", "Ladder-L3")).unwrap();
+        open.open(open_game("g3", 3)).unwrap();
+        open.forget_unplayed("ladder-l2").unwrap();
+        drop(open);
+        let open = OpenGames::load(&path, |_| false).unwrap();
+        let left: Vec<String> = open.games().map(|g| g.game_id.to_string()).collect();
+        assert_eq!(
+            left,
+            ["g2", "g3"],
+            "another account's, and a game it played"
         );
     }
 

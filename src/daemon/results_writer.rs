@@ -24,6 +24,7 @@ enum Request {
     Accept(Box<OpenGame>, oneshot::Sender<io::Result<()>>),
     Release(GameId),
     ReleaseAccount(String),
+    ForgetUnplayed(String),
     Forget(GameId, oneshot::Sender<io::Result<()>>),
     Unclaimed(String, oneshot::Sender<Vec<Unclaimed>>),
     All(oneshot::Sender<Vec<OpenGame>>),
@@ -98,6 +99,11 @@ pub fn start(path: &Path, site: &str) -> io::Result<(ResultsStub, ResultsWriter)
                     }
                     Request::Release(id) => open.release(&id),
                     Request::ReleaseAccount(account) => open.release_account(&account),
+                    Request::ForgetUnplayed(account) => {
+                        if let Err(e) = open.forget_unplayed(&account) {
+                            tracing::error!("cannot update the open games file: {e}");
+                        }
+                    }
                     Request::Forget(id, reply) => {
                         reply.send(open.close(&id)).ok();
                     }
@@ -159,6 +165,13 @@ impl ResultsStub {
     pub fn release_account(&self, account: &str) {
         self.tx
             .send(Request::ReleaseAccount(account.to_string()))
+            .ok();
+    }
+
+    /// Forgets the accepted challenges of a removed account that never became its games.
+    pub fn forget_unplayed(&self, account: &str) {
+        self.tx
+            .send(Request::ForgetUnplayed(account.to_string()))
             .ok();
     }
 
