@@ -1058,6 +1058,7 @@ fn refused_for_good(e: &LichessError) -> bool {
         LichessError::NotFound { .. }
             | LichessError::BadRequest { .. }
             | LichessError::Forbidden { .. }
+            | LichessError::Status { .. }
             | LichessError::BotLimit { .. }
             | LichessError::OpponentBotLimit { .. }
             | LichessError::RateLimited { .. }
