@@ -326,6 +326,25 @@ mod tests {
         pool.shutdown();
     }
 
+    #[tokio::test]
+    async fn a_search_that_panics_loses_its_reply_not_the_pools_thread() {
+        let pool = SearchPool::new(1).unwrap();
+        let h = pool.handle();
+        let mut doomed = job(1);
+        doomed.player.panic_on_choose = true;
+        assert!(
+            h.submit(doomed).await.is_err(),
+            "no reply from a panicked search"
+        );
+        // The pool's one thread still searches.
+        let done = tokio::time::timeout(Duration::from_secs(30), h.submit(job(2)))
+            .await
+            .expect("the pool's thread died with the search")
+            .unwrap();
+        assert!(done.result.best_move.is_some());
+        pool.shutdown();
+    }
+
     #[test]
     fn least_time_pops_first() {
         let mut heap = BinaryHeap::new();

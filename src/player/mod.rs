@@ -48,6 +48,9 @@ pub struct LevelPlayer {
     clock: Option<ClockLeft>,
     /// What the second look made of the last move chosen (`None`: a book move, or no look).
     last_verdict: Option<Verdict>,
+    /// Unit tests only: the next search panics (the daemon's search pool must outlive one).
+    #[cfg(test)]
+    pub(crate) panic_on_choose: bool,
 }
 
 impl LevelPlayer {
@@ -72,6 +75,8 @@ impl LevelPlayer {
             second_look,
             clock: None,
             last_verdict: None,
+            #[cfg(test)]
+            panic_on_choose: false,
         }
     }
 
@@ -116,6 +121,8 @@ impl LevelPlayer {
         observer: &mut dyn SearchObserver,
     ) -> SearchResult {
         self.last_verdict = None;
+        #[cfg(test)]
+        assert!(!self.panic_on_choose, "a search that panics (test)");
         if let Some(m) = book::book_move(game, self.params.level, self.seed) {
             // A book move is one a person of the level knows by heart: no search, an even score.
             return SearchResult {
