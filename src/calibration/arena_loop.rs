@@ -166,9 +166,9 @@ pub const GAP_TOLERANCE: f64 = 0.20;
 
 /// The level to give more games for an uneven gap: of the gaps more than [`GAP_TOLERANCE`]
 /// off the mean gap, worst first, the level of the pair further from its target relative to
-/// its interval, leaving out levels at the floor (more games cannot move them) and those that
-/// already have `cap` games. `None` when the gaps are even or nobody may play.
-pub fn gap_culprit(levels: &[LevelResult], at_floor: &[f64], cap: usize) -> Option<f64> {
+/// its interval, leaving out levels at the floor or the ceiling (more games cannot move them)
+/// and those that already have `cap` games. `None` when the gaps are even or nobody may play.
+pub fn gap_culprit(levels: &[LevelResult], pinned: &[f64], cap: usize) -> Option<f64> {
     if levels.len() < 3 {
         return None;
     }
@@ -189,7 +189,7 @@ pub fn gap_culprit(levels: &[LevelResult], at_floor: &[f64], cap: usize) -> Opti
         pair.sort_by(|a, b| z(b).total_cmp(&z(a)));
         if let Some(l) = pair
             .iter()
-            .find(|l| !at_floor.contains(&l.level) && l.games < cap)
+            .find(|l| !pinned.contains(&l.level) && l.games < cap)
         {
             return Some(l.level);
         }
@@ -449,13 +449,19 @@ impl Turn {
         let moves = levels
             .iter()
             .any(|u| cfg.levels.contains(&u.level) && u.status == super::update::Status::Moved);
-        let at_floor: Vec<f64> = levels
+        // Levels that cannot move the way they miss (at the floor or the ceiling).
+        let pinned: Vec<f64> = levels
             .iter()
-            .filter(|u| u.status == super::update::Status::AtFloor)
+            .filter(|u| {
+                matches!(
+                    u.status,
+                    super::update::Status::AtFloor | super::update::Status::AtCeiling
+                )
+            })
             .map(|u| u.level)
             .collect();
         let results = level_results(cfg, &self.cal, targets);
-        let gap_level = gap_culprit(&results, &at_floor, cfg.gap_games);
+        let gap_level = gap_culprit(&results, &pinned, cfg.gap_games);
         let played = self.records.len();
         // The batches in flight have written some of their games already: what counts
         // against the budget is what they have still to play.

@@ -70,6 +70,9 @@ pub enum Status {
     /// Too strong, but already as weak as the engine plays: below this exponent the node
     /// count, the noise and the chance of a blind move no longer change.
     AtFloor,
+    /// Too weak, but already as strong as the level plays: its nodes at the cap, its noise
+    /// under a centipawn, its humane model not following x (see [`at_ceiling`]).
+    AtCeiling,
 }
 
 impl Status {
@@ -81,6 +84,7 @@ impl Status {
             Status::NoTarget => "no target",
             Status::Held => "held (no slope)",
             Status::AtFloor => "at the floor (weakest possible)",
+            Status::AtCeiling => "at the ceiling (strongest possible)",
         }
     }
 }
@@ -209,6 +213,7 @@ pub fn propose(
         measured: &measured,
         gain: schedule.gain,
         floor: weakest_exponent(current),
+        current,
     };
     let mut steps: Vec<Step> = inputs
         .iter()
@@ -345,6 +350,7 @@ struct Stepper<'a> {
     slope: Option<f64>,
     gain: f64,
     floor: Option<f64>,
+    current: &'a Coefficients,
 }
 
 impl Stepper<'_> {
@@ -376,6 +382,9 @@ impl Stepper<'_> {
                         let elo =
                             (self.gain * miss).clamp(-config.max_step_elo, config.max_step_elo);
                         (x_new, status) = self.stop_at_floor(x, x + elo / local);
+                        if x_new > x && at_ceiling(self.current, input.level) {
+                            (x_new, status) = (x, Status::AtCeiling);
+                        }
                     }
                 }
             }
@@ -604,6 +613,21 @@ pub fn weakest_exponent(c: &Coefficients) -> Option<f64> {
         .unwrap_or(f64::INFINITY);
     // The level plays alike only where every one of them has stopped changing.
     Some(nodes.min(noise).min(blind).min(humane).min(clip))
+}
+
+/// Whether `level` already plays as strongly as more x can make it: its node count at full
+/// material is at `max_nodes` (every material's is then), its noise is under a centipawn,
+/// and its humane model's ratings are those it would have with more x. Pushing such a level
+/// up only replays it as the same player (its games stop counting: `plays_alike` compares
+/// the uncapped nodes) without ever reaching its target (version 117's level 12: 2634 at
+/// 1.64M nodes, 2585 at the 2M cap).
+pub fn at_ceiling(c: &Coefficients, level: f64) -> bool {
+    let now = LevelParams::new(c, level);
+    let mut more = c.clone();
+    more.offsets.insert(level_key(level), c.offset(level) + 1.0);
+    let after = LevelParams::new(&more, level);
+    let ratings = |p: &LevelParams| p.humane.as_deref().map(|(_, played)| *played);
+    now.nodes >= c.max_nodes && now.noise_cp < 1.0 && ratings(&now) == ratings(&after)
 }
 
 /// The non-decreasing sequence closest to `values` in least squares (pool adjacent violators).
@@ -1164,6 +1188,46 @@ mod tests {
         // Without a noise cap there is no floor: more noise always plays weaker.
         c.max_noise_cp = None;
         assert_eq!(weakest_exponent(&c), None);
+    }
+
+    #[test]
+    fn a_level_at_the_ceiling_that_is_too_weak_stays_put() {
+        let mut c = base();
+        // Level 3 pushed up until its noise is under a centipawn, its nodes over the cap.
+        let mut offset = 0.0;
+        while LevelParams::new(&c, 3.0).noise_cp >= 1.0 {
+            offset += 0.5;
+            assert!(offset < 50.0, "the noise never fell under a centipawn");
+            c.offsets.insert("3".into(), offset);
+        }
+        let inputs: Vec<_> = (1..=3)
+            .map(|l| LevelInput {
+                level: l as f64,
+                target: Some(300.0 + 200.0 * l as f64),
+                // Level 3 far too weak for its target; the others on target.
+                estimate: est(
+                    300.0 + 200.0 * l as f64 - if l == 3 { 300.0 } else { 0.0 },
+                    20.0,
+                    200,
+                ),
+            })
+            .collect();
+        // Below the cap more x buys more nodes: it moves up.
+        c.max_nodes = LevelParams::new(&c, 3.0).nodes * 4;
+        assert!(!at_ceiling(&c, 3.0));
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[2].status, Status::Moved);
+        // At the cap nothing more x changes makes it stronger: it stays, and plays as before.
+        c.max_nodes = LevelParams::new(&c, 3.0).nodes / 2;
+        assert!(at_ceiling(&c, 3.0));
+        let p = propose(&c, &inputs, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[2].status, Status::AtCeiling);
+        assert!(plays_alike(&c, &p.coefficients, 3.0));
+        // Too strong there, it still moves down.
+        let mut strong = inputs.clone();
+        strong[2].estimate = est(1200.0, 20.0, 200);
+        let p = propose(&c, &strong, &UpdateConfig::default(), "t").unwrap();
+        assert_eq!(p.levels[2].status, Status::Moved);
     }
 
     #[test]
