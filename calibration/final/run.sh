@@ -43,6 +43,11 @@
 #     its rate) and top_chance = 0.5 (was 0.25: levels 11-12 err more, bought back with the
 #     network's headroom). Levels 4-12 replay (4-5 only for their time-trouble chance of
 #     ~1e-4), levels 1-3 keep their games; budget 16400.
+#   - version 119 (stop 65) is version 117's parameters again: version 117 had put level 12 at
+#     the node cap (2M; 2634 at 1.64M nodes, 2573-2595 at the cap) and version 118 moved it on,
+#     which plays alike but replays; from version 119 the loop leaves a level at the ceiling
+#     where it is (`update::at_ceiling`), so level 12 keeps its games at version 117's
+#     parameters and is rated as the headroom allows.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -55,7 +60,8 @@
 # `plays_alike` lets levels 5-6 keep their games; from version 85 one that reads
 # `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp;
 # from version 112 one that reads five_plies_from_rating; from version 115 one with network 7
-# (`ladder bench --network 7` 408498) that reads check_nodes). CONCURRENCY: games of one batch at once
+# (`ladder bench --network 7` 408498) that reads check_nodes; from version 119 one with
+# `update::at_ceiling`, from the commit that wrote version 119 on). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}
