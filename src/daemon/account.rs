@@ -336,10 +336,7 @@ impl Actor {
     /// nothing in flight (no game, reservation or answer) a drain stops it too.
     async fn connect_unless_stopped(&mut self) -> Option<Result<(), Trouble>> {
         let mut run_state = self.ctx.run_state.clone();
-        let idle = self.running.is_empty()
-            && self.games.is_empty()
-            && self.reserved.is_empty()
-            && self.answers.is_empty();
+        let idle = self.nothing_in_flight();
         tokio::select! {
             checked = self.connect() => Some(checked),
             () = halted(&mut run_state, idle) => None,
@@ -409,10 +406,7 @@ impl Actor {
         let mut run_state = self.ctx.run_state.clone();
         // Opening waits out the open budget and 429 pauses (minutes at worst): a stop must
         // not wait for it.
-        let idle = self.running.is_empty()
-            && self.games.is_empty()
-            && self.reserved.is_empty()
-            && self.answers.is_empty();
+        let idle = self.nothing_in_flight();
         let client = self.client().clone();
         let opened = tokio::select! {
             opened = client.stream_events() => opened,
@@ -477,14 +471,17 @@ impl Actor {
     fn should_exit(&self) -> bool {
         match *self.ctx.run_state.borrow() {
             RunState::Running => false,
-            RunState::Draining | RunState::Ending => {
-                self.running.is_empty()
-                    && self.games.is_empty()
-                    && self.reserved.is_empty()
-                    && self.answers.is_empty()
-            }
+            RunState::Draining | RunState::Ending => self.nothing_in_flight(),
             RunState::Stopped => true,
         }
+    }
+
+    /// No game running or about to start, and no answer on its way.
+    fn nothing_in_flight(&self) -> bool {
+        self.running.is_empty()
+            && self.games.is_empty()
+            && self.reserved.is_empty()
+            && self.answers.is_empty()
     }
 
     /// Waits out a pause while still reaping finished games and publishing the status.
@@ -781,7 +778,6 @@ impl Actor {
             return;
         }
         let client = connected.client.clone();
-        self.answered.insert(c.id.clone(), Instant::now());
         let facts = facts_of(&c);
         let settings = Arc::clone(&self.ctx.settings.borrow());
         let decision = policy::decide(

@@ -533,14 +533,12 @@ impl Life {
         };
         let settings = match self.config.account(&key) {
             Some(account) if self.state == RunState::Running => settings_of(&self.config, account),
-            Some(_) => {
-                self.slots.remove(&key);
-                return;
-            }
-            None => {
-                // Removed by a reload: an accepted challenge of its that never became a game
-                // has nobody to settle it now.
-                self.starter.results.forget_unplayed(&key);
+            listed => {
+                if listed.is_none() {
+                    // Removed by a reload: an accepted challenge of its that never became a
+                    // game has nobody to settle it now.
+                    self.starter.results.forget_unplayed(&key);
+                }
                 self.slots.remove(&key);
                 return;
             }

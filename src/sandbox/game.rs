@@ -332,7 +332,7 @@ impl SandboxGame {
     /// `forceResignable` and `drawable`): it has a clock and is past the plies it could still
     /// be aborted in.
     pub fn claimable(&self) -> bool {
-        self.clock().is_some() && self.moves.len() >= 2 && !self.is_over()
+        self.clock_running() && !self.is_over()
     }
 
     /// `claim-victory` after the opponent left: the claimer wins by `timeout`, or draws where
