@@ -1082,8 +1082,10 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
     };
     // The humane model: the same knobs (its line, and where its rating comes from, aside) and
     // the same rating at the level; the top's stumbles only where the level may stumble, the
-    // notice threshold the level plays by (a band's edges elsewhere change nothing here), and
-    // the plies a stumbling level looks at its rating, not where the 5-ply look starts.
+    // notice threshold the level plays by (a band's edges elsewhere change nothing here), the
+    // chance of a stumble at its rating (not the ramps, taper and summit that make it: a
+    // summit above the level leaves it alone), and the plies a stumbling level looks at its
+    // rating, not where the 5-ply look starts.
     let knobs = |p: &LevelParams| {
         p.humane
             .as_deref()
@@ -1099,7 +1101,13 @@ pub fn plays_alike(a: &Coefficients, b: &Coefficients, level: f64) -> bool {
                     // What it changes is the habits' rating, compared below.
                     habits_at_target: false,
                     stumble: stumble.map(|s| StumbleCoefficients {
+                        chance: s.chance_at(rating, 1.0),
+                        from_rating: 0.0,
+                        width: 1.0,
+                        top_from_rating: None,
+                        top_chance: None,
                         five_plies_from_rating: None,
+                        summit: None,
                         ..s
                     }),
                     notice_cp: h.notice_cp_at(rating),
@@ -1535,6 +1543,38 @@ pub(crate) mod tests {
         );
         let clipped = Coefficients::parse(&text, "c.toml").unwrap();
         (shipped, clipped, text)
+    }
+
+    /// A summit above level 11's model rating (2550) lowers level 12's stumbles (2760) and
+    /// leaves every other level playing as it did, keeping its games: `plays_alike` compares
+    /// the chance a level plays by, not the tables that make it. Written back; a bad key is
+    /// named with its line.
+    #[test]
+    fn a_summit_replays_only_the_levels_above_its_start() {
+        const V117: &str = include_str!("../calibration/history/coefficients-v117.toml");
+        let before = Coefficients::parse(V117, "v117").unwrap();
+        let summit =
+            "[humane.stumble.summit]\nfrom_rating = 2600.0\nrating = 2760.0\nchance = 0.2\n";
+        let text = V117.replace("[humane.notice]", &format!("{summit}\n[humane.notice]"));
+        let after = Coefficients::parse(&text, "after").unwrap();
+        for level in (1..=12).map(f64::from) {
+            assert_eq!(
+                plays_alike(&before, &after, level),
+                level != 12.0,
+                "level {level}"
+            );
+        }
+        let stumble = |c: &Coefficients| c.humane.unwrap().stumble.unwrap();
+        let again = Coefficients::parse(&after.to_toml(), "again").unwrap();
+        assert_eq!(stumble(&again), stumble(&after));
+        assert!(stumble(&again).summit.is_some());
+        let bad = text.replace("rating = 2760.0", "rating = 2500.0");
+        let err = refusal(&bad);
+        let line = line_of(&bad, "rating = 2500.0");
+        assert!(
+            err.starts_with(&format!("c.toml:{line}: humane.stumble.summit.rating:")),
+            "{err}"
+        );
     }
 
     /// A later 5-ply look moves only the levels whose model rating lies between Rodent's 2300

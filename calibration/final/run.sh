@@ -48,6 +48,11 @@
 #     which plays alike but replays; from version 119 the loop leaves a level at the ceiling
 #     where it is (`update::at_ceiling`), so level 12 keeps its games at version 117's
 #     parameters and is rated as the headroom allows.
+#   - version 120 (stop 66) is version 119 with the stumbles' summit ([humane.stumble.summit]:
+#     from a model rating of 2600 the chance falls in a straight line to 0.2 at 2760): level
+#     12 stood at 2563-2595 at the cap with the top's chance of 0.5 (version 114's level 12,
+#     at 0.25 and 855k nodes, 2754 over 729 games), and no search is left above the cap to buy
+#     that back. Level 11 (model 2550) plays as before and keeps its games; level 12 replays.
 # It plays against the anchors as calibration/humane-network/run.sh did (the same loop, shape,
 # anchors and settings), starting from that run's games: the levels that play as they did
 # (levels 1-3, where the model rating is the line's as before) keep theirs; the others play
@@ -61,7 +66,9 @@
 # `habits_at_target`; from version 96 one that reads the clip by x; from version 108 the clip by x in cp;
 # from version 112 one that reads five_plies_from_rating; from version 115 one with network 7
 # (`ladder bench --network 7` 408498) that reads check_nodes; from version 119 one with
-# `update::at_ceiling`, from the commit that wrote version 119 on). CONCURRENCY: games of one batch at once
+# `update::at_ceiling`, from the commit that wrote version 119 on; from version 120 one that
+# reads the summit and compares a level's stumbles by its chance, from the commit that wrote
+# version 120 on). CONCURRENCY: games of one batch at once
 # (default 2); further arguments go to the loop (e.g. --parallel-levels 2).
 set -euo pipefail
 LADDER=${LADDER:-target/release/ladder}

@@ -23,6 +23,12 @@
 //!   `top_chance`: each extra big loss per 100 moves costs a level about 150 Elo, which the
 //!   top buys back with search, and the highest levels have less search above them to buy it
 //!   with than their targets need (issue 33: "levels 11–12 as the headroom allows").
+//! - **Less again at the summit** — from `[humane.stumble.summit]`'s `from_rating` (optional)
+//!   the chance moves in a straight line to its `chance` at its `rating`: the highest level has
+//!   no search left above it (version 119's level 12 at the 2M node cap played ~2575 against
+//!   2760 with the top's chance of 0.5; version 114's, at 0.25, 2754). Straight rather than
+//!   logistic so that below `from_rating` the chance is exactly the top's: the level beneath
+//!   plays as it did and keeps its calibration games.
 //! - **More in time trouble** — times the humane model's clock factor (Lichess's low-time alarm).
 //! - **Never away from what the player does not forget** — a chosen recapture, pawn's capture,
 //!   short capture, queen promotion or way out of check stands as far as Rodent's protections
@@ -75,6 +81,47 @@ pub struct StumbleCoefficients {
     /// mostly a move of about the same value, not the master's deeper error.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub check_nodes: Option<u64>,
+    /// The chance at the summit (absent: the top's all the way up; a table, so last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summit: Option<Summit>,
+}
+
+/// The `[humane.stumble.summit]` table: the chance moves in a straight line from what it is
+/// at `from_rating` (the top's) to `chance` at `rating`, and stays there above.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Summit {
+    pub from_rating: f64,
+    pub rating: f64,
+    pub chance: f64,
+}
+
+impl Summit {
+    /// `below` (the chance without the summit) at `rating`, moved toward the summit's chance;
+    /// exactly `below` at `from_rating` and under it.
+    fn blend(&self, rating: f64, below: f64) -> f64 {
+        if rating <= self.from_rating {
+            return below;
+        }
+        let along = ((rating - self.from_rating) / (self.rating - self.from_rating)).min(1.0);
+        below + (self.chance - below) * along
+    }
+
+    fn problem(&self) -> Option<(&'static str, &'static str)> {
+        if !self.from_rating.is_finite() {
+            return Some(("humane.stumble.summit.from_rating", "must be a number"));
+        }
+        if !(self.rating.is_finite() && self.rating > self.from_rating) {
+            return Some((
+                "humane.stumble.summit.rating",
+                "must be a number above humane.stumble.summit.from_rating",
+            ));
+        }
+        if !(self.chance.is_finite() && (0.0..=1.0).contains(&self.chance)) {
+            return Some(("humane.stumble.summit.chance", "must be in [0, 1]"));
+        }
+        None
+    }
 }
 
 /// One move a level is about to play: what a stumble needs to know of it.
@@ -173,6 +220,7 @@ impl StumbleCoefficients {
             )),
             _ => None,
         })
+        .or_else(|| self.summit.and_then(|summit| summit.problem()))
     }
 
     /// The plies the look of a player rated `rating` sees ([`sight_plies`], with this table's
@@ -192,6 +240,7 @@ impl StumbleCoefficients {
             Some((from, top)) => self.chance + (top - self.chance) * ramp(rating, from, self.width),
             None => self.chance,
         };
+        let chance = self.summit.map_or(chance, |s| s.blend(rating, chance));
         (chance * ramp(rating, self.from_rating, self.width) * clock_factor).min(1.0)
     }
 
@@ -282,6 +331,7 @@ pub(crate) mod tests {
             top_chance: None,
             five_plies_from_rating: None,
             check_nodes: None,
+            summit: None,
         }
     }
 
@@ -338,6 +388,38 @@ pub(crate) mod tests {
             ..tapered
         };
         assert!(raised.chance_at(3000.0, 1.0) > 0.59);
+    }
+
+    #[test]
+    fn the_chance_falls_again_at_the_summit_and_not_below_it() {
+        let top = StumbleCoefficients {
+            chance: 1.0,
+            from_rating: 1700.0,
+            top_from_rating: Some(2450.0),
+            top_chance: Some(0.5),
+            ..knobs()
+        };
+        let summit = StumbleCoefficients {
+            summit: Some(Summit {
+                from_rating: 2600.0,
+                rating: 2760.0,
+                chance: 0.2,
+            }),
+            ..top
+        };
+        // The level beneath the summit plays exactly as without it (its games still count).
+        for rating in [1500.0, 2130.0, 2550.0, 2600.0] {
+            assert_eq!(summit.chance_at(rating, 1.0), top.chance_at(rating, 1.0));
+            assert_eq!(summit.chance_at(rating, 2.5), top.chance_at(rating, 2.5));
+        }
+        // Falling all the way to the summit's chance, and staying there.
+        let at = |r: f64| summit.chance_at(r, 1.0);
+        assert!(at(2650.0) < top.chance_at(2650.0, 1.0));
+        assert!(at(2700.0) < at(2650.0) && at(2700.0) > 0.2);
+        assert!((at(2760.0) - 0.2).abs() < 1e-3);
+        assert!((at(3000.0) - 0.2).abs() < 1e-3);
+        // The clock still counts at the summit.
+        assert!(summit.chance_at(2760.0, 2.5) > 2.0 * at(2760.0));
     }
 
     #[test]
@@ -401,6 +483,27 @@ pub(crate) mod tests {
                 ..k
             }),
             Some("humane.stumble.check_nodes")
+        );
+        let summit = |from_rating: f64, rating: f64, chance: f64| StumbleCoefficients {
+            summit: Some(Summit {
+                from_rating,
+                rating,
+                chance,
+            }),
+            ..k
+        };
+        assert_eq!(named(summit(2600.0, 2760.0, 0.2)), None);
+        assert_eq!(
+            named(summit(f64::NAN, 2760.0, 0.2)),
+            Some("humane.stumble.summit.from_rating")
+        );
+        assert_eq!(
+            named(summit(2600.0, 2600.0, 0.2)),
+            Some("humane.stumble.summit.rating")
+        );
+        assert_eq!(
+            named(summit(2600.0, 2760.0, 1.2)),
+            Some("humane.stumble.summit.chance")
         );
     }
 
