@@ -165,6 +165,10 @@ pub mod fault {
     pub const ABANDONED: &str = "abandoned";
     /// Won (or drawn) by a claim after the opponent left the game (`opponentGone`).
     pub const OPPONENT_GONE: &str = "opponent_gone";
+    /// Lost (or drawn) by the opponent's claim while the daemon played the game: Lichess
+    /// found our side gone (a bot is gone once its game stream has been down for the wait
+    /// Lichess gives, e.g. while it reconnects through a 429 pause or a network fault).
+    pub const CLAIMED_AGAINST: &str = "claimed_against";
     /// Ended before the daemon took the game up: its `gameStart` never came (a lost event
     /// stream, a restart between the accept and the start), so we never moved in it.
     pub const NOT_PLAYED: &str = "not_played";

@@ -29,7 +29,7 @@ use ladder::config::Config;
 use ladder::lichess::{
     ChallengeColor, ChatRoom, ClientConfig, GameId, GameStatus, OpenBudgetPolicy, ReconnectPolicy,
 };
-use ladder::results::read_results;
+use ladder::results::{GameRecord, Outcome, read_results};
 use ladder::sandbox::{AccountConfig, Action, ChallengeSpec, GameSummary, Sandbox};
 
 const TEST_TIMEOUT: Duration = Duration::from_secs(90);
@@ -308,19 +308,109 @@ async fn a_refused_claim_is_tried_again_until_lichess_allows_it() {
         let id = open_game_with_alice(&sb, "reclaim1").await;
         sb.refuse_next_claims(&id, 2);
         alice_leaves_and_is_claimed_against(&sb, &id, Duration::from_secs(20)).await;
-        // The record follows the game's end: wait for it.
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
-        let record = loop {
-            let records = read_results(std::slice::from_ref(&run.results))
-                .map(|r| r.records)
-                .unwrap_or_default();
-            if let Some(r) = records.into_iter().find(|r| r.game_id == id) {
-                break r;
-            }
-            assert!(tokio::time::Instant::now() < deadline, "never recorded");
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        };
+        let record = record_of(&run, &id).await;
         assert_eq!(record.fault_kind(), Some("opponent_gone"), "{record:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// The record of game `id` in the daemon's results file, once written (it follows the game's
+/// end).
+async fn record_of(run: &Running, id: &GameId) -> GameRecord {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let records = read_results(std::slice::from_ref(&run.results))
+            .map(|r| r.records)
+            .unwrap_or_default();
+        if let Some(r) = records.into_iter().find(|r| r.game_id == *id) {
+            return r;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "never recorded");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Lichess finds the bot gone (here marked so while the bot's answers are held up) and Alice
+/// claims the game on the bot's turn: the record says how it was lost (a fault: no strength
+/// in it), not a plain loss that would count against the level.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_game_claimed_against_the_bot_is_recorded_with_a_fault() {
+    bounded(async {
+        let bots = ["gone1"];
+        let (sb, _dir, run) = playing(&bots, &[], quick, ABORT_AFTER_S).await;
+        let id = open_game_with_alice(&sb, "gone1").await;
+        // The bot's reply to her next move is held up: it is still its turn when she claims.
+        sb.delay_responses(
+            "gone1",
+            Duration::from_secs(2),
+            Some(Duration::from_secs(3)),
+        );
+        sb.play_move("alice", &id, "d2d4").unwrap();
+        sb.set_gone(&id, "gone1", true, Duration::ZERO).unwrap();
+        sb.act("alice", &id, Action::ClaimVictory).unwrap();
+        let game = sb.game(&id).unwrap();
+        assert_eq!(game.status, GameStatus::Timeout, "{game:?}");
+        let record = record_of(&run, &id).await;
+        assert_eq!(record.result, Outcome::Loss, "{record:?}");
+        assert_eq!(record.fault_kind(), Some("claimed_against"), "{record:?}");
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// Alice leaves and comes back before the bot may claim: lila then says nothing (it tells of a
+/// return only after an absence long enough to be claimed), so the countdown the bot heard
+/// simply stops. The bot claims at most twice (each refused claim reloads her board) and the
+/// game goes on; it used to claim every 3 s, twenty times.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_opponent_back_before_the_claim_is_not_claimed_against_again_and_again() {
+    bounded(async {
+        let bots = ["back1"];
+        let (sb, _dir, run) = playing(&bots, &[], quick, ABORT_AFTER_S).await;
+        let id = open_game_with_alice(&sb, "back1").await;
+        sb.set_gone(&id, "alice", true, Duration::from_secs(2))
+            .unwrap();
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        sb.set_gone(&id, "alice", false, Duration::ZERO).unwrap();
+        tokio::time::sleep(Duration::from_secs(12)).await;
+        let claims = sb
+            .requests_of("back1")
+            .into_iter()
+            .filter(|(_, path)| path.contains("/claim-"))
+            .count();
+        assert!(claims <= 2, "{claims} claims");
+        assert_eq!(sb.game(&id).unwrap().status, GameStatus::Started);
+        stop_now(run).await;
+    })
+    .await;
+}
+
+/// The first-move abort fails (every answer to the bot is a 500 for 4 s, past the client's
+/// retries): it is made again after another wait, and the game Alice never moves in ends
+/// aborted instead of holding a slot for good (lila never ends such a game by itself).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_first_move_abort_is_made_again() {
+    bounded(async {
+        let bots = ["abort1"];
+        let (sb, _dir, run) = playing(&bots, &[], quick, 2).await;
+        let id = alice_challenges(&sb, "abort1", ChallengeColor::White);
+        sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
+            w.games
+                .get(&id)
+                .filter(|e| e.streams.contains_key("abort1"))
+                .map(|_| ())
+        })
+        .await
+        .unwrap();
+        sb.fail_for("abort1", Duration::from_secs(4), 500);
+        wait_log("the abort failing", Duration::from_secs(8), |l| {
+            l.contains(&format!("game={id}")) && l.contains("abort") && l.contains("trying again")
+        })
+        .await;
+        let games = sb.wait_finished(1, Duration::from_secs(15)).await.unwrap();
+        let game = games.iter().find(|g| g.id == id).unwrap();
+        assert_eq!(game.status, GameStatus::Aborted, "{game:?}");
         stop_now(run).await;
     })
     .await;

@@ -8,7 +8,8 @@
 //! any other running on Lichess for the next start to resume (never resigning a game for the
 //! operator's sake), claims the win (or, where the level's conduct would take a
 //! draw, the draw) once Lichess allows it after the opponent left (`opponentGone` with
-//! `claimWinInSeconds`; a refused claim is tried again every few seconds), logs every chat line
+//! `claimWinInSeconds`, re-armed by each one; a refused claim is tried once more, then again
+//! only when Lichess says the opponent is still gone), logs every chat line
 //! and answers chat commands in their room (`player::chat_commands`), and writes the game's
 //! record once — with a fault when a loss on time
 //! came from a 429 pause, the game was aborted by the shutdown or won by the opponent leaving.
@@ -32,7 +33,7 @@ use crate::lichess::{
 };
 use crate::player::LevelPlayer;
 use crate::player::think::{PositionFacts, ThinkClock, ThinkSettings, Thinker, wait_after_search};
-use crate::results::{AfterRestart, GameRecord, fault};
+use crate::results::{AfterRestart, GameRecord, Outcome, fault};
 
 use super::open_games::OpenGame;
 use super::pool::{PoolHandle, SearchDone, SearchJob};
@@ -42,7 +43,7 @@ use super::shutdown::{RunState, grace_over, sleep_or_stop, stopped};
 use super::tracker::{Action, GameSetup, Tracker};
 use crate::logging::show_duration;
 use crate::player::chat::{LEAVE_CHAT, RESIGN_CHAT, TAKEBACKS_USED_CHAT, chat_line};
-use crate::player::chat_commands::{ChatDesk, Command, LevelFacts, Reply, WAIT_EXTENSION};
+use crate::player::chat_commands::{ChatDesk, Command, LevelFacts, WAIT_EXTENSION};
 use crate::player::clock::{ClockInput, think_time, urgency_ms};
 use crate::player::conduct::Conduct;
 use crate::unix_time::unix_ms;
@@ -159,6 +160,9 @@ struct GameActor {
     greeted: bool,
     greet_due: bool,
     abort_sent: bool,
+    /// A first-move abort that failed for a while (5xx, network, 429) is made again then:
+    /// Lichess never ends a challenge game nobody moves in by itself.
+    abort_again_at: Option<Instant>,
     /// Game-stream refusals in a row (not found, token, forbidden).
     refusals: usize,
     run_state: watch::Receiver<RunState>,
@@ -173,14 +177,16 @@ struct GameActor {
     /// Set once we aborted the game ourselves at the end of the grace period: the fault to
     /// record.
     ended_by_shutdown: Option<String>,
-    /// The opponent left: when Lichess lets us claim the game (`claimWinInSeconds`).
+    /// The opponent left: when Lichess lets us claim the game (`claimWinInSeconds` of its
+    /// latest `opponentGone`).
     claim_at: Option<tokio::time::Instant>,
     /// Set once we claimed the game after the opponent left: the fault to record.
     claimed: Option<String>,
     /// Claims made since the opponent left (Lichess refuses one before it allows it, and
-    /// answers one that ended nothing with 200 too): each is tried again after
-    /// [`CLAIM_RETRY`] until the game ends, up to [`CLAIM_TRIES`].
-    claim_refusals: u32,
+    /// answers one that ended nothing with 200 too): the first is tried again after
+    /// [`CLAIM_RETRY`], the others when Lichess says again that the opponent is gone, up to
+    /// [`CLAIM_TRIES`].
+    claims: u32,
     /// The game's answers to chat commands.
     desk: ChatDesk,
     /// An answer to a chat command, to say (in its room) once the wake is handled.
@@ -189,10 +195,20 @@ struct GameActor {
     abort_extension: Duration,
 }
 
-/// How long after a refused claim the game is claimed again (our move is made meanwhile, and
-/// Lichess's own wait may not have been over).
+/// The longest wait before a failed first-move abort is made again (at most the abort's own
+/// wait).
+const ABORT_AGAIN_AFTER: Duration = Duration::from_secs(30);
+
+/// How long after the first refused claim the game is claimed again (Lichess's wait may end a
+/// moment after ours: it counts in whole seconds), and how long a claim due on our turn waits
+/// for our move.
 const CLAIM_RETRY: Duration = Duration::from_secs(3);
-/// How many claims are tried before the opponent's clock is left to decide (it runs out).
+/// How many claims are made before the opponent's clock is left to decide (it runs out).
+/// After the first two, a claim waits for Lichess's word: lila repeats `opponentGone` with
+/// `claimWinInSeconds: 0` every round tick (5 s) while the opponent is gone for good, and
+/// says nothing when they came back before that (`RoundAsyncActor.Player.setOnline` tells
+/// `gone: false` only after a long absence), while each refused claim reloads the game on the
+/// opponent's board (`ResignForce` answers `Event.Reload`).
 const CLAIM_TRIES: u32 = 20;
 
 impl GameActor {
@@ -212,6 +228,7 @@ impl GameActor {
             greeted: false,
             greet_due: false,
             abort_sent: false,
+            abort_again_at: None,
             refusals: 0,
             run_state: ctx.run_state.clone(),
             grace_state: ctx.run_state.clone(),
@@ -221,7 +238,7 @@ impl GameActor {
             ended_by_shutdown: None,
             claim_at: None,
             claimed: None,
-            claim_refusals: 0,
+            claims: 0,
             desk: ChatDesk::default(),
             chat_reply: None,
             abort_extension: Duration::ZERO,
@@ -321,7 +338,8 @@ impl GameActor {
     /// Waits for the next thing to act on: a stream event, a search's result, the end of a
     /// think-time wait, the abort or claim timers, the end of the grace period, the stop.
     async fn next_wake(&mut self, stream: &mut Reader<GameEvent>) -> Wake {
-        let abort_due = self.state_at + self.ctx.abort_after + self.abort_extension;
+        let abort_due = (self.state_at + self.ctx.abort_after + self.abort_extension)
+            .max(self.abort_again_at.unwrap_or(self.state_at));
         let abort_armed = !self.abort_sent
             && self.ended_by_shutdown.is_none()
             && self.tracker.awaiting_opponent_first_move();
@@ -367,8 +385,15 @@ impl GameActor {
                     "opponent made no first move in {}: aborting",
                     show_duration(self.ctx.abort_after)
                 );
-                if let Err(e) = self.ctx.client.abort(&self.id).await {
-                    tracing::warn!("abort: {e}");
+                match self.ctx.client.abort(&self.id).await {
+                    Err(e) if e.is_transient() => {
+                        let again = self.ctx.abort_after.min(ABORT_AGAIN_AFTER);
+                        tracing::warn!("abort: {e}: trying again in {}", show_duration(again));
+                        self.abort_sent = false;
+                        self.abort_again_at = Some(Instant::now() + again);
+                    }
+                    Err(e) => tracing::warn!("abort: {e}"),
+                    Ok(()) => {}
                 }
                 Ok(Vec::new())
             }
@@ -384,21 +409,24 @@ impl GameActor {
                 // Until the stream says the game is over, a claim may have ended nothing: the
                 // next try asks the level's conduct again (win or draw), the position having
                 // moved on.
-                self.claim_refusals += 1;
+                self.claims += 1;
                 self.claimed = claimed.or(self.claimed.take());
-                if self.claim_refusals < CLAIM_TRIES {
+                if self.claims >= CLAIM_TRIES {
+                    tracing::warn!(
+                        "{} claims made: the opponent's clock decides the game",
+                        self.claims
+                    );
+                } else if self.claims == 1 {
                     if self.claimed.is_none() {
                         tracing::info!(
-                            "claim refused ({} so far): trying again in {}",
-                            self.claim_refusals,
+                            "claim refused: trying again in {}",
                             show_duration(CLAIM_RETRY)
                         );
                     }
                     self.claim_at = Some(tokio::time::Instant::now() + CLAIM_RETRY);
-                } else {
-                    tracing::warn!(
-                        "claim refused {} times: the opponent's clock decides the game",
-                        self.claim_refusals
+                } else if self.claimed.is_none() {
+                    tracing::info!(
+                        "claim refused again: claiming when Lichess says the opponent is still gone"
                     );
                 }
                 Ok(Vec::new())
@@ -457,14 +485,17 @@ impl GameActor {
                     .map_err(|e| GameExit::Failed(e.to_string()))
             }
             Ok(GameEvent::OpponentGone(gone)) => {
+                // Each word from Lichess re-arms the claim (it repeats the count every few
+                // seconds, and says 0 once the opponent is gone for good).
                 self.claim_at = match (gone.gone, gone.claim_win_in_seconds) {
-                    (true, Some(wait)) if self.claim_at.is_none() => {
-                        self.claim_refusals = 0;
+                    (true, Some(wait)) if self.claims < CLAIM_TRIES => {
                         let wait = Duration::from_secs(u64::from(wait));
-                        tracing::info!(
-                            "opponent gone: claiming the game in {}",
-                            show_duration(wait)
-                        );
+                        if self.claim_at.is_none() && self.claims == 0 {
+                            tracing::info!(
+                                "opponent gone: claiming the game in {}",
+                                show_duration(wait)
+                            );
+                        }
                         Some(tokio::time::Instant::now() + wait)
                     }
                     (true, _) => {
@@ -473,6 +504,7 @@ impl GameActor {
                     }
                     (false, _) => {
                         tracing::info!("opponent back");
+                        self.claims = 0;
                         None
                     }
                 };
@@ -507,25 +539,25 @@ impl GameActor {
             return;
         };
         let awaiting = self.tracker.awaiting_opponent_first_move() && !self.abort_sent;
-        let reply = self.desk.answer(
+        // Only the players write in the players' room; not ours, the line is the opponent's.
+        let from_opponent = line.room == ChatRoom::Player;
+        let answer = self.desk.answer(
             &command,
             &self.ctx.level_facts,
+            from_opponent,
             awaiting,
             std::time::Instant::now(),
         );
-        let text = match reply {
-            None => return,
-            Some(Reply::Say(text)) => text,
-            Some(Reply::Extend(text)) => {
-                self.abort_extension = WAIT_EXTENSION;
-                tracing::info!(
-                    "the opponent asked to wait: the first-move abort comes {} later",
-                    show_duration(WAIT_EXTENSION)
-                );
-                text
-            }
-        };
-        self.chat_reply = Some((line.room, text));
+        if answer.extend {
+            self.abort_extension = WAIT_EXTENSION;
+            tracing::info!(
+                "the opponent asked to wait: the first-move abort comes {} later",
+                show_duration(WAIT_EXTENSION)
+            );
+        }
+        if let Some(text) = answer.say {
+            self.chat_reply = Some((line.room, text));
+        }
     }
 
     /// A search came back: the player returns, and the move is played now or after the
@@ -677,9 +709,22 @@ impl GameActor {
             self.our_turn_since.map(|(_, since)| since),
             &self.ctx.client,
         );
-        // Won (or drawn) because the opponent left: no strength in it.
+        // Won (or drawn) because the opponent left, or lost (or drawn) because Lichess found
+        // us gone and the opponent claimed it: no strength in either.
         if record.fault.is_none() && record.status == "timeout" {
-            record.fault.clone_from(&self.claimed);
+            record.fault = match &self.claimed {
+                Some(ours) => Some(ours.clone()),
+                None if matches!(record.result, Outcome::Loss | Outcome::Draw) => {
+                    Some(fault::text(
+                        fault::CLAIMED_AGAINST,
+                        &format!(
+                            "{} by the opponent's claim: Lichess found our game stream gone",
+                            record.result
+                        ),
+                    ))
+                }
+                None => None,
+            };
         }
         tracing::info!(
             result = %record.result,

@@ -1,9 +1,10 @@
 //! The chat commands people expect of a Lichess bot (lichess-bot has them): `!help`, `!level`
 //! (the level, its target and rating, what it plays like) and `!wait` (more time before the
-//! first-move abort, once a game); an unknown command is answered once, politely. What a
-//! game's [`ChatDesk`] answers is built from the level's numbers and fixed sentences only —
-//! never the sender's text, a token or a path — and is rate-limited per game. Pure: the
-//! caller passes the time and carries out the answer (to the room the command came from).
+//! first-move abort, once a game, for the opponent only); an unknown command is answered once,
+//! politely. What a game's [`ChatDesk`] answers is built from the level's numbers and fixed
+//! sentences only — never the sender's text, a token or a path — and is rate-limited per game;
+//! the limit holds back what is said, never the wait granted. Pure: the caller passes the time
+//! and carries out the answer (to the room the command came from).
 
 use std::time::{Duration, Instant};
 
@@ -52,12 +53,13 @@ pub struct LevelFacts {
 }
 
 /// What the game actor does about a command.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Reply {
-    /// Say this (in the room the command came from).
-    Say(String),
-    /// Say this and give the opponent [`WAIT_EXTENSION`] more before the first-move abort.
-    Extend(String),
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Answer {
+    /// Give the opponent [`WAIT_EXTENSION`] more before the first-move abort.
+    pub extend: bool,
+    /// Say this (in the room the command came from); `None` when the game's answers are
+    /// spent or come too fast.
+    pub say: Option<String>,
 }
 
 /// One game's answers to chat commands: what was answered, and when.
@@ -70,52 +72,57 @@ pub struct ChatDesk {
 }
 
 impl ChatDesk {
-    /// The reply to `command`, or `None` when the game's answers are spent or come too fast
-    /// (the command is then ignored). `awaiting_first_move`: the opponent has not moved yet, so
-    /// the first-move abort is armed.
+    /// The answer to `command`. `from_opponent`: said in the players' room by the opponent
+    /// (a spectator's `!wait` gives no time: the wait is the opponent's to ask);
+    /// `awaiting_first_move`: the opponent has not moved yet, so the first-move abort is armed.
+    /// The wait is granted even when the answer is held back by the rate limit: an opponent
+    /// who typed `!help` and then `!wait` is not aborted for typing fast.
     pub fn answer(
         &mut self,
         command: &Command,
         facts: &LevelFacts,
+        from_opponent: bool,
         awaiting_first_move: bool,
         now: Instant,
-    ) -> Option<Reply> {
-        if self.answers >= MAX_ANSWERS
+    ) -> Answer {
+        let extend =
+            *command == Command::Wait && from_opponent && awaiting_first_move && !self.wait_given;
+        self.wait_given |= extend;
+        let held_back = self.answers >= MAX_ANSWERS
             || self
                 .last_answer
-                .is_some_and(|at| now.duration_since(at) < ANSWER_GAP)
-        {
-            return None;
+                .is_some_and(|at| now.duration_since(at) < ANSWER_GAP);
+        if held_back {
+            return Answer { extend, say: None };
         }
-        let reply = match command {
-            Command::Help => Reply::Say(
-                "Commands: !level (how strong I play), !wait (more time for your first move), \
-                 !help."
-                    .to_string(),
+        let text = match command {
+            Command::Help => "Commands: !level (how strong I play), !wait (more time for your \
+                              first move), !help."
+                .to_string(),
+            Command::Level => level_text(facts),
+            Command::Wait if extend => format!(
+                "Sure, take your time: I wait {} more seconds for your first move.",
+                WAIT_EXTENSION.as_secs()
             ),
-            Command::Level => Reply::Say(level_text(facts)),
+            Command::Wait if !from_opponent => {
+                "Only my opponent can ask me to wait for a first move.".to_string()
+            }
             Command::Wait if !awaiting_first_move => {
-                Reply::Say("The game is under way: no first move to wait for.".to_string())
+                "The game is under way: no first move to wait for.".to_string()
             }
-            Command::Wait if self.wait_given => {
-                Reply::Say("I am already waiting longer for your first move.".to_string())
-            }
-            Command::Wait => {
-                self.wait_given = true;
-                Reply::Extend(format!(
-                    "Sure, take your time: I wait {} more seconds for your first move.",
-                    WAIT_EXTENSION.as_secs()
-                ))
-            }
-            Command::Unknown if self.unknown_answered => return None,
+            Command::Wait => "I am already waiting longer for your first move.".to_string(),
+            Command::Unknown if self.unknown_answered => return Answer { extend, say: None },
             Command::Unknown => {
                 self.unknown_answered = true;
-                Reply::Say("Sorry, I do not know that command. Try !help.".to_string())
+                "Sorry, I do not know that command. Try !help.".to_string()
             }
         };
         self.answers += 1;
         self.last_answer = Some(now);
-        Some(reply)
+        Answer {
+            extend,
+            say: Some(text),
+        }
     }
 }
 
@@ -202,42 +209,68 @@ mod tests {
     }
 
     #[test]
-    fn wait_is_given_once_and_only_before_the_first_move() {
+    fn wait_is_given_once_to_the_opponent_and_only_before_the_first_move() {
         let mut desk = ChatDesk::default();
         let start = Instant::now();
-        let reply = desk.answer(&Command::Wait, &facts(), true, start);
-        assert!(matches!(reply, Some(Reply::Extend(_))), "{reply:?}");
-        let again = desk.answer(&Command::Wait, &facts(), true, start + ANSWER_GAP);
-        assert!(matches!(again, Some(Reply::Say(_))), "{again:?}");
+        let answer = desk.answer(&Command::Wait, &facts(), true, true, start);
+        assert!(answer.extend, "{answer:?}");
+        assert!(answer.say.unwrap().contains("take your time"));
+        let again = desk.answer(&Command::Wait, &facts(), true, true, start + ANSWER_GAP);
+        assert!(!again.extend && again.say.is_some(), "{again:?}");
         let mut late = ChatDesk::default();
-        assert!(matches!(
-            late.answer(&Command::Wait, &facts(), false, start),
-            Some(Reply::Say(_))
-        ));
+        let answer = late.answer(&Command::Wait, &facts(), true, false, start);
+        assert!(!answer.extend && answer.say.is_some(), "{answer:?}");
+        // A spectator's !wait is answered and gives no time; the opponent's own still does.
+        let mut watched = ChatDesk::default();
+        let answer = watched.answer(&Command::Wait, &facts(), false, true, start);
+        assert!(!answer.extend, "{answer:?}");
+        assert!(answer.say.unwrap().contains("Only my opponent"));
+        let answer = watched.answer(&Command::Wait, &facts(), true, true, start + ANSWER_GAP);
+        assert!(answer.extend, "{answer:?}");
+    }
+
+    /// `!help` then `!wait` a second later: the second answer is held back by the gap, the
+    /// wait is granted all the same.
+    #[test]
+    fn a_wait_asked_too_soon_after_another_command_is_still_granted() {
+        let mut desk = ChatDesk::default();
+        let start = Instant::now();
+        let help = desk.answer(&Command::Help, &facts(), true, true, start);
+        assert!(help.say.is_some() && !help.extend);
+        let wait = desk.answer(
+            &Command::Wait,
+            &facts(),
+            true,
+            true,
+            start + Duration::from_secs(1),
+        );
+        assert_eq!(
+            wait,
+            Answer {
+                extend: true,
+                say: None
+            }
+        );
     }
 
     #[test]
     fn answers_are_rate_limited_and_an_unknown_command_is_answered_once() {
         let mut desk = ChatDesk::default();
         let start = Instant::now();
-        assert!(
-            desk.answer(&Command::Unknown, &facts(), false, start)
+        let says = |desk: &mut ChatDesk, command: Command, at: Instant| {
+            desk.answer(&command, &facts(), true, false, at)
+                .say
                 .is_some()
-        );
+        };
+        assert!(says(&mut desk, Command::Unknown, start));
         // Too soon, then answered-before.
-        assert!(
-            desk.answer(&Command::Help, &facts(), false, start)
-                .is_none()
-        );
+        assert!(!says(&mut desk, Command::Help, start));
         let later = start + ANSWER_GAP;
-        assert!(
-            desk.answer(&Command::Unknown, &facts(), false, later)
-                .is_none()
-        );
+        assert!(!says(&mut desk, Command::Unknown, later));
         let mut at = later;
         let mut answered = 1;
         for _ in 0..30 {
-            if desk.answer(&Command::Level, &facts(), false, at).is_some() {
+            if says(&mut desk, Command::Level, at) {
                 answered += 1;
             }
             at += ANSWER_GAP;

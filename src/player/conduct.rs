@@ -3,7 +3,9 @@
 //! Pure decisions; the tracker applies them and the game actor posts them.
 //!
 //! - Takebacks: up to `takebacks` per game (default 2 at levels ≤ 3, where beginners ask for
-//!   them, 0 above).
+//!   them, 0 above), where the server lets an opponent propose one. Lichess does not today:
+//!   `PrefApi.setBot` sets a bot's takeback preference to never, and `Takebacker` needs both
+//!   players' preferences to allow it; the sandbox does.
 //! - Draw offers (`accept_draws`, default on): answered from the level's own evaluation of the
 //!   position (noise included: a weak level misjudges like a weak player) — accepted late in
 //!   the game (from move [`LATE_MOVE`]) when the position is about equal or worse for us (the

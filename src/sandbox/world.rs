@@ -23,6 +23,10 @@ use crate::lichess::types::{
 };
 use crate::lichess::{ChallengeId, GameId, Perf, TimeControl};
 
+/// How often lila's round tick repeats that a player is gone for good (`RoundSocket`'s
+/// `tickSeconds`).
+pub const GONE_TICK: Duration = Duration::from_secs(5);
+
 /// The pools every sandbox account has a rating in: those of the games the sandbox plays
 /// (every speed, and Chess960).
 fn rated_perfs() -> impl Iterator<Item = Perf> {
@@ -293,6 +297,9 @@ pub struct GameEntry {
     pub chat: Vec<ChatLine>,
     /// A player who left the game, and when the other may claim victory.
     pub gone: Option<(Color, Instant)>,
+    /// When the other was last told that the player is gone for good (`claimWinInSeconds: 0`,
+    /// repeated every [`GONE_TICK`] as lila's round tick repeats it).
+    pub gone_told: Option<Instant>,
     pub started_at: Instant,
     /// When the game ended (`None` while it runs).
     pub ended_at: Option<Instant>,
@@ -932,6 +939,7 @@ impl World {
                 watch,
                 chat: Vec::new(),
                 gone: None,
+                gone_told: None,
                 started_at: Instant::now(),
                 ended_at: None,
             },
@@ -1249,9 +1257,20 @@ impl World {
         if entry.game.is_over() {
             return Err(ActionError::GameOver.into());
         }
-        entry.gone = gone.then(|| (color, Instant::now() + claim_after));
+        let now = Instant::now();
+        let long_gone = entry
+            .gone
+            .is_some_and(|(who, at)| who == color && now >= at);
+        entry.gone = gone.then(|| (color, now + claim_after));
+        entry.gone_told = None;
         // Wakes the player's own challenger task, which makes no move while it is gone.
         entry.watch.send_modify(|_| {});
+        // lila tells of a return only after an absence long enough to be claimed
+        // (`RoundAsyncActor.Player.setOnline`: `isLongGone`); one back sooner comes back in
+        // silence, and the countdown the opponent heard simply stops.
+        if !gone && !long_gone {
+            return Ok(());
+        }
         let opponent = entry.game.seat(color.other()).id.clone();
         if let Some(slot) = entry.streams.get(&opponent) {
             send_json(
@@ -1263,6 +1282,33 @@ impl World {
             );
         }
         Ok(())
+    }
+
+    /// Tells the opponent of each player gone for good, again every [`GONE_TICK`], as lila's
+    /// round tick does (`notifyGone`: `claimWinInSeconds: 0`).
+    fn tell_gone_for_good(&mut self, now: Instant) {
+        for entry in self.games.values_mut() {
+            let Some((color, at)) = entry.gone else {
+                continue;
+            };
+            let told_lately = entry
+                .gone_told
+                .is_some_and(|t| now.duration_since(t) < GONE_TICK);
+            if entry.game.is_over() || now < at || told_lately {
+                continue;
+            }
+            entry.gone_told = Some(now);
+            let opponent = entry.game.seat(color.other()).id.clone();
+            if let Some(slot) = entry.streams.get(&opponent) {
+                send_json(
+                    slot,
+                    &GameEvent::OpponentGone(OpponentGone {
+                        gone: true,
+                        claim_win_in_seconds: Some(0),
+                    }),
+                );
+            }
+        }
     }
 
     /// Pushes the new state to streams and watchers; finishes the game's bookkeeping when
@@ -1333,6 +1379,7 @@ impl World {
         for id in ended {
             self.after_change(&id);
         }
+        self.tell_gone_for_good(now);
         let timeout = self.config.challenge_timeout;
         let expired: Vec<ChallengeId> = self
             .challenges
