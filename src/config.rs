@@ -555,10 +555,15 @@ impl Validator<'_> {
         let username = self.username(&a.username, &key("username"), names)?;
         let token = self.token_source(a, spanned.span(), key, base_dir)?;
         let level = *a.level.get_ref();
-        if !(level.is_finite() && level > 0.0) {
-            return self
-                .file
-                .invalid(a.level.span(), &key("level"), "must be > 0");
+        // The results log's own range: a record of a level outside it is skipped by every
+        // reader, so the games would be played and lost.
+        let most = *crate::results::LEVEL_RANGE.end();
+        if !(level.is_finite() && level > 0.0 && level <= most) {
+            return self.file.invalid(
+                a.level.span(),
+                &key("level"),
+                format!("must be > 0 and at most {most}"),
+            );
         }
         self.no_own_target(a, key)?;
         let chat_lines = ChatLines {
@@ -1021,9 +1026,14 @@ level = 1
 
     #[test]
     fn semantic_error_names_key_and_line() {
-        let text = MINIMAL.replace("level = 1", "level = 0");
-        let err = refusal(&text);
-        assert_eq!(err, "accounts.toml:5: accounts[0].level: must be > 0");
+        for bad in ["level = 0", "level = 150"] {
+            let text = MINIMAL.replace("level = 1", bad);
+            let err = refusal(&text);
+            assert_eq!(
+                err,
+                "accounts.toml:5: accounts[0].level: must be > 0 and at most 100"
+            );
+        }
     }
 
     #[test]

@@ -510,8 +510,9 @@ impl Coefficients {
         {
             return bad("endgame_levels_per_halving", "must be zero or positive");
         }
-        if self.max_nodes == 0 {
-            return bad("max_nodes", "must be positive");
+        // The results log's own range: a record above it is skipped by every reader.
+        if self.max_nodes == 0 || self.max_nodes > crate::results::MAX_NODES {
+            return bad("max_nodes", "must be between 1 and 10^10");
         }
         if let Err(unknown) = crate::engine::SearchConstants::of_known_version(self.search) {
             return bad("search", unknown);
@@ -915,8 +916,11 @@ impl LevelParams {
             offset,
             exponent,
             nodes,
+            // At most the results log's range (100,000 cp, far past any move's worth): a
+            // record above it is skipped by every reader.
             noise_cp: (coefficients.s0 * coefficients.d.powf(exponent))
-                .min(coefficients.max_noise_cp.unwrap_or(f64::INFINITY)),
+                .min(coefficients.max_noise_cp.unwrap_or(f64::INFINITY))
+                .min(*crate::results::NOISE_RANGE.end()),
             hash_mb: coefficients.hash_mb(level),
             blind_probability: coefficients
                 .blindness
@@ -1421,6 +1425,27 @@ pub(crate) mod tests {
             let err = refusal(&text);
             assert!(err.contains(&format!("{key}: {unknown}")), "{err}");
         }
+    }
+
+    /// What the daemon plays it records, and every reader of the results log reads it back:
+    /// a node cap above the log's 10^10 is refused by key, and a noise past its 100,000 cp
+    /// (a file without `max_noise_cp`, a level far below the line) is played and recorded at
+    /// 100,000.
+    #[test]
+    fn a_level_plays_inside_what_the_results_log_records() {
+        let huge_cap = V1_TOML.replace("max_nodes = 50000000", "max_nodes = 20000000000");
+        let err = refusal(&huge_cap);
+        let line = line_of(&huge_cap, "max_nodes = 20000000000");
+        assert!(
+            err.starts_with(&format!(
+                "c.toml:{line}: max_nodes: must be between 1 and 10^10"
+            )),
+            "{err}"
+        );
+        let wild =
+            Coefficients::parse(&V1_TOML.replace("s0 = 288.0", "s0 = 1e9"), "c.toml").unwrap();
+        let p = LevelParams::new(&wild, 1.0);
+        assert_eq!(p.noise_cp, *crate::results::NOISE_RANGE.end());
     }
 
     #[test]

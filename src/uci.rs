@@ -588,17 +588,20 @@ fn time_budget(go: &Go, turn: Color, overhead_ms: u64) -> TimeBudget {
     if let Some(time) = time {
         let available = time.saturating_sub(overhead_ms);
         let moves_to_go = go.movestogo.unwrap_or(DEFAULT_MOVES_TO_GO).clamp(1, 50);
+        // Saturating: a GUI may send any i64 of milliseconds.
         let cap = if moves_to_go == 1 {
-            available * 9 / 10
+            available.saturating_mul(9) / 10
         } else {
             available / 2
         };
-        let target = (available / moves_to_go + inc * 3 / 4).min(cap);
-        hard = Some((target * 4).min(cap));
+        let target = (available / moves_to_go)
+            .saturating_add(inc.saturating_mul(3) / 4)
+            .min(cap);
+        hard = Some(target.saturating_mul(4).min(cap));
         // Scaled after each iteration by how settled the search is (`soft_scale`, 0.35 to 3.5;
         // about 0.8 for a typical settled move): a little above the old fixed half of the
         // target, so that time moves from settled moves to unsettled ones.
-        soft = Some(target * 3 / 5);
+        soft = Some(target.saturating_mul(3) / 5);
     }
     if let Some(movetime) = go.movetime {
         let limit = movetime - overhead_ms.min(movetime / 2);
@@ -928,6 +931,18 @@ mod tests {
             assert!(
                 hard <= time.saturating_sub(50) * 9 / 10,
                 "{time}+{inc}: hard {hard}"
+            );
+        }
+        // Any i64 a GUI sends is a clock: no overflow, and a huge clock is a long search.
+        for (time, inc, mtg) in [
+            (2_049_638_230_412_172_452, 0, Some(1)),
+            (60_000, 6_148_914_691_236_517_206, None),
+            (u64::MAX, u64::MAX, Some(1)),
+        ] {
+            let budget = time_budget(&go(time, inc, mtg), Color::White, 50);
+            assert!(
+                budget.hard.unwrap() >= Duration::from_secs(10),
+                "{time}+{inc}: {budget:?}"
             );
         }
         // 3+0 blitz at the start: a few seconds, not a tenth of a second nor half the clock.

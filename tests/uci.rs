@@ -581,6 +581,19 @@ fn chess960_castling_is_king_takes_rook() {
     uci.quit();
 }
 
+/// The same position without `UCI_Chess960`: its castling right makes sense only under
+/// Chess960 rules, so castling is written king-takes-rook there too ("f1g1" would read back as
+/// a plain king step, the rook left on h1).
+#[test]
+fn castling_from_a_chess960_only_fen_is_king_takes_rook_without_the_option() {
+    let mut uci = Uci::spawn();
+    uci.send("position fen 4rkr1/4p1p1/8/8/8/8/8/5K1R w K - 0 1");
+    let (lines, best) = uci.go("depth 3");
+    assert!(Uci::errors(&lines).is_empty(), "{lines:?}");
+    assert_eq!(best, "f1h1", "{lines:?}");
+    uci.quit();
+}
+
 /// The level player is one: a game the arena played at level 3 (its seed and moves as the
 /// results file records them) replays move for move through `ladder uci` with that seed.
 #[test]

@@ -50,8 +50,8 @@ impl Game {
         } else {
             CastlingMode::Standard
         };
-        let position = match initial_fen.map(str::trim) {
-            None | Some("") | Some("startpos") => Chess::default(),
+        let (position, mode) = match initial_fen.map(str::trim) {
+            None | Some("") | Some("startpos") => (Chess::default(), mode),
             Some(fen) => {
                 let bad = |reason: String| GameError::BadFen {
                     fen: fen.to_string(),
@@ -59,11 +59,14 @@ impl Game {
                 };
                 let parsed: Fen = fen.parse().map_err(|e| bad(format!("{e}")))?;
                 match parsed.clone().into_position(mode) {
-                    Ok(position) => position,
+                    Ok(position) => (position, mode),
                     // "fromPosition" games may start from a position whose castling rights only
-                    // make sense under Chess960 rules (a rook not on its standard square).
+                    // make sense under Chess960 rules (a king or rook off its standard square).
+                    // Its castling is then written king-takes-rook too: "king to the g-file"
+                    // is no move (king on g1) or a plain king step (king on f1) there.
                     Err(e) if mode == CastlingMode::Standard => parsed
                         .into_position(CastlingMode::Chess960)
+                        .map(|position| (position, CastlingMode::Chess960))
                         .map_err(|_| bad(format!("{e}")))?,
                     Err(e) => return Err(bad(format!("{e}"))),
                 }
@@ -271,6 +274,30 @@ mod tests {
             Game::new(Some("not a fen"), false),
             Err(GameError::BadFen { .. })
         ));
+    }
+
+    /// A FEN whose castling right only Chess960 rules allow (king on f1 or g1): its castling
+    /// is written king-takes-rook, which reads back as the same move, not as "king to g1".
+    #[test]
+    fn castling_from_a_chess960_only_fen_is_written_king_takes_rook() {
+        for (fen, castle) in [
+            ("4rkr1/4p1p1/8/8/8/8/8/5K1R w K - 0 1", "f1h1"),
+            ("4rkr1/4p1p1/8/8/8/8/8/6KR w K - 0 1", "g1h1"),
+        ] {
+            let game = Game::new(Some(fen), false).unwrap();
+            assert_eq!(game.castling_mode(), CastlingMode::Chess960, "{fen}");
+            let castling = game
+                .legal_moves()
+                .into_iter()
+                .find(|m| m.is_castle())
+                .expect("castling is legal");
+            assert_eq!(game.to_uci(castling), castle, "{fen}");
+            let mut replay = Game::new(Some(fen), false).unwrap();
+            assert_eq!(replay.play_uci(castle).unwrap(), castling, "{fen}");
+        }
+        // A standard FEN keeps the standard notation.
+        let game = Game::new(Some("r3k2r/8/8/8/8/8/8/R3K2R w KQkq - 0 1"), false).unwrap();
+        assert_eq!(game.castling_mode(), CastlingMode::Standard);
     }
 
     #[test]

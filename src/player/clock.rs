@@ -41,7 +41,8 @@ pub fn think_time(clock: ClockInput) -> Duration {
             let usable = remaining.saturating_sub(clock.overhead_ms);
             // Plan over the moves to go, spend most of the increment, but never more than a
             // fifth of what is left: a long think with a short clock is how bots flag.
-            let planned = usable / MOVES_TO_GO + clock.increment_ms * 3 / 4;
+            let planned =
+                (usable / MOVES_TO_GO).saturating_add(clock.increment_ms.saturating_mul(3) / 4);
             Duration::from_millis(planned.min(usable / MAX_FRACTION))
         }
     };

@@ -126,8 +126,8 @@ pub fn exported(game: &GameJson, header: GameHeader) -> Option<GameRecord> {
         variant: game.variant.clone(),
         initial_fen: initial_fen.clone(),
         clock: game.clock.map(|c| ClockRecord {
-            initial_ms: c.initial * 1000,
-            increment_ms: c.increment * 1000,
+            initial_ms: c.initial.saturating_mul(1000),
+            increment_ms: c.increment.saturating_mul(1000),
         }),
         color: color.into(),
         opponent: OpponentRecord {
