@@ -871,7 +871,10 @@ fn malformed_config_names_the_key_and_the_line() {
     let err = Config::load(&dir.join("bad_level.toml"))
         .unwrap_err()
         .to_string();
-    assert_eq!(err, "bad_level.toml:17: accounts[1].level: must be > 0");
+    assert_eq!(
+        err,
+        "bad_level.toml:17: accounts[1].level: must be > 0 and at most 100"
+    );
     let err = Config::load(&dir.join("typo.toml"))
         .unwrap_err()
         .to_string();
