@@ -108,6 +108,18 @@ async fn playing(
     (sb, dir, run)
 }
 
+/// Waits until `bot` follows game `id` (its game stream is open in the sandbox).
+async fn wait_game_stream(sb: &Sandbox, id: &GameId, bot: &str) {
+    sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
+        w.games
+            .get(id)
+            .filter(|e| e.streams.contains_key(bot))
+            .map(|_| ())
+    })
+    .await
+    .unwrap();
+}
+
 async fn stop_now(run: Running) {
     run.daemon.shutdown().await;
     run.daemon.shutdown().await;
@@ -395,14 +407,7 @@ async fn a_failed_first_move_abort_is_made_again() {
         let bots = ["abort1"];
         let (sb, _dir, run) = playing(&bots, &[], quick, 2).await;
         let id = alice_challenges(&sb, "abort1", ChallengeColor::White);
-        sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
-            w.games
-                .get(&id)
-                .filter(|e| e.streams.contains_key("abort1"))
-                .map(|_| ())
-        })
-        .await
-        .unwrap();
+        wait_game_stream(&sb, &id, "abort1").await;
         sb.fail_for("abort1", Duration::from_secs(4), 500);
         wait_log("the abort failing", Duration::from_secs(8), |l| {
             l.contains(&format!("game={id}")) && l.contains("abort") && l.contains("trying again")
@@ -459,14 +464,7 @@ async fn chat_commands_are_answered_in_their_room_and_wait_delays_the_abort() {
         let (sb, _dir, run) = playing(&bots, &[], quick, 3).await;
         let id = alice_challenges(&sb, "chat1", ChallengeColor::White);
         // Said once the bot follows the game: a line before its stream opens is not its.
-        sb.wait_until("the bot's game stream", Duration::from_secs(10), |w| {
-            w.games
-                .get(&id)
-                .filter(|e| e.streams.contains_key("chat1"))
-                .map(|_| ())
-        })
-        .await
-        .unwrap();
+        wait_game_stream(&sb, &id, "chat1").await;
         alice_says(&sb, &id, ChatRoom::Player, "!wait").await;
         sb.wait_until("the answer to !wait", Duration::from_secs(5), |w| {
             (!lines_of(w.summary(&id), "chat1", ChatRoom::Player).is_empty()).then_some(())

@@ -305,6 +305,17 @@ pub struct GameEntry {
     pub ended_at: Option<Instant>,
 }
 
+impl GameEntry {
+    /// Tells the opponent of `color`, on its game stream if one is open, that `color` left or
+    /// came back.
+    fn tell_opponent_of(&self, color: Color, news: OpponentGone) {
+        let opponent = &self.game.seat(color.other()).id;
+        if let Some(slot) = self.streams.get(opponent) {
+            send_json(slot, &GameEvent::OpponentGone(news));
+        }
+    }
+}
+
 /// Things the sandbox's own tasks react to (simulated challengers answer and play).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Notice {
@@ -1271,16 +1282,13 @@ impl World {
         if !gone && !long_gone {
             return Ok(());
         }
-        let opponent = entry.game.seat(color.other()).id.clone();
-        if let Some(slot) = entry.streams.get(&opponent) {
-            send_json(
-                slot,
-                &GameEvent::OpponentGone(OpponentGone {
-                    gone,
-                    claim_win_in_seconds: gone.then_some(claim_after.as_secs() as u32),
-                }),
-            );
-        }
+        entry.tell_opponent_of(
+            color,
+            OpponentGone {
+                gone,
+                claim_win_in_seconds: gone.then_some(claim_after.as_secs() as u32),
+            },
+        );
         Ok(())
     }
 
@@ -1298,16 +1306,13 @@ impl World {
                 continue;
             }
             entry.gone_told = Some(now);
-            let opponent = entry.game.seat(color.other()).id.clone();
-            if let Some(slot) = entry.streams.get(&opponent) {
-                send_json(
-                    slot,
-                    &GameEvent::OpponentGone(OpponentGone {
-                        gone: true,
-                        claim_win_in_seconds: Some(0),
-                    }),
-                );
-            }
+            entry.tell_opponent_of(
+                color,
+                OpponentGone {
+                    gone: true,
+                    claim_win_in_seconds: Some(0),
+                },
+            );
         }
     }
 
